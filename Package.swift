@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// Baton: Handoff for Swift on Linux. Module layout and the reasons for it: docs/ARCHITECTURE.md.
+import PackageDescription
+
+let package = Package(
+    name: "Baton",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Baton", targets: ["Baton"]),
+        .library(name: "BatonCore", targets: ["BatonCore"]),
+        .executable(name: "baton", targets: ["baton"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+    ],
+    targets: [
+        // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
+        .target(name: "BatonCore"),
+        // What apps import.
+        .target(name: "Baton", dependencies: ["BatonCore"]),
+        // The command line.
+        .executableTarget(
+            name: "baton",
+            dependencies: [
+                "BatonCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
+    ]
+)

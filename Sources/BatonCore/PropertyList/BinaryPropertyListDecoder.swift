@@ -1,0 +1,417 @@
+import Foundation
+
+/// The object markers of the binary property-list format (`bplist00`), high nibble unless noted.
+///
+/// The layout: an 8-byte header, the objects, an offset table (one offset per object) and a 32-byte trailer that
+/// says where the table is, how wide its entries and the object references are, and which object is the top.
+/// docs/PROTOCOL.md describes it in full, with the Baton extensions (URL and UUID markers).
+enum BinaryPropertyListMarker {
+    static let header: [UInt8] = Array("bplist00".utf8)
+    static let trailerSize = 32
+
+    // Whole-byte markers in the 0x0_ row.
+    static let null: UInt8 = 0x00
+    static let boolFalse: UInt8 = 0x08
+    static let boolTrue: UInt8 = 0x09
+    /// Baton extension (a marker the format reserves for URLs): followed by one inline string object.
+    static let url: UInt8 = 0x0C
+    /// Baton extension (the format's reserved UUID marker): followed by the 16 bytes of the UUID.
+    static let uuid: UInt8 = 0x0E
+
+    // High nibbles.
+    static let integer: UInt8 = 0x1
+    static let real: UInt8 = 0x2
+    static let date: UInt8 = 0x3
+    static let data: UInt8 = 0x4
+    static let asciiString: UInt8 = 0x5
+    static let utf16String: UInt8 = 0x6
+    static let utf8String: UInt8 = 0x7
+    static let uid: UInt8 = 0x8
+    static let array: UInt8 = 0xA
+    static let set: UInt8 = 0xC
+    static let dictionary: UInt8 = 0xD
+}
+
+/// Reads binary property lists (`bplist00`) into ``PropertyList`` values.
+///
+/// Every malformed input throws a ``BatonCoreError`` with the byte offset of the problem; nothing traps. Reads are
+/// bounds-checked against the object area, references against the object count, and the decode against
+/// ``PropertyListLimits`` (input size, nesting depth, expanded object count) and against cycles.
+public enum BinaryPropertyListDecoder {
+    /// Whether `data` starts like a binary property list.
+    public static func isBinaryPropertyList(_ data: some DataProtocol) -> Bool {
+        data.starts(with: BinaryPropertyListMarker.header)
+    }
+
+    /// Decodes a whole binary property list.
+    /// - Throws: ``BatonCoreError`` for any malformed input or exceeded limit.
+    public static func decode(_ data: Data, limits: PropertyListLimits = .default) throws -> PropertyList {
+        guard data.count <= limits.maximumInputBytes else {
+            throw BatonCoreError(
+                .inputTooLarge,
+                "input is \(data.count) bytes, the limit is \(limits.maximumInputBytes)"
+            )
+        }
+        return try data.withUnsafeBytes { bytes in
+            var reader = try Reader(bytes: bytes, limits: limits)
+            return try reader.decodeTopObject()
+        }
+    }
+}
+
+private struct Reader {
+    let bytes: UnsafeRawBufferPointer
+    let limits: PropertyListLimits
+    let offsetSize: Int
+    let referenceSize: Int
+    let objectCount: Int
+    let topObject: Int
+    /// Where the offset table starts; every object lies in `8..<objectsEnd`.
+    let objectsEnd: Int
+    var decodedObjects = 0
+    /// Which objects are containers currently being decoded: a reference back to one is a cycle.
+    var onPath: [Bool]
+
+    init(bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws {
+        self.bytes = bytes
+        self.limits = limits
+        let header = BinaryPropertyListMarker.header
+        guard bytes.count >= header.count, bytes.starts(with: header) else {
+            throw BatonCoreError(.unknownFormat, "not a binary property list (no bplist00 header)", offset: 0)
+        }
+        let trailerSize = BinaryPropertyListMarker.trailerSize
+        // Smallest possible file: header, one 1-byte object, one 1-byte offset, trailer.
+        guard bytes.count >= header.count + 2 + trailerSize else {
+            throw BatonCoreError(
+                .truncated,
+                "file is \(bytes.count) bytes, too short to hold an object, offset table and trailer",
+                offset: bytes.count
+            )
+        }
+        let trailer = bytes.count - trailerSize
+        offsetSize = Int(bytes[trailer + 6])
+        referenceSize = Int(bytes[trailer + 7])
+        guard (1...8).contains(offsetSize), (1...8).contains(referenceSize) else {
+            throw BatonCoreError(
+                .invalidTrailer,
+                "offset size \(offsetSize) or reference size \(referenceSize) is not between 1 and 8",
+                offset: trailer + 6
+            )
+        }
+        let count = Self.readUnsigned(bytes, at: trailer + 8, size: 8)
+        let top = Self.readUnsigned(bytes, at: trailer + 16, size: 8)
+        let tableOffset = Self.readUnsigned(bytes, at: trailer + 24, size: 8)
+        guard count >= 1, count <= UInt64(trailer) else {
+            throw BatonCoreError(.invalidTrailer, "object count \(count) does not fit the file", offset: trailer + 8)
+        }
+        guard top < count else {
+            throw BatonCoreError(
+                .invalidTrailer,
+                "top object \(top) is not below the object count \(count)",
+                offset: trailer + 16
+            )
+        }
+        let (tableSize, overflow) = count.multipliedReportingOverflow(by: UInt64(offsetSize))
+        guard tableOffset > UInt64(header.count), tableOffset <= UInt64(trailer), !overflow,
+            tableSize <= UInt64(trailer) - tableOffset
+        else {
+            throw BatonCoreError(
+                .invalidTrailer,
+                "offset table at \(tableOffset) with \(count) entries of \(offsetSize) bytes does not fit the file",
+                offset: trailer + 24
+            )
+        }
+        objectCount = Int(count)
+        topObject = Int(top)
+        objectsEnd = Int(tableOffset)
+        onPath = [Bool](repeating: false, count: objectCount)
+    }
+
+    static func readUnsigned(_ bytes: UnsafeRawBufferPointer, at position: Int, size: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in position..<(position + size) {
+            value = value << 8 | UInt64(bytes[index])
+        }
+        return value
+    }
+
+    mutating func decodeTopObject() throws -> PropertyList {
+        try object(topObject, depth: 0)
+    }
+
+    // MARK: Locating objects
+
+    func offset(of object: Int) throws -> Int {
+        let entry = objectsEnd + object * offsetSize
+        let offset = Self.readUnsigned(bytes, at: entry, size: offsetSize)
+        guard offset >= UInt64(BinaryPropertyListMarker.header.count), offset < UInt64(objectsEnd) else {
+            throw BatonCoreError(
+                .invalidReference,
+                "object \(object) has offset \(offset), outside the object area 8..<\(objectsEnd)",
+                offset: entry
+            )
+        }
+        return Int(offset)
+    }
+
+    func reference(at position: Int) throws -> Int {
+        let reference = Self.readUnsigned(bytes, at: position, size: referenceSize)
+        guard reference < UInt64(objectCount) else {
+            throw BatonCoreError(
+                .invalidReference,
+                "reference to object \(reference), but the file has \(objectCount) objects",
+                offset: position
+            )
+        }
+        return Int(reference)
+    }
+
+    /// Checks that `length` bytes from `start` lie inside the object area.
+    func require(_ length: Int, at start: Int, for what: String) throws {
+        guard length >= 0, start <= objectsEnd, length <= objectsEnd - start else {
+            throw BatonCoreError(
+                .truncated,
+                "\(what) needs \(length) bytes at \(start), past the end of the object area (\(objectsEnd))",
+                offset: start
+            )
+        }
+    }
+
+    /// The element count of the object whose marker is at `offset`, and where its contents begin.
+    func countAndStart(marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
+        let nibble = marker & 0x0F
+        if nibble != 0x0F { return (Int(nibble), offset + 1) }
+        try require(1, at: offset + 1, for: "an extended count")
+        let intMarker = bytes[offset + 1]
+        guard intMarker >> 4 == BinaryPropertyListMarker.integer, intMarker & 0x0F <= 3 else {
+            throw BatonCoreError(
+                .invalidObject,
+                String(format: "extended count has marker 0x%02X, expected an integer", intMarker),
+                offset: offset + 1
+            )
+        }
+        let size = 1 << Int(intMarker & 0x0F)
+        try require(size, at: offset + 2, for: "an extended count")
+        let count = Self.readUnsigned(bytes, at: offset + 2, size: size)
+        guard count <= UInt64(objectsEnd) else {
+            throw BatonCoreError(.truncated, "count \(count) is larger than the file", offset: offset + 2)
+        }
+        return (Int(count), offset + 2 + size)
+    }
+
+    // MARK: Objects
+
+    mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
+        decodedObjects += 1
+        guard decodedObjects <= limits.maximumObjects else {
+            throw BatonCoreError(
+                .tooManyObjects,
+                "more than \(limits.maximumObjects) values (shared references count once per use)"
+            )
+        }
+        let offset = try offset(of: index)
+        let marker = bytes[offset]
+        switch marker >> 4 {
+        case 0x0:
+            return try singleByteObject(marker, at: offset)
+        case BinaryPropertyListMarker.integer:
+            return try integer(marker, at: offset)
+        case BinaryPropertyListMarker.real:
+            let size = 1 << Int(marker & 0x0F)
+            guard size == 4 || size == 8 else {
+                throw BatonCoreError(.invalidObject, "real of \(size) bytes (only 4 and 8 exist)", offset: offset)
+            }
+            try require(size, at: offset + 1, for: "a real")
+            let bits = Self.readUnsigned(bytes, at: offset + 1, size: size)
+            return .real(size == 4 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))) : Double(bitPattern: bits))
+        case BinaryPropertyListMarker.date:
+            guard marker == 0x33 else {
+                throw BatonCoreError(.invalidObject, String(format: "date marker 0x%02X, expected 0x33", marker), offset: offset)
+            }
+            try require(8, at: offset + 1, for: "a date")
+            let seconds = Double(bitPattern: Self.readUnsigned(bytes, at: offset + 1, size: 8))
+            return .date(Date(timeIntervalSinceReferenceDate: seconds))
+        case BinaryPropertyListMarker.data:
+            let (count, start) = try countAndStart(marker: marker, at: offset)
+            try require(count, at: start, for: "data")
+            return .data(Data(bytes[start..<(start + count)]))
+        case BinaryPropertyListMarker.asciiString, BinaryPropertyListMarker.utf16String,
+            BinaryPropertyListMarker.utf8String:
+            return .string(try string(marker: marker, at: offset))
+        case BinaryPropertyListMarker.uid:
+            throw BatonCoreError(
+                .keyedArchiverNotSupported,
+                "UID object: this is NSKeyedArchiver output (an archived object graph), not a property list",
+                offset: offset
+            )
+        case BinaryPropertyListMarker.array, BinaryPropertyListMarker.set, BinaryPropertyListMarker.dictionary:
+            return try container(index, marker: marker, at: offset, depth: depth)
+        default:
+            throw BatonCoreError(.invalidObject, String(format: "unknown object marker 0x%02X", marker), offset: offset)
+        }
+    }
+
+    func singleByteObject(_ marker: UInt8, at offset: Int) throws -> PropertyList {
+        switch marker {
+        case BinaryPropertyListMarker.null:
+            return .null
+        case BinaryPropertyListMarker.boolFalse:
+            return .bool(false)
+        case BinaryPropertyListMarker.boolTrue:
+            return .bool(true)
+        case BinaryPropertyListMarker.uuid:
+            try require(16, at: offset + 1, for: "a UUID")
+            let base = offset + 1
+            let uuid = UUID(
+                uuid: (
+                    bytes[base], bytes[base + 1], bytes[base + 2], bytes[base + 3], bytes[base + 4],
+                    bytes[base + 5], bytes[base + 6], bytes[base + 7], bytes[base + 8], bytes[base + 9],
+                    bytes[base + 10], bytes[base + 11], bytes[base + 12], bytes[base + 13], bytes[base + 14],
+                    bytes[base + 15]
+                )
+            )
+            return .uuid(uuid)
+        case BinaryPropertyListMarker.url:
+            try require(1, at: offset + 1, for: "a URL")
+            let stringMarker = bytes[offset + 1]
+            guard (0x5...0x7).contains(stringMarker >> 4) else {
+                throw BatonCoreError(.invalidObject, "URL not followed by a string", offset: offset + 1)
+            }
+            let text = try string(marker: stringMarker, at: offset + 1)
+            guard let url = URL(string: text) else {
+                throw BatonCoreError(.invalidObject, "URL object holds an invalid URL \"\(text)\"", offset: offset)
+            }
+            return .url(url)
+        default:
+            throw BatonCoreError(.invalidObject, String(format: "unknown object marker 0x%02X", marker), offset: offset)
+        }
+    }
+
+    func integer(_ marker: UInt8, at offset: Int) throws -> PropertyList {
+        let nibble = Int(marker & 0x0F)
+        guard nibble <= 4 else {
+            throw BatonCoreError(.invalidObject, "integer of 2^\(nibble) bytes (at most 16 exist)", offset: offset)
+        }
+        let size = 1 << nibble
+        try require(size, at: offset + 1, for: "an integer")
+        switch size {
+        case 1, 2, 4:
+            // 1-, 2- and 4-byte integers are unsigned in this format.
+            return .integer(Int64(Self.readUnsigned(bytes, at: offset + 1, size: size)))
+        case 8:
+            return .integer(Int64(bitPattern: Self.readUnsigned(bytes, at: offset + 1, size: 8)))
+        default:
+            // A 16-byte two's-complement integer: values beyond 64 bits are out of range.
+            let high = Self.readUnsigned(bytes, at: offset + 1, size: 8)
+            let low = Self.readUnsigned(bytes, at: offset + 9, size: 8)
+            if high == 0 {
+                return PropertyList(integer: low) ?? .unsignedInteger(low)
+            }
+            if high == UInt64.max, Int64(bitPattern: low) < 0 {
+                return .integer(Int64(bitPattern: low))
+            }
+            throw BatonCoreError(.invalidNumber, "128-bit integer outside the 64-bit range", offset: offset)
+        }
+    }
+
+    func string(marker: UInt8, at offset: Int) throws -> String {
+        let (count, start) = try countAndStart(marker: marker, at: offset)
+        switch marker >> 4 {
+        case BinaryPropertyListMarker.asciiString:
+            try require(count, at: start, for: "an ASCII string")
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + count)])
+            guard !slice.contains(where: { $0 >= 0x80 }) else {
+                throw BatonCoreError(.invalidString, "ASCII string holds a byte above 0x7F", offset: offset)
+            }
+            return String(decoding: slice, as: UTF8.self)
+        case BinaryPropertyListMarker.utf8String:
+            try require(count, at: start, for: "a UTF-8 string")
+            guard let text = String(validating: bytes[start..<(start + count)], as: UTF8.self) else {
+                throw BatonCoreError(.invalidString, "UTF-8 string is not valid UTF-8", offset: offset)
+            }
+            return text
+        default:
+            let (byteCount, overflow) = count.multipliedReportingOverflow(by: 2)
+            guard !overflow else { throw BatonCoreError(.truncated, "UTF-16 string too long", offset: offset) }
+            try require(byteCount, at: start, for: "a UTF-16 string")
+            return try utf16String(units: count, at: start, markerOffset: offset)
+        }
+    }
+
+    func utf16String(units: Int, at start: Int, markerOffset: Int) throws -> String {
+        var scalars = String.UnicodeScalarView()
+        var index = 0
+        while index < units {
+            let unit = UInt16(bytes[start + 2 * index]) << 8 | UInt16(bytes[start + 2 * index + 1])
+            index += 1
+            if UTF16.isLeadSurrogate(unit) {
+                guard index < units else {
+                    throw BatonCoreError(.invalidString, "UTF-16 string ends inside a surrogate pair", offset: markerOffset)
+                }
+                let trail = UInt16(bytes[start + 2 * index]) << 8 | UInt16(bytes[start + 2 * index + 1])
+                guard UTF16.isTrailSurrogate(trail) else {
+                    throw BatonCoreError(.invalidString, "UTF-16 string has an unpaired surrogate", offset: markerOffset)
+                }
+                index += 1
+                let value = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(trail) - 0xDC00)
+                if let scalar = Unicode.Scalar(value) { scalars.append(scalar) }
+            } else if let scalar = Unicode.Scalar(unit) {
+                scalars.append(scalar)
+            } else {
+                throw BatonCoreError(.invalidString, "UTF-16 string has an unpaired surrogate", offset: markerOffset)
+            }
+        }
+        return String(scalars)
+    }
+
+    mutating func container(_ index: Int, marker: UInt8, at offset: Int, depth: Int) throws -> PropertyList {
+        guard depth < limits.maximumDepth else {
+            throw BatonCoreError(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", offset: offset)
+        }
+        guard !onPath[index] else {
+            throw BatonCoreError(.cycle, "object \(index) contains itself", offset: offset)
+        }
+        onPath[index] = true
+        defer { onPath[index] = false }
+
+        let (count, start) = try countAndStart(marker: marker, at: offset)
+        let kind = marker >> 4
+        let references = kind == BinaryPropertyListMarker.dictionary ? 2 * count : count
+        let (size, overflow) = references.multipliedReportingOverflow(by: referenceSize)
+        guard !overflow else { throw BatonCoreError(.truncated, "container too large", offset: offset) }
+        try require(size, at: start, for: "a container's references")
+
+        switch kind {
+        case BinaryPropertyListMarker.array:
+            var elements: [PropertyList] = []
+            elements.reserveCapacity(count)
+            for position in stride(from: start, to: start + size, by: referenceSize) {
+                elements.append(try object(try reference(at: position), depth: depth + 1))
+            }
+            return .array(elements)
+        case BinaryPropertyListMarker.set:
+            var members = Set<PropertyList>(minimumCapacity: count)
+            for position in stride(from: start, to: start + size, by: referenceSize) {
+                members.insert(try object(try reference(at: position), depth: depth + 1))
+            }
+            return .set(members)
+        default:
+            var entries = [String: PropertyList](minimumCapacity: count)
+            let valuesStart = start + count * referenceSize
+            for element in 0..<count {
+                let keyPosition = start + element * referenceSize
+                let key = try object(try reference(at: keyPosition), depth: depth + 1)
+                guard case .string(let name) = key else {
+                    throw BatonCoreError(
+                        .nonStringKey,
+                        "dictionary key is a \(key.typeName), property-list keys are strings",
+                        offset: keyPosition
+                    )
+                }
+                let valuePosition = valuesStart + element * referenceSize
+                entries[name] = try object(try reference(at: valuePosition), depth: depth + 1)
+            }
+            return .dictionary(entries)
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// `baton`: the command line of Baton, Handoff for Swift on Linux.
+@main
+struct BatonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "baton",
+        abstract: "Handoff for Swift on Linux: continue an activity from one of your machines on another.",
+        discussion: """
+            Start with `baton demo` to see an activity handed from one device to another on this machine.
+            App developers check their Info.plist files with `baton plist lint`.
+            """,
+        version: "0.1.0",
+        subcommands: [DemoCommand.self, PlistCommand.self, BenchCommand.self]
+    )
+}

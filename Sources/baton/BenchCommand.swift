@@ -1,0 +1,209 @@
+import ArgumentParser
+import BatonCore
+import Foundation
+
+/// `baton bench`: measurements that compare Baton against a baseline measured in the same run.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Baton against baselines measured in the same run.",
+        discussion: """
+            Machines here are shared and noisy, so every figure is reported as a ratio against a baseline measured
+            in the same run, samples interleaved. Build in release mode for meaningful numbers:
+              swift run -c release baton bench plist
+            """,
+        subcommands: [Plist.self]
+    )
+
+    struct Plist: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Binary property-list codec: Baton's against Foundation's PropertyListSerialization.",
+            discussion: """
+                Encodes and decodes a 3 KB userInfo (the size Apple's guide advises) and a 256 KB one (a large
+                payload) with both codecs. Target: Baton at least 3x faster in every row.
+                """
+        )
+
+        @Option(help: "Timed samples per measurement; the median is reported.")
+        var samples = 15
+
+        @Option(help: "Minimum milliseconds per sample (operations repeat until it is reached).")
+        var sampleMilliseconds = 20
+
+        @Flag(help: "Print the results as JSON.")
+        var json = false
+
+        func validate() throws {
+            guard samples >= 3 else { throw ValidationError("--samples must be at least 3.") }
+            guard sampleMilliseconds >= 1 else { throw ValidationError("--sample-milliseconds must be at least 1.") }
+        }
+
+        func run() throws {
+            #if DEBUG
+            if !json {
+                print("note: this is a debug build; for real figures run `swift run -c release baton bench plist`\n")
+            }
+            #endif
+            var rows: [BenchmarkRow] = []
+            for (label, target) in [("3 KB", 3 * 1024), ("256 KB", 256 * 1024)] {
+                let value = BenchmarkData.userInfo(encodedSize: target)
+                let ours = try BinaryPropertyListEncoder.encode(value)
+                let foundationInput = value.anyValue
+                let timer = InterleavedTimer(samples: samples, sampleNanoseconds: UInt64(sampleMilliseconds) * 1_000_000)
+                let encode = try timer.compare(
+                    baton: { _ = try BinaryPropertyListEncoder.encode(value) },
+                    baseline: {
+                        _ = try PropertyListSerialization.data(fromPropertyList: foundationInput, format: .binary, options: 0)
+                    }
+                )
+                let decode = try timer.compare(
+                    baton: { _ = try BinaryPropertyListDecoder.decode(ours) },
+                    baseline: { _ = try PropertyListSerialization.propertyList(from: ours, options: [], format: nil) }
+                )
+                rows.append(BenchmarkRow(payload: label, bytes: ours.count, operation: "encode", timing: encode))
+                rows.append(BenchmarkRow(payload: label, bytes: ours.count, operation: "decode", timing: decode))
+            }
+            if json {
+                printJSON(rows)
+            } else {
+                printTable(rows)
+            }
+        }
+
+        func printTable(_ rows: [BenchmarkRow]) {
+            print("Binary property lists: Baton vs Foundation PropertyListSerialization (median of \(samples) samples)")
+            print(
+                "payload".padding(8) + "bytes".padding(9) + "op".padding(8) + "Baton".padding(12)
+                    + "Foundation".padding(13) + "speed-up".padding(10) + "target 3x"
+            )
+            for row in rows {
+                print(
+                    row.payload.padding(8) + String(row.bytes).padding(9) + row.operation.padding(8)
+                        + formatMicroseconds(row.timing.baton).padding(12)
+                        + formatMicroseconds(row.timing.baseline).padding(13)
+                        + String(format: "%.1fx", row.timing.ratio).padding(10)
+                        + (row.timing.ratio >= 3 ? "met" : "NOT met")
+                )
+            }
+        }
+
+        func printJSON(_ rows: [BenchmarkRow]) {
+            let entries = rows.map { row in
+                """
+                  {"payload": "\(row.payload)", "bytes": \(row.bytes), "operation": "\(row.operation)", \
+                "batonMicroseconds": \(row.timing.baton * 1e6), "foundationMicroseconds": \(row.timing.baseline * 1e6), \
+                "speedup": \(row.timing.ratio)}
+                """
+            }
+            print("[\n" + entries.joined(separator: ",\n") + "\n]")
+        }
+    }
+}
+
+struct BenchmarkRow {
+    let payload: String
+    let bytes: Int
+    let operation: String
+    let timing: InterleavedTimer.Comparison
+}
+
+/// Times two operations in alternating samples, so that a noisy neighbour slows both alike.
+struct InterleavedTimer {
+    struct Comparison {
+        /// Median seconds per operation.
+        let baton: Double
+        let baseline: Double
+        /// How many times faster Baton is than the baseline.
+        var ratio: Double { baseline / baton }
+    }
+
+    let samples: Int
+    let sampleNanoseconds: UInt64
+
+    func compare(baton: () throws -> Void, baseline: () throws -> Void) throws -> Comparison {
+        // Warm up both and size the batches so one sample lasts about `sampleNanoseconds`.
+        let batonBatch = try batchSize(baton)
+        let baselineBatch = try batchSize(baseline)
+        var batonTimes: [Double] = []
+        var baselineTimes: [Double] = []
+        for _ in 0..<samples {
+            batonTimes.append(try time(batonBatch, baton))
+            baselineTimes.append(try time(baselineBatch, baseline))
+        }
+        return Comparison(baton: median(batonTimes), baseline: median(baselineTimes))
+    }
+
+    func batchSize(_ operation: () throws -> Void) throws -> Int {
+        var count = 1
+        while true {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<count { try operation() }
+            let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            if elapsed >= sampleNanoseconds / 4 || count >= 1 << 24 {
+                return max(1, Int(Double(count) * Double(sampleNanoseconds) / Double(max(elapsed, 1))))
+            }
+            count *= 4
+        }
+    }
+
+    func time(_ count: Int, _ operation: () throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<count { try operation() }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 / Double(count)
+    }
+
+    func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted[sorted.count / 2]
+    }
+}
+
+func formatMicroseconds(_ seconds: Double) -> String {
+    String(format: "%.1f µs", seconds * 1e6)
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}
+
+/// Deterministic, realistic userInfo dictionaries: a shopping list in the shape of the seeds' ShopSnap app.
+enum BenchmarkData {
+    static let names = [
+        "Milk", "Sourdough bread", "Free-range eggs", "Bananas", "Coffee beans", "Olive oil", "Tomatoes", "Basil",
+        "Parmesan", "Spaghetti", "Greek yoghurt", "Blueberries", "Dark chocolate", "Sparkling water", "Lemons",
+        "Garlic", "Crème fraîche", "Jalapeños", "Rice", "Oat milk",
+    ]
+
+    static func item(_ index: Int) -> PropertyList {
+        let name = names[index % names.count]
+        return [
+            "id": .string("item-\(index)"),
+            "name": .string(index < names.count ? name : "\(name) \(index / names.count)"),
+            "quantity": .integer(Int64(1 + index % 4)),
+            "price": .real(Double(100 + index * 37 % 900) / 100),
+            "done": .bool(index % 3 == 0),
+            "added": .date(Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(index) * 61)),
+            "note": index % 5 == 0 ? "organic if they have it" : "",
+        ]
+    }
+
+    /// A shopping-list userInfo whose binary encoding is close to `encodedSize` bytes.
+    static func userInfo(encodedSize: Int) -> PropertyList {
+        func make(_ count: Int) -> PropertyList {
+            [
+                "version": 2,
+                "listID": "5D1E0C52-8F5B-4D7A-9C1E-3B2A1F0E9D8C",
+                "title": "Groceries for the weekend",
+                "updated": .date(Date(timeIntervalSinceReferenceDate: 700_000_000)),
+                "items": .array((0..<count).map(item)),
+                "editing": ["itemID": "item-3", "field": "quantity", "selection": [0, 1]],
+            ]
+        }
+        let probe = 20
+        let probeSize = (try? BinaryPropertyListEncoder.encode(make(probe)).count) ?? encodedSize
+        let perItem = max(1, (probeSize - 200) / probe)
+        return make(max(1, (encodedSize - 200) / perItem))
+    }
+}
