@@ -201,9 +201,15 @@ enum BenchmarkData {
                 "editing": ["itemID": "item-3", "field": "quantity", "selection": [0, 1]],
             ]
         }
-        let probe = 20
-        let probeSize = (try? BinaryPropertyListEncoder.encode(make(probe)).count) ?? encodedSize
-        let perItem = max(1, (probeSize - 200) / probe)
-        return make(max(1, (encodedSize - 200) / perItem))
+        func size(_ count: Int) -> Int { (try? BinaryPropertyListEncoder.encode(make(count)).count) ?? 0 }
+        // Items do not all cost the same (names repeat, then get numbered), so search for the count.
+        var low = 1
+        var high = 1
+        while size(high) < encodedSize { high *= 2 }
+        while low < high {
+            let middle = (low + high) / 2
+            if size(middle) < encodedSize { low = middle + 1 } else { high = middle }
+        }
+        return make(low)
     }
 }
