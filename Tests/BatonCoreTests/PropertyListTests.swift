@@ -98,3 +98,14 @@ struct PropertyListTests {
         )
     }
 }
+
+@Suite("PropertyList conversion edge cases")
+struct PropertyListConversionEdgeTests {
+    @Test("an empty array stays an array: empty [Any] must not pass for Data or [UInt8]")
+    func emptyArrayIsNotData() throws {
+        #expect(try PropertyList(any: [Any]()) == [])
+        #expect(try PropertyList(any: ["icons": [Any]()] as [String: Any]) == ["icons": []])
+        #expect(try PropertyList(any: Data()) == .data(Data()))
+        #expect(try PropertyList(any: [UInt8]()) == .data(Data()))
+    }
+}

@@ -24,14 +24,15 @@ extension PropertyList {
     // Swift `Bool` casts to `NSNumber`, so the order decides what a value means.
     private static func convert(_ value: Any, path: [String]) throws -> PropertyList {
         // A real NSNumber (as Foundation's readers return) first: it would otherwise cast to Int or Bool by value.
-        if type(of: value) is NSNumber.Type, let value = value as? NSNumber {
+        let dynamicType = type(of: value)
+        if dynamicType is NSNumber.Type, let value = value as? NSNumber {
             return number(value)
         }
         switch value {
         case let value as PropertyList: return value
         case let value as String: return .string(value)
         case let value as Substring: return .string(String(value))
-        case let value as Bool where type(of: value) == Bool.self: return .bool(value)
+        case let value as Bool where dynamicType == Bool.self: return .bool(value)
         case let value as Int: return .integer(Int64(value))
         case let value as Int64: return .integer(value)
         case let value as Int32: return .integer(Int64(value))
@@ -44,8 +45,10 @@ extension PropertyList {
         case let value as UInt8: return .integer(Int64(value))
         case let value as Double: return .real(value)
         case let value as Float: return .real(Double(value))
-        case let value as Data: return .data(value)
-        case let value as [UInt8]: return .data(Data(value))
+        // Exact types for bytes: an empty [Any] also casts to Data and to [UInt8], and it is an empty array.
+        case let value as Data where dynamicType == Data.self: return .data(value)
+        case let value as NSData where dynamicType is NSData.Type: return .data(Data(value))
+        case let value as [UInt8] where dynamicType == [UInt8].self: return .data(Data(value))
         case let value as Date: return .date(value)
         case let value as URL: return .url(value)
         case let value as UUID: return .uuid(value)
