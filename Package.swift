@@ -26,7 +26,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
     ]
 )
