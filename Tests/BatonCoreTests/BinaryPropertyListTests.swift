@@ -124,6 +124,22 @@ struct BinaryPropertyListTests {
         Self.expectError(.invalidTrailer, Self.file(objects: [[0x08]], top: 5))
     }
 
+    @Test("a date that is NaN or infinite is refused both ways (found by the fuzzer)")
+    func nonFiniteDates() {
+        // The fuzzer's input: an array whose date object holds the bits of a NaN.
+        let found = bytes(
+            hex: "62706c6973743030a80102030405060708100010ff110100120001000033ffffffffffffffff1280"
+                + "00000000000000137fffffffffffffff140000000000000000ffffffffffffffff08111315181d26"
+                + "2f380000000000000101000000000000000900000000000000000000000000000049"
+        )
+        Self.expectError(.invalidDate, found)
+        Self.expectError(.invalidDate, Self.file(objects: [[0x33, 0x7F, 0xF0, 0, 0, 0, 0, 0, 0]]))
+        let error = #expect(throws: BatonCoreError.self) {
+            try BinaryPropertyListEncoder.encode(.date(Date(timeIntervalSinceReferenceDate: .nan)))
+        }
+        #expect(error?.code == .unrepresentable)
+    }
+
     @Test("UID objects (NSKeyedArchiver output) are rejected with their own error")
     func rejectsKeyedArchives() {
         Self.expectError(.keyedArchiverNotSupported, Self.file(objects: [[0xA1, 1], [0x80, 0x01]]))

@@ -230,6 +230,10 @@ private struct Reader {
             }
             try require(8, at: offset + 1, for: "a date")
             let seconds = Double(bitPattern: Self.readUnsigned(bytes, at: offset + 1, size: 8))
+            // NaN or infinity is no point in time, and would make the value unequal to itself.
+            guard seconds.isFinite else {
+                throw BatonCoreError(.invalidDate, "date is \(seconds) seconds, not a finite time", offset: offset)
+            }
             return .date(Date(timeIntervalSinceReferenceDate: seconds))
         case BinaryPropertyListMarker.data:
             let (count, start) = try countAndStart(marker: marker, at: offset)

@@ -8,8 +8,8 @@ import Foundation
 /// values use markers only Baton reads (docs/PROTOCOL.md).
 public enum BinaryPropertyListEncoder {
     /// Encodes `value`.
-    /// - Throws: ``BatonCoreError`` with code `tooDeep` when containers nest deeper than `limits.maximumDepth`,
-    ///   so that everything written can be read back under the same limits.
+    /// - Throws: ``BatonCoreError`` with code `tooDeep` when containers nest deeper than `limits.maximumDepth`, and
+    ///   `unrepresentable` for a NaN or infinite date: everything written can be read back under the same limits.
     public static func encode(_ value: PropertyList, limits: PropertyListLimits = .default) throws -> Data {
         var writer = BinaryWriter(maximumDepth: limits.maximumDepth)
         _ = try writer.flatten(value, depth: 0)
@@ -67,6 +67,8 @@ private struct BinaryWriter {
             }
             objects[index] = .dictionary(start: start, count: count)
             return index
+        case .date(let date) where !date.timeIntervalSinceReferenceDate.isFinite:
+            throw BatonCoreError(.unrepresentable, "a date of \(date.timeIntervalSinceReferenceDate) seconds is no point in time")
         default:
             objects.append(.scalar(value))
             return objects.count - 1
