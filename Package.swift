@@ -27,6 +27,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
+        // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
     ]
 )

@@ -1,1 +1,157 @@
-import XCTest
+import Foundation
+import Testing
+
+/// Runs the `baton` executable built beside this test bundle, as a person would from a shell.
+enum Baton {
+    static let executable: URL = {
+        // The test runner lives in the products folder, next to the `baton` executable it depends on.
+        let runner = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return runner.deletingLastPathComponent().appendingPathComponent("baton")
+    }()
+
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url
+    }()
+
+    static let realWorld = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/realworld")
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var output: String { stdout + stderr }
+    }
+
+    static func run(_ arguments: String...) throws -> Result {
+        try run(arguments)
+    }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes before waiting, so a chatty command cannot block on a full pipe.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("baton-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+@Suite("baton command line")
+struct CLITests {
+    @Test("--help explains the commands")
+    func help() throws {
+        let result = try Baton.run("--help")
+        #expect(result.status == 0)
+        for command in ["demo", "plist", "bench"] { #expect(result.stdout.contains(command)) }
+        let plist = try Baton.run("plist", "--help")
+        for command in ["lint", "convert", "print"] { #expect(plist.stdout.contains(command)) }
+    }
+
+    @Test("demo hands the ShopSnap list and edit over, and says what is not built yet")
+    func demo() throws {
+        let result = try Baton.run("demo")
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout.contains("desktop continues \"Groceries\": Ice cream, Apple, Nuts"))
+        #expect(result.stdout.contains("continues editing \"Cheese\""))
+        #expect(result.stdout.contains("Not built yet"))
+        #expect(result.stdout.contains("[unsupportedURLScheme]"))
+        #expect(result.stdout.contains("[payloadTooLarge]"))
+        #expect(result.stdout.contains("[unsupportedPayloadVersion]"))
+    }
+
+    @Test("plist lint passes every real-world Info.plist and entitlements file")
+    func lintRealWorld() throws {
+        let folders = ["infoplists", "entitlements"].map { Baton.realWorld.appendingPathComponent($0) }
+        var files: [String] = []
+        for folder in folders {
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            files += names.map { folder.appendingPathComponent($0).path }
+        }
+        let process = try Baton.run(["plist", "lint"] + files)
+        #expect(process.status == 0, "\(process.output)")
+        #expect(process.stdout.split(separator: "\n").filter { $0.hasSuffix("values)") }.count == files.count)
+    }
+
+    @Test("plist lint names the file and line of a broken file, and exits 1")
+    func lintBroken() throws {
+        let directory = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let broken = directory.appendingPathComponent("Info.plist")
+        try Data("<plist>\n<dict>\n<key>A</key>\n<string>unclosed\n</dict>\n</plist>\n".utf8).write(to: broken)
+        let good = directory.appendingPathComponent("Good.plist")
+        try Data("<plist><true/></plist>".utf8).write(to: good)
+        let result = try Baton.run("plist", "lint", good.path, broken.path, directory.appendingPathComponent("missing").path)
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("\(good.path): OK (xml, 1 values)"))
+        #expect(result.stdout.contains("\(broken.path): line 5, byte"))
+        #expect(result.stdout.contains("[invalidXML]"))
+        #expect(result.stdout.contains("missing: no such file"))
+        let quiet = try Baton.run("plist", "lint", "--quiet", good.path)
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty)
+    }
+
+    @Test("plist convert: XML to binary to XML gives the same value; JSON refuses dates with the key path")
+    func convert() throws {
+        let directory = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = Baton.realWorld.appendingPathComponent("entitlements/insidegui__WWDC__WWDCRelease_iCloud.entitlements")
+        let binary = directory.appendingPathComponent("e.bplist")
+        let xml = directory.appendingPathComponent("e.xml")
+        #expect(try Baton.run("plist", "convert", "--format", "binary", source.path, "-o", binary.path).status == 0)
+        #expect(try Data(contentsOf: binary).starts(with: Array("bplist00".utf8)))
+        #expect(try Baton.run("plist", "convert", "--format", "xml", binary.path, "-o", xml.path).status == 0)
+        #expect(try Baton.run("plist", "print", source.path).stdout == Baton.run("plist", "print", xml.path).stdout)
+
+        let json = try Baton.run("plist", "convert", "--format", "json", source.path, "-o", "-")
+        #expect(json.status == 0)
+        #expect(json.stdout.contains("\"com.apple.developer.associated-domains\": ["))
+
+        // In place, as plutil does, when -o is not given.
+        #expect(try Baton.run("plist", "convert", "--format", "binary", xml.path).status == 0)
+        #expect(try Data(contentsOf: xml).starts(with: Array("bplist00".utf8)))
+
+        let dated = directory.appendingPathComponent("dated.plist")
+        try Data("<plist><dict><key>when</key><date>2020-01-01T00:00:00Z</date></dict></plist>".utf8).write(to: dated)
+        let refused = try Baton.run("plist", "convert", "--format", "json", dated.path, "-o", "-")
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("when: a date value has no JSON form"))
+    }
+
+    @Test("plist print shows types and sorted keys")
+    func printing() throws {
+        let directory = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("p.plist")
+        try Data("<plist><dict><key>b</key><integer>2</integer><key>a</key><array><string>x</string></array></dict></plist>".utf8)
+            .write(to: file)
+        let result = try Baton.run("plist", "print", file.path)
+        #expect(result.stdout == "{\n  \"a\" => [\n    0 => \"x\"\n  ]\n  \"b\" => 2\n}\n")
+    }
+
+    @Test("bench plist reports Baton against Foundation in the same run")
+    func bench() throws {
+        let result = try Baton.run("bench", "plist", "--samples", "3", "--sample-milliseconds", "1", "--json")
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout.components(separatedBy: "\"speedup\"").count - 1 == 4)
+        #expect(result.stdout.contains("\"payload\": \"256 KB\""))
+    }
+}
