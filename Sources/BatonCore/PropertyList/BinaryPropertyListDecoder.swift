@@ -46,12 +46,7 @@ public enum BinaryPropertyListDecoder {
     /// Decodes a whole binary property list.
     /// - Throws: ``BatonCoreError`` for any malformed input or exceeded limit.
     public static func decode(_ data: Data, limits: PropertyListLimits = .default) throws -> PropertyList {
-        guard data.count <= limits.maximumInputBytes else {
-            throw BatonCoreError(
-                .inputTooLarge,
-                "input is \(data.count) bytes, the limit is \(limits.maximumInputBytes)"
-            )
-        }
+        try limits.checkInputSize(data.count)
         return try data.withUnsafeBytes { bytes in
             var reader = try Reader(bytes: bytes, limits: limits)
             return try reader.decodeTopObject()

@@ -53,12 +53,7 @@ extension PropertyList {
         case let value as URL: return .url(value)
         case let value as UUID: return .uuid(value)
         case is NSNull: return .null
-        case let value as [String: Any]:
-            var entries = [String: PropertyList](minimumCapacity: value.count)
-            for (key, element) in value {
-                entries[key] = try convert(element, path: path + [path.isEmpty ? key : ".\(key)"])
-            }
-            return .dictionary(entries)
+        // `[String: Any]` and Foundation dictionaries arrive here too, as `[AnyHashable: Any]`.
         case let value as [AnyHashable: Any]:
             var entries = [String: PropertyList](minimumCapacity: value.count)
             for (key, element) in value {

@@ -24,4 +24,11 @@ public struct PropertyListLimits: Sendable, Hashable {
 
     /// The default limits.
     public static let `default` = PropertyListLimits()
+
+    /// Throws `inputTooLarge` when `byteCount` is above ``maximumInputBytes``: decoders check before parsing.
+    func checkInputSize(_ byteCount: Int) throws {
+        guard byteCount <= maximumInputBytes else {
+            throw BatonCoreError(.inputTooLarge, "input is \(byteCount) bytes, the limit is \(maximumInputBytes)")
+        }
+    }
 }

@@ -12,12 +12,7 @@ public enum XMLPropertyListDecoder {
     /// Decodes a whole XML property list (UTF-8; a UTF-8 byte-order mark is allowed).
     /// - Throws: ``BatonCoreError`` for any malformed input or exceeded limit.
     public static func decode(_ data: Data, limits: PropertyListLimits = .default) throws -> PropertyList {
-        guard data.count <= limits.maximumInputBytes else {
-            throw BatonCoreError(
-                .inputTooLarge,
-                "input is \(data.count) bytes, the limit is \(limits.maximumInputBytes)"
-            )
-        }
+        try limits.checkInputSize(data.count)
         return try data.withUnsafeBytes { bytes in
             var reader = XMLReader(bytes: bytes, limits: limits)
             return try reader.document()
@@ -264,15 +259,19 @@ private struct XMLReader {
         }
     }
 
+    func checkDepth(_ depth: Int, at offset: Int) throws {
+        guard depth < limits.maximumDepth else {
+            throw error(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", at: offset)
+        }
+    }
+
     mutating func value(_ tag: StartTag, depth: Int) throws -> PropertyList {
         try countObject(at: tag.offset)
         switch tag.name {
         case .dict:
             return try dictionary(tag, depth: depth)
         case .array:
-            guard depth < limits.maximumDepth else {
-                throw error(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", at: tag.offset)
-            }
+            try checkDepth(depth, at: tag.offset)
             var elements: [PropertyList] = []
             if tag.isEmpty { return .array(elements) }
             while true {
@@ -316,9 +315,7 @@ private struct XMLReader {
     }
 
     mutating func dictionary(_ tag: StartTag, depth: Int) throws -> PropertyList {
-        guard depth < limits.maximumDepth else {
-            throw error(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", at: tag.offset)
-        }
+        try checkDepth(depth, at: tag.offset)
         var entries: [String: PropertyList] = [:]
         if tag.isEmpty { return .dictionary(entries) }
         while true {
