@@ -16,6 +16,8 @@ let package = Package(
     targets: [
         // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
         .target(name: "BatonCore"),
+        // Installed apps (bundles, Info.plist, entitlements), the router, associated domains.
+        .target(name: "BatonRegistry", dependencies: ["BatonCore"]),
         // What apps import.
         .target(name: "Baton", dependencies: ["BatonCore"]),
         // The command line.
@@ -23,10 +25,12 @@ let package = Package(
             name: "baton",
             dependencies: [
                 "BatonCore",
+                "BatonRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
     ]

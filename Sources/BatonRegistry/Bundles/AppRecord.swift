@@ -1,0 +1,86 @@
+import Foundation
+
+/// What the registry knows about one installed app: who it is, what it continues, what it may launch.
+public struct AppRecord: Sendable, Hashable {
+    /// The activity type of web pages (SEMANTICS E2, E3).
+    public static let browsingWebActivityType = "NSUserActivityTypeBrowsingWeb"
+
+    /// The `Name.app` folder.
+    public let bundleURL: URL
+    /// `CFBundleIdentifier`, with build variables expanded where they could be.
+    public let bundleIdentifier: String
+    /// `CFBundleDisplayName` or `CFBundleName`, else the folder's name without `.app`.
+    public let name: String
+    /// The executable named by `CFBundleExecutable`, when it exists and is executable.
+    public let executableURL: URL?
+    /// The developer team: `BatonTeamIdentifier` in Info.plist, or the prefix of the entitlements'
+    /// `application-identifier`. Apps without one continue nothing (SEMANTICS D1, D3).
+    public let teamIdentifier: String?
+    /// `NSUserActivityTypes`, in file order, without duplicates.
+    public let activityTypes: [String]
+    /// The `NSUbiquitousDocumentUserActivityType` of each document type, in file order, without duplicates (B5).
+    public let documentActivityTypes: [String]
+    /// The associated-domains entitlement (SEMANTICS E3).
+    public let associatedDomains: [AssociatedDomain]
+    /// Everything odd about the bundle that did not stop it loading, each naming its key.
+    public let warnings: [AppBundleWarning]
+    /// Whether the bundle identifier and team are known, without unresolved build variables: only then can the
+    /// app be chosen to continue an activity.
+    public let isIdentityResolved: Bool
+
+    /// Every activity type the app can continue (SEMANTICS D1, B5).
+    public var claimedActivityTypes: Set<String> {
+        Set(activityTypes).union(documentActivityTypes)
+    }
+
+    /// Whether the app is a web browser: it claims `NSUserActivityTypeBrowsingWeb` (SEMANTICS E2).
+    public var isBrowser: Bool {
+        activityTypes.contains(Self.browsingWebActivityType)
+    }
+
+    /// `TEAM.bundle.identifier`, the name association files use for the app.
+    public var applicationIdentifier: String? {
+        teamIdentifier.map { "\($0).\(bundleIdentifier)" }
+    }
+
+    /// A record with every field given; ``AppBundleLoader`` makes these from bundles.
+    public init(
+        bundleURL: URL,
+        bundleIdentifier: String,
+        name: String,
+        executableURL: URL?,
+        teamIdentifier: String?,
+        activityTypes: [String],
+        documentActivityTypes: [String],
+        associatedDomains: [AssociatedDomain],
+        warnings: [AppBundleWarning],
+        isIdentityResolved: Bool
+    ) {
+        self.bundleURL = bundleURL
+        self.bundleIdentifier = bundleIdentifier
+        self.name = name
+        self.executableURL = executableURL
+        self.teamIdentifier = teamIdentifier
+        self.activityTypes = activityTypes
+        self.documentActivityTypes = documentActivityTypes
+        self.associatedDomains = associatedDomains
+        self.warnings = warnings
+        self.isIdentityResolved = isIdentityResolved
+    }
+}
+
+/// Something odd about a bundle that did not stop it loading.
+public struct AppBundleWarning: Sendable, Hashable, CustomStringConvertible {
+    /// The Info.plist or entitlements key concerned, if the warning is about one.
+    public let key: String?
+    /// What is odd and what Baton did about it.
+    public let message: String
+
+    /// A warning about `key`, or about the bundle as a whole when `key` is nil.
+    public init(key: String?, _ message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String { key.map { "\($0): \(message)" } ?? message }
+}

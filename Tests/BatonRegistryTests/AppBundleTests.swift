@@ -1,0 +1,265 @@
+import BatonRegistry
+import Foundation
+import Testing
+
+/// Builds app bundles in a temporary folder from real files, copied unchanged.
+struct BundleFactory {
+    let root: URL
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: root) }
+
+    static let realWorld: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url.appendingPathComponent("shared/realworld")
+    }()
+
+    static func realFile(_ folder: String, _ prefix: String) throws -> URL {
+        let directory = realWorld.appendingPathComponent(folder)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        let name = try #require(names.first { $0.hasPrefix(prefix) }, "no \(prefix)* in \(directory.path)")
+        return directory.appendingPathComponent(name)
+    }
+
+    /// `Name.app/` with the Info.plist (copied or written), optional entitlements, and an executable.
+    @discardableResult
+    func bundle(
+        _ name: String,
+        in folder: String = "apps",
+        info: URL? = nil,
+        infoText: String? = nil,
+        entitlements: URL? = nil,
+        entitlementsText: String? = nil,
+        executable: String? = nil
+    ) throws -> URL {
+        let url = root.appendingPathComponent(folder).appendingPathComponent("\(name).app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let infoURL = url.appendingPathComponent("Info.plist")
+        if let info { try FileManager.default.copyItem(at: info, to: infoURL) }
+        if let infoText { try Data(infoText.utf8).write(to: infoURL) }
+        let entitlementsURL = url.appendingPathComponent("\(name).entitlements")
+        if let entitlements { try FileManager.default.copyItem(at: entitlements, to: entitlementsURL) }
+        if let entitlementsText { try Data(entitlementsText.utf8).write(to: entitlementsURL) }
+        let exe = url.appendingPathComponent(executable ?? name)
+        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: exe)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: exe.path)
+        return url
+    }
+
+    static func plist(_ body: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <plist version="1.0"><dict>\(body)</dict></plist>
+        """
+    }
+}
+
+@Suite("App bundles from real Info.plist and entitlements files")
+struct AppBundleTests {
+    static let expectedTypes: [(String, [String])] = [
+        ("Automattic", ["AppendNoteIntent", "CopyNoteContentIntent", "CreateNewNoteIntent", "FindNoteIntent", "FindNoteWithTagIntent",
+            "ListWidgetIntent", "NoteWidgetIntent", "OpenNewNoteIntent", "OpenNoteIntent", "com.codality.NotationalFlow.launch",
+            "com.codality.NotationalFlow.newNote", "com.codality.NotationalFlow.openNote"]),
+        ("Dimillian", ["INSendMessageIntent"]),
+        ("Ranchero-Software__NetNewsWire__Mac", ["ReadArticle"]),
+        ("Ranchero-Software__NetNewsWire__iOS", ["NextUnread", "ReadArticle", "Restoration", "SelectFeed"]),
+        ("coteditor", []),
+        ("duckduckgo", ["ConfigurationIntent"]),
+        ("home-assistant", ["com.apple.corespotlightitem", "INSendMessageIntent", "ReloadWidgetsAppIntent", "ScriptAppIntent"]),
+        ("mastodon", ["FollowersCountIntent", "HashtagIntent", "LatestFollowersIntent", "MultiFollowersCountIntent", "SendPostIntent"]),
+        ("mozilla-mobile", []),
+        ("tomaskraina", ["com.myapp.view-document"]),
+        ("vincode-io", ["AddOutlineIntent", "AddOutlineTagIntent", "AddRowsIntent", "CopyRowsIntent", "EditOutlineIntent",
+            "EditRowsIntent", "ExportIntent", "GetCurrentOutlineIntent", "GetCurrentTagsIntent", "GetImagesForOutlineIntent",
+            "GetOutlinesIntent", "GetRowsIntent", "ImportIntent", "MoveRowsIntent", "RemoveOutlineIntent",
+            "RemoveOutlineTagIntent", "RemoveRowsIntent", "ShowOutlineIntent", "io.vincode.Zavala.newWindow",
+            "io.vincode.Zavala.restoration", "io.vincode.Zavala.selectingDocument",
+            "io.vincode.Zavala.selectingDocumentContainer", "io.vincode.Zavala.viewImage"]),
+    ]
+
+    @Test("every real Info.plist loads unchanged, with its activity types", arguments: 0..<11)
+    func realInfoPlists(index: Int) throws {
+        let (prefix, types) = Self.expectedTypes[index]
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let url = try factory.bundle("Real", info: try BundleFactory.realFile("infoplists", prefix))
+        let app = try AppBundleLoader.load(url)
+        #expect(app.activityTypes == types)
+        // Source-tree files keep $(PRODUCT_BUNDLE_IDENTIFIER) (or leave it to Xcode): reported, not invented.
+        #expect(!app.isIdentityResolved)
+        #expect(app.warnings.contains { $0.key == "CFBundleIdentifier" && $0.message.contains("$(PRODUCT_BUNDLE_IDENTIFIER)") })
+        // $(EXECUTABLE_NAME) resolves from the bundle's own name, as Xcode's default does.
+        #expect(app.executableURL?.lastPathComponent == "Real")
+    }
+
+    @Test("with the packager's build settings, the identity and document types resolve (B5)")
+    func buildSettings() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let url = try factory.bundle("CotEditor", info: try BundleFactory.realFile("infoplists", "coteditor"))
+        let app = try AppBundleLoader.load(
+            url,
+            buildSettings: ["PRODUCT_BUNDLE_IDENTIFIER": "com.coteditor.CotEditor", "DEVELOPMENT_TEAM": "HT23XAB4R9"]
+        )
+        #expect(app.bundleIdentifier == "com.coteditor.CotEditor")
+        #expect(app.documentActivityTypes == ["com.coteditor.CotEditor.editing"])
+        #expect(app.activityTypes.isEmpty)
+        #expect(app.claimedActivityTypes == ["com.coteditor.CotEditor.editing"])
+        #expect(app.warnings.allSatisfy { $0.key != "CFBundleIdentifier" && $0.key != "CFBundleDocumentTypes" })
+    }
+
+    @Test("two document types sharing one activity type claim it once (B5)")
+    func sharedDocumentType() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let url = try factory.bundle("QuickNote", info: try BundleFactory.realFile("infoplists", "tomaskraina"))
+        let app = try AppBundleLoader.load(url)
+        #expect(app.documentActivityTypes == ["com.myapp.view-document"])
+        #expect(app.claimedActivityTypes == ["com.myapp.view-document"])
+    }
+
+    @Test("focus-ios declares NSUserActivityTypes as a dict: a warning naming the key, the rest loads")
+    func wronglyTypedKey() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let url = try factory.bundle("Focus", info: try BundleFactory.realFile("infoplists", "mozilla-mobile"))
+        let app = try AppBundleLoader.load(url)
+        #expect(app.activityTypes.isEmpty)
+        let warning = try #require(app.warnings.first { $0.key == "NSUserActivityTypes" })
+        #expect(warning.message.contains("found a dict"))
+        #expect(app.name == "$(PRODUCT_NAME)" || !app.name.isEmpty)
+    }
+
+    @Test("real entitlements: associated domains, wildcards, and the team from application-identifier")
+    func realEntitlements() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let info = BundleFactory.plist("<key>CFBundleIdentifier</key><string>io.wwdc.app</string>")
+        let wwdc = try AppBundleLoader.load(
+            try factory.bundle("WWDC", infoText: info, entitlements: try BundleFactory.realFile("entitlements", "insidegui"))
+        )
+        #expect(wwdc.associatedDomains.map(\.description) == ["applinks:wwdc.io", "activitycontinuation:wwdc.io"])
+
+        let home = try AppBundleLoader.load(
+            try factory.bundle("Home", infoText: info, entitlements: try BundleFactory.realFile("entitlements", "home-assistant"))
+        )
+        #expect(home.associatedDomains.map(\.description) == ["applinks:home-assistant.io", "applinks:*.home-assistant.io", "applinks:my.home-assistant.io"])
+        #expect(home.associatedDomains[1].isWildcard)
+
+        let mastodon = try AppBundleLoader.load(
+            try factory.bundle("Mastodon", infoText: info, entitlements: try BundleFactory.realFile("entitlements", "mastodon"))
+        )
+        #expect(mastodon.associatedDomains.map(\.host) == ["mastodon.social", "mastodon.online"])
+
+        let simplenote = try AppBundleLoader.load(
+            try factory.bundle("Simplenote", infoText: info, entitlements: try BundleFactory.realFile("entitlements", "Automattic"))
+        )
+        #expect(simplenote.associatedDomains.map(\.description) == ["webcredentials:simplenote.com", "applinks:app.simplenote.com"])
+
+        let withTeam = try AppBundleLoader.load(
+            try factory.bundle(
+                "Teamed",
+                infoText: info,
+                entitlementsText: BundleFactory.plist(
+                    "<key>application-identifier</key><string>$(AppIdentifierPrefix)io.wwdc.app</string>"
+                        + "<key>com.apple.developer.team-identifier</key><string>8C7439RJLG</string>"
+                )
+            )
+        )
+        #expect(withTeam.teamIdentifier == "8C7439RJLG")
+    }
+
+    @Test("BatonTeamIdentifier gives the team, and with it $(TeamIdentifierPrefix) and $(AppIdentifierPrefix)")
+    func teamFromInfoPlist() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let url = try factory.bundle(
+            "ShopSnap",
+            infoText: BundleFactory.plist(
+                """
+                <key>CFBundleIdentifier</key><string>com.razeware.ShopSnap</string>
+                <key>CFBundleExecutable</key><string>shopsnap</string>
+                <key>BatonTeamIdentifier</key><string>RAZEWARE01</string>
+                <key>NSUserActivityTypes</key><array>
+                  <string>$(TeamIdentifierPrefix)shopsnap.view</string><string>com.razeware.shopsnap.edit</string>
+                  <integer>3</integer><string>com.razeware.shopsnap.edit</string>
+                </array>
+                """
+            ),
+            executable: "shopsnap"
+        )
+        let app = try AppBundleLoader.load(url)
+        #expect(app.isIdentityResolved)
+        #expect(app.teamIdentifier == "RAZEWARE01")
+        #expect(app.applicationIdentifier == "RAZEWARE01.com.razeware.ShopSnap")
+        #expect(app.activityTypes == ["RAZEWARE01.shopsnap.view", "com.razeware.shopsnap.edit"])
+        #expect(app.warnings.map(\.description) == ["NSUserActivityTypes: element 2 is a integer, not a string; ignored"])
+        #expect(app.executableURL?.lastPathComponent == "shopsnap")
+    }
+
+    @Test("a bundle without Info.plist, or with a broken one, is an error with its path")
+    func badBundles() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        let empty = try factory.bundle("Empty")
+        let missing = #expect(throws: BatonRegistryError.self) { try AppBundleLoader.load(empty) }
+        #expect(missing?.code == .bundleUnreadable)
+        #expect(missing?.message.contains(empty.path) == true)
+
+        let broken = try factory.bundle("Broken", infoText: "<plist><dict><key>x</key></dict>")
+        let invalid = #expect(throws: BatonRegistryError.self) { try AppBundleLoader.load(broken) }
+        #expect(invalid?.code == .invalidInfoPlist)
+        #expect(invalid?.message.contains("line 1") == true)
+
+        let array = try factory.bundle("Array", infoText: "<plist><array/></plist>")
+        #expect(throws: BatonRegistryError.self) { try AppBundleLoader.load(array) }
+    }
+}
+
+@Suite("Build variables")
+struct BuildVariablesTests {
+    @Test("$(NAME), ${NAME} and modifiers expand; unknown names stay and are reported")
+    func expansion() {
+        let variables = BuildVariables(["PRODUCT_NAME": "Shop Snap", "ID": "com.example.app"])
+        #expect(variables.expand("$(ID).editing").text == "com.example.app.editing")
+        #expect(variables.expand("${PRODUCT_NAME}").text == "Shop Snap")
+        #expect(variables.expand("$(PRODUCT_NAME:rfc1034identifier)").text == "Shop-Snap")
+        #expect(variables.expand("$(PRODUCT_NAME:c99extidentifier)").text == "Shop_Snap")
+        let unknown = variables.expand("group.$(BUNDLE_ID_PREFIX).x$(BUNDLE_ID_SUFFIX)")
+        #expect(unknown.text == "group.$(BUNDLE_ID_PREFIX).x$(BUNDLE_ID_SUFFIX)")
+        #expect(unknown.unresolved == ["BUNDLE_ID_PREFIX", "BUNDLE_ID_SUFFIX"])
+        #expect(variables.expand("cost: $5 and $(").text == "cost: $5 and $(")
+    }
+}
+
+@Suite("Associated-domain entries")
+struct AssociatedDomainTests {
+    @Test("service:domain with wildcards, ports and modes")
+    func parsing() throws {
+        let plain = try #require(AssociatedDomain("activitycontinuation:Example.com"))
+        #expect(plain.service == .activityContinuation && plain.host == "example.com" && !plain.isWildcard)
+        let wildcard = try #require(AssociatedDomain("applinks:*.example.com?mode=developer"))
+        #expect(wildcard.isWildcard && wildcard.mode == "developer" && wildcard.host == "example.com")
+        let port = try #require(AssociatedDomain("applinks:example.com:8443"))
+        #expect(port.port == 8443)
+        for bad in ["example.com", "applinks:", ":example.com", "applinks:exa mple.com", "applinks:example.com:99999", "applinks:.com"] {
+            #expect(AssociatedDomain(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("a wildcard matches subdomains at any depth, not the domain itself; exact beats wildcard")
+    func matching() throws {
+        let wildcard = try #require(AssociatedDomain("applinks:*.example.com"))
+        let exact = try #require(AssociatedDomain("applinks:shop.example.com"))
+        #expect(wildcard.matchLength(host: "shop.example.com") != nil)
+        #expect(wildcard.matchLength(host: "a.b.example.com") != nil)
+        #expect(wildcard.matchLength(host: "example.com") == nil)
+        #expect(wildcard.matchLength(host: "badexample.com") == nil)
+        #expect(try #require(exact.matchLength(host: "SHOP.example.com")) > (wildcard.matchLength(host: "shop.example.com") ?? 0))
+    }
+}
