@@ -11,8 +11,9 @@ struct BenchCommand: ParsableCommand {
             Machines here are shared and noisy, so every figure is reported as a ratio against a baseline measured
             in the same run, samples interleaved. Build in release mode for meaningful numbers:
               swift run -c release baton bench plist
+              swift run -c release baton bench route
             """,
-        subcommands: [Plist.self]
+        subcommands: [Plist.self, Route.self]
     )
 
     struct Plist: ParsableCommand {
