@@ -11,13 +11,24 @@ let package = Package(
         .executable(name: "baton", targets: ["baton"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
         .target(name: "BatonCore"),
         // Installed apps (bundles, Info.plist, entitlements), the router, associated domains.
-        .target(name: "BatonRegistry", dependencies: ["BatonCore"]),
+        .target(
+            name: "BatonRegistry",
+            dependencies: [
+                "BatonCore",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // What apps import.
         .target(name: "Baton", dependencies: ["BatonCore"]),
         // The command line.

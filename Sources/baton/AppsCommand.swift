@@ -186,10 +186,14 @@ struct AasaCommand: ParsableCommand {
         subcommands: [Check.self]
     )
 
-    struct Check: ParsableCommand {
+    struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Say which apps a file approves for a URL, per service, and why.",
-            discussion: "Without --app, every app the file names is checked."
+            discussion: """
+                Without --app, every app the file names is checked. A CMS-signed file (the 2014 form,
+                application/pkcs7-mime) is verified first: its certificate must chain to a trusted root and be valid
+                for the URL's host (or --domain).
+                """
         )
 
         @Argument(help: "The apple-app-site-association file (JSON).", completion: .file())
@@ -201,12 +205,36 @@ struct AasaCommand: ParsableCommand {
         @Option(help: "Check only this app, as TEAM.bundle.identifier.")
         var app: String?
 
+        @Option(help: "For a signed file: the domain it was fetched from (default: the URL's host).")
+        var domain: String?
+
+        @Option(help: "For a signed file: a PEM bundle of trusted roots.")
+        var trustRoots = "/etc/ssl/certs/ca-certificates.crt"
+
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run() throws {
-            guard let target = URL(string: url), target.host != nil else { throw ValidationError("--url \"\(url)\" is not a URL with a host.") }
-            let association = try readAssociation(file)
+        func run() async throws {
+            guard let target = URL(string: url), let host = target.host else { throw ValidationError("--url \"\(url)\" is not a URL with a host.") }
+            guard let raw = FileManager.default.contents(atPath: file) else { throw CommandLineError("\(file): no such file, or it cannot be read") }
+            var json = raw
+            if SignedAssociationVerifier.isSigned(raw) {
+                guard let pem = try? String(contentsOfFile: trustRoots, encoding: .utf8) else {
+                    throw CommandLineError("\(trustRoots): cannot read the trust roots needed to verify a signed file")
+                }
+                do {
+                    json = try await SignedAssociationVerifier(trustRootsPEM: pem).verify(raw, domain: domain ?? host)
+                } catch let error as BatonRegistryError {
+                    throw CommandLineError("\(file): \(error)")
+                }
+                if !self.json { print("signature: valid, signed for \(domain ?? host)") }
+            }
+            let association: AppSiteAssociation
+            do {
+                association = try AppSiteAssociation(json: json)
+            } catch let error as BatonRegistryError {
+                throw CommandLineError("\(file): \(error)")
+            }
             let apps = app.map { [$0] } ?? association.mentionedAppIDs
             let services: [AssociatedDomain.Service] = [.activityContinuation, .appLinks, .webCredentials, .appClips]
             var results: [[String: Any]] = []
@@ -216,7 +244,7 @@ struct AasaCommand: ParsableCommand {
                     results.append(["app": appID, "service": service.description, "approved": approval.isApproved, "reason": approval.reason])
                 }
             }
-            if json {
+            if self.json {
                 printJSON(["url": target.absoluteString, "results": results, "notes": association.notes])
                 return
             }

@@ -100,3 +100,38 @@ struct AppsCLITests {
         #expect(all.stdout.components(separatedBy: "\"service\"").count - 1 == 20)
     }
 }
+
+@Suite("baton aasa check on signed files")
+struct SignedAasaCLITests {
+    @Test("a file signed with openssl verifies for its domain and is refused for another")
+    func signed() throws {
+        let directory = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"activitycontinuation": {"apps": ["RAZE.com.razeware.ShopSnap"]}}"#.utf8).write(to: directory.appendingPathComponent("aasa.json"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.currentDirectoryURL = directory
+        process.arguments = [
+            "-e", "-c",
+            """
+            printf 'subjectAltName=DNS:shopsnap.example\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 5 -subj "/CN=CLI Test CA" 2>/dev/null
+            openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj "/CN=shopsnap.example" 2>/dev/null
+            openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 5 -extfile leaf.ext -out leaf.pem 2>/dev/null
+            openssl smime -sign -in aasa.json -inkey leaf.key -signer leaf.pem -noattr -nodetach -outform DER -out signed
+            """,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "openssl could not make the test files")
+        let signed = directory.appendingPathComponent("signed").path
+        let roots = directory.appendingPathComponent("ca.pem").path
+        let good = try Baton.run("aasa", "check", signed, "--url", "https://shopsnap.example/", "--trust-roots", roots)
+        #expect(good.status == 0, "\(good.output)")
+        #expect(good.stdout.contains("signature: valid, signed for shopsnap.example"))
+        #expect(good.stdout.contains("RAZE.com.razeware.ShopSnap  activitycontinuation  approved"))
+        let wrong = try Baton.run("aasa", "check", signed, "--url", "https://evil.example/", "--trust-roots", roots)
+        #expect(wrong.status != 0)
+        #expect(wrong.stderr.contains("[domainMismatch]"))
+    }
+}
