@@ -74,15 +74,7 @@ public struct AppSiteAssociation: Sendable, Hashable {
     /// - Throws: ``BatonRegistryError`` `associationTooLarge` above ``maximumSize``, `invalidAssociationFile` when
     ///   the JSON is malformed or a service has the wrong shape.
     public init(json data: Data) throws {
-        guard data.count <= Self.maximumSize else {
-            throw BatonRegistryError(.associationTooLarge, "association file is \(data.count) bytes, the limit is \(Self.maximumSize)")
-        }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            throw BatonRegistryError(.invalidAssociationFile, "not valid JSON: \(error.localizedDescription)")
-        }
+        let object = try Self.parseJSON(data, limit: Self.maximumSize, what: "association file")
         guard let top = object as? [String: Any] else {
             throw BatonRegistryError(.invalidAssociationFile, "the top level is not a JSON object")
         }
@@ -92,6 +84,18 @@ public struct AppSiteAssociation: Sendable, Hashable {
         appClipsApps = try Self.appList(top, service: "appclips")
         appLinks = try Self.appLinks(top["applinks"], notes: &notes)
         self.notes = notes
+    }
+
+    /// Parses JSON after checking its size, turning every failure into a typed error.
+    static func parseJSON(_ data: Data, limit: Int, what: String) throws -> Any {
+        guard data.count <= limit else {
+            throw BatonRegistryError(.associationTooLarge, "\(what) is \(data.count) bytes, the limit is \(limit)")
+        }
+        do {
+            return try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw BatonRegistryError(.invalidAssociationFile, "not valid JSON: \(error.localizedDescription)")
+        }
     }
 
     static func invalid(_ message: String) -> BatonRegistryError {

@@ -43,15 +43,7 @@ public struct AssetLinks: Sendable, Hashable {
     /// Parses a file's JSON.
     /// - Throws: ``BatonRegistryError`` `associationTooLarge` or `invalidAssociationFile`.
     public init(json data: Data) throws {
-        guard data.count <= Self.maximumSize else {
-            throw BatonRegistryError(.associationTooLarge, "assetlinks file is \(data.count) bytes, the limit is \(Self.maximumSize)")
-        }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            throw BatonRegistryError(.invalidAssociationFile, "not valid JSON: \(error.localizedDescription)")
-        }
+        let object = try AppSiteAssociation.parseJSON(data, limit: Self.maximumSize, what: "assetlinks file")
         guard let list = object as? [Any] else {
             throw BatonRegistryError(.invalidAssociationFile, "assetlinks.json should be a JSON array of statements")
         }
