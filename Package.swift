@@ -29,6 +29,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What crosses the wire, as pure values and state machines: the account roster, pairing, invites.
+        .target(
+            name: "BatonProtocol",
+            dependencies: ["BatonCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // What apps import.
         .target(name: "Baton", dependencies: ["BatonCore"]),
         // The command line.
@@ -42,6 +47,7 @@ let package = Package(
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
+        .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
     ]

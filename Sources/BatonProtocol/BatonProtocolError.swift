@@ -1,0 +1,38 @@
+/// The one error type of `BatonProtocol`: what crosses the wire and fails to make sense.
+///
+/// Compare ``code`` (stable) rather than ``message`` (for people).
+public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier for the kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let name: String
+
+        private init(_ name: String) { self.name = name }
+
+        public var description: String { name }
+
+        /// A device id that is not 52 base32 characters.
+        public static let invalidDeviceID = Code("invalidDeviceID")
+        /// An invite token that cannot be read.
+        public static let invalidInvite = Code("invalidInvite")
+        /// An invite token past its expiry.
+        public static let inviteExpired = Code("inviteExpired")
+        /// A roster whose encoding is malformed or whose members' ids do not match their certificates.
+        public static let invalidRoster = Code("invalidRoster")
+        /// A roster from a newer version of Baton.
+        public static let unsupportedVersion = Code("unsupportedVersion")
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What was wrong, for a person.
+    public var message: String
+
+    /// An error with a code and a message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(message) [\(code)]" }
+}
