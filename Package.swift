@@ -34,6 +34,17 @@ let package = Package(
             name: "BatonProtocol",
             dependencies: ["BatonCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The per-device agent: state on disk, sessions, pairing.
+        .target(
+            name: "BatonAgent",
+            dependencies: [
+                "BatonCore",
+                "BatonProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         // What apps import.
         .target(name: "Baton", dependencies: ["BatonCore"]),
         // The command line.
@@ -42,12 +53,14 @@ let package = Package(
             dependencies: [
                 "BatonCore",
                 "BatonRegistry",
+                "BatonAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
+        .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
     ]

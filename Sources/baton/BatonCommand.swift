@@ -12,6 +12,9 @@ struct BatonCommand: AsyncParsableCommand {
             `baton apps inspect`; `baton apps route` says which app would continue an activity, and why.
             """,
         version: "0.1.0",
-        subcommands: [DemoCommand.self, AppsCommand.self, AasaCommand.self, PlistCommand.self, BenchCommand.self]
+        subcommands: [
+            DemoCommand.self, InitCommand.self, DevicesCommand.self, RemoveCommand.self, AppsCommand.self, AasaCommand.self,
+            PlistCommand.self, BenchCommand.self, DebugCommand.self,
+        ]
     )
 }

@@ -1,0 +1,40 @@
+/// The one error type of `BatonAgent`: state on disk, sessions, pairing.
+///
+/// Compare ``code`` (stable) rather than ``message`` (for people); messages name the file or peer concerned.
+public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier for the kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let name: String
+
+        private init(_ name: String) { self.name = name }
+
+        public var description: String { name }
+
+        /// The state folder has no identity yet (`baton init` makes one).
+        public static let notInitialized = Code("notInitialized")
+        /// The state folder already has an identity.
+        public static let alreadyInitialized = Code("alreadyInitialized")
+        /// A state file exists but cannot be read as what it should be. Never replaced silently.
+        public static let stateCorrupt = Code("stateCorrupt")
+        /// A state file readable by others than its owner.
+        public static let statePermissions = Code("statePermissions")
+        /// A state file or folder cannot be written.
+        public static let stateUnwritable = Code("stateUnwritable")
+        /// No device in the roster matches the name or id given.
+        public static let unknownDevice = Code("unknownDevice")
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What was wrong, for a person.
+    public var message: String
+
+    /// An error with a code and a message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(message) [\(code)]" }
+}

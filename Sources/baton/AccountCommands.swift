@@ -1,0 +1,137 @@
+import ArgumentParser
+import BatonAgent
+import Foundation
+
+/// `--state DIR`, shared by every command that uses this device's account.
+struct StateOptions: ParsableArguments {
+    @Option(name: .customLong("state"), help: ArgumentHelp("The state folder (default: $XDG_DATA_HOME/baton).", valueName: "dir"))
+    var folder: String?
+
+    var store: AccountStore {
+        AccountStore(folder: folder.map { URL(fileURLWithPath: $0) } ?? AccountStore.defaultFolder())
+    }
+}
+
+/// Runs `body`, turning agent errors into messages that stand alone.
+func reportingAgentErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as BatonAgentError {
+        throw CommandLineError(error.description)
+    }
+}
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Give this device its identity and a one-device account.",
+        discussion: """
+            Creates a key pair and a self-signed certificate (the device id is its SHA-256), and an account holding
+            only this device. Pair other devices with `baton pair` or `baton invite`. An existing identity is never
+            replaced.
+            """
+    )
+
+    @OptionGroup var state: StateOptions
+
+    @Option(help: "A name for this device, shown on the others (default: the host name).")
+    var name: String?
+
+    func run() throws {
+        let deviceName = name ?? ProcessInfo.processInfo.hostName
+        let (identity, _) = try reportingAgentErrors { try state.store.initialize(name: deviceName) }
+        print("This device is \"\(identity.name)\", id \(identity.id)")
+        print("State: \(state.store.folder.path)")
+    }
+}
+
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the devices of this account."
+    )
+
+    @OptionGroup var state: StateOptions
+
+    @Flag(help: "Also list removed devices.")
+    var all = false
+
+    func run() throws {
+        let (identity, roster) = try reportingAgentErrors { (try state.store.identity(), try state.store.roster()) }
+        let formatter = ISO8601DateFormatter()
+        let members = roster.members.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+        for member in members {
+            let revoked = roster.revocations[member.id]
+            if revoked != nil, !all { continue }
+            let marker = member.id == identity.id ? " (this device)" : ""
+            let status = revoked.map { "removed \(formatter.string(from: $0.revokedAt))" } ?? "added \(formatter.string(from: member.addedAt))"
+            print("\(member.id.short)  \(member.name)\(marker)  \(status)")
+        }
+        print("account key epoch \(roster.accountKey.epoch), \(roster.activeMembers.count) active device\(roster.activeMembers.count == 1 ? "" : "s")")
+    }
+}
+
+struct RemoveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove a device from the account.",
+        discussion: """
+            The device is revoked and the account key rotated at once on this device; the other members learn both
+            the next time they meet this one. From then on the removed device can open no session with them and read
+            none of their adverts.
+            """
+    )
+
+    @OptionGroup var state: StateOptions
+
+    @Argument(help: "The device: its name, or the start of its id.")
+    var device: String
+
+    func run() throws {
+        try reportingAgentErrors {
+            let identity = try state.store.identity()
+            var roster = try state.store.roster()
+            guard let member = roster.member(named: device) else {
+                throw BatonAgentError(.unknownDevice, "no single device of this account is named or starts with \"\(device)\" (see `baton devices`)")
+            }
+            guard member.id != identity.id else {
+                throw BatonAgentError(.unknownDevice, "\"\(device)\" is this device; remove it from another one")
+            }
+            guard roster.revoke(member.id, by: identity.id, at: Date(), newKey: AccountStore.randomKey()) else {
+                print("\(member.name) was already removed")
+                return
+            }
+            try state.store.saveRoster(roster)
+            print("Removed \(member.name) (\(member.id.short)); account key rotated to epoch \(roster.accountKey.epoch)")
+        }
+    }
+}
+
+/// Commands for tests and diagnosis, not listed in --help.
+struct DebugCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "debug",
+        abstract: "Diagnostics for tests.",
+        shouldDisplay: false,
+        subcommands: [RosterChurn.self]
+    )
+
+    /// Adds made-up members one at a time, saving the roster after each: what crash tests kill mid-write.
+    struct RosterChurn: ParsableCommand {
+        @OptionGroup var state: StateOptions
+
+        @Option var count = 1
+
+        func run() throws {
+            try reportingAgentErrors {
+                let identity = try state.store.identity()
+                var roster = try state.store.roster()
+                for index in 0..<count {
+                    let certificate = Data("churn \(roster.members.count) \(index) \(UUID())".utf8)
+                    roster.add(Roster.Member(certificate: certificate, name: "churn-\(roster.members.count)", addedBy: identity.id, addedAt: Date()))
+                    try state.store.saveRoster(roster)
+                }
+            }
+        }
+    }
+}
