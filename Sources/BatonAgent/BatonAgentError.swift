@@ -23,6 +23,18 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let stateUnwritable = Code("stateUnwritable")
         /// No device in the roster matches the name or id given.
         public static let unknownDevice = Code("unknownDevice")
+        /// The peer cannot be reached (refused, unreachable, closed before answering).
+        public static let peerUnreachable = Code("peerUnreachable")
+        /// The TLS handshake failed: the peer is not a member, or not the device pinned.
+        public static let peerRefused = Code("peerRefused")
+        /// The peer sent something the protocol does not allow there.
+        public static let protocolViolation = Code("protocolViolation")
+        /// A step took longer than its deadline.
+        public static let timedOut = Code("timedOut")
+        /// One side declined the pairing (the codes differed, or the person said no).
+        public static let pairingDeclined = Code("pairingDeclined")
+        /// The invite token was refused: unknown, used, or expired.
+        public static let inviteRejected = Code("inviteRejected")
     }
 
     /// What kind of failure this is.

@@ -1,0 +1,299 @@
+import BatonCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// A conversation with one peer: whole messages (property lists) in and out, and who the peer is.
+///
+/// The account flows (pairing, joining, syncing) are written against this, so they run the same over TLS and over
+/// an in-memory pipe in tests. Used by one task at a time.
+public protocol MessageChannel: AnyObject {
+    /// Sends one message.
+    func send(_ message: PropertyList) async throws
+    /// The next message; throws `timedOut` after `timeout` seconds, `peerUnreachable` when the peer closed.
+    func receive(timeout: Double) async throws -> PropertyList
+    /// The certificate (DER) the peer presented, as verified during the handshake.
+    var peerCertificate: Data? { get }
+    /// Ends the conversation.
+    func close() async
+}
+
+/// Which peer certificates a session accepts, decided during the TLS handshake.
+public enum PeerPolicy: Sendable {
+    /// Any certificate: pairing, where the person compares codes, and invites, where the secret decides.
+    case anyDevice
+    /// Only this device: a joiner pinning the inviter named in the token.
+    case only(DeviceID)
+    /// Active members of the roster as it is at handshake time.
+    case members(@Sendable () -> Set<DeviceID>)
+
+    func allows(_ id: DeviceID) -> Bool {
+        switch self {
+        case .anyDevice: true
+        case .only(let pinned): id == pinned
+        case .members(let current): current().contains(id)
+        }
+    }
+}
+
+/// TLS 1.3 sessions between devices, both sides presenting their device certificate.
+public enum AccountTransport {
+    /// How long a TLS connection may take to establish.
+    public static let connectTimeout = TimeAmount.seconds(5)
+
+    static func tlsConfiguration(identity: DeviceIdentity, server: Bool) throws -> TLSConfiguration {
+        let certificate = try NIOSSLCertificate(bytes: Array(identity.certificateDER), format: .der)
+        let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKey.derRepresentation), format: .der)
+        var configuration =
+            server
+            ? TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+            : TLSConfiguration.makeClientConfiguration()
+        configuration.certificateChain = [.certificate(certificate)]
+        configuration.privateKey = .privateKey(key)
+        configuration.minimumTLSVersion = .tlsv13
+        // Peers are checked by the custom callback (pinning); on a server this also makes client certificates required.
+        configuration.certificateVerification = .noHostnameVerification
+        return configuration
+    }
+
+    /// The verification callback: accept exactly the certificates `policy` allows, and remember the one presented.
+    static func verifier(_ policy: PeerPolicy, presented: NIOLockedValueBox<Data?>) -> NIOSSLCustomVerificationCallback {
+        { certificates, promise in
+            guard let leaf = certificates.first, let der = try? leaf.toDERBytes(), policy.allows(DeviceID(certificateDER: der)) else {
+                promise.succeed(.failed)
+                return
+            }
+            presented.withLockedValue { $0 = Data(der) }
+            promise.succeed(.certificateVerified)
+        }
+    }
+
+    /// Adds a ``HandshakeWaiter`` and returns the future it completes.
+    static func addHandshakeWaiter(to channel: Channel) throws -> EventLoopFuture<Void> {
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: promise))
+        return promise.futureResult
+    }
+
+    static func waitForHandshake(_ handshake: EventLoopFuture<Void>?, peer: String) async throws {
+        guard let handshake else { throw BatonAgentError(.protocolViolation, "no TLS handshake to wait for with \(peer)") }
+        do {
+            try await handshake.get()
+        } catch let error as BatonAgentError {
+            throw BatonAgentError(error.code, "\(peer): \(error.message)")
+        }
+    }
+
+    static func addSessionHandlers(to channel: Channel) throws {
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+    }
+
+    /// Opens a session to `host:port`, accepting the server only if `policy` allows its certificate, runs `body`
+    /// with it, and closes it whatever happens.
+    /// - Throws: `peerUnreachable` when nothing answers, `peerRefused` when the handshake fails, or `body`'s error.
+    public static func withSession<Result: Sendable>(
+        host: String,
+        port: Int,
+        identity: DeviceIdentity,
+        policy: PeerPolicy,
+        _ body: (SessionConnection) async throws -> Result
+    ) async throws -> Result {
+        let context = try NIOSSLContext(configuration: try tlsConfiguration(identity: identity, server: false))
+        let presented = NIOLockedValueBox<Data?>(nil)
+        let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(connectTimeout)
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handler = try NIOSSLClientHandler(
+                            context: context,
+                            serverHostname: nil,
+                            customVerificationCallback: verifier(policy, presented: presented)
+                        )
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        handshake.withLockedValue { $0 = try? addHandshakeWaiter(to: channel) }
+                        try addSessionHandlers(to: channel)
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw BatonAgentError(.peerUnreachable, "cannot reach \(host):\(port): \(error)")
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await waitForHandshake(handshake.withLockedValue { $0 }, peer: "\(host):\(port)")
+            return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: channel.channel, presented: presented, peerName: "\(host):\(port)"))
+        }
+    }
+
+    /// A listening socket that hands out one ``SessionConnection`` per accepted peer.
+    public final class Listener: Sendable {
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let presented: NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>
+        let handshakes: NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>
+
+        /// The port actually bound (useful when asked for port 0).
+        public let port: Int
+
+        init(
+            server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>,
+            presented: NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>,
+            handshakes: NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>
+        ) {
+            self.server = server
+            self.presented = presented
+            self.handshakes = handshakes
+            self.port = server.channel.localAddress?.port ?? 0
+        }
+
+        func session(
+            _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+            _ body: (SessionConnection) async throws -> Bool
+        ) async -> Bool {
+            let box = presented.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(connection.channel)) } ?? NIOLockedValueBox(nil)
+            let handshake = handshakes.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(connection.channel)) }
+            let name = connection.channel.remoteAddress.map { "\($0)" } ?? "peer"
+            return (try? await connection.executeThenClose { inbound, outbound in
+                try await AccountTransport.waitForHandshake(handshake, peer: name)
+                return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: connection.channel, presented: box, peerName: name))
+            }) ?? false
+        }
+
+        /// Serves peers concurrently until the listener is closed.
+        public func serve(_ handle: @escaping @Sendable (SessionConnection) async -> Void) async throws {
+            try await server.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        group.addTask {
+                            _ = await self.session(connection) { session in
+                                await handle(session)
+                                return true
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Serves peers one at a time until `handle` returns true (done) or `timeout` seconds pass; then closes.
+        /// - Throws: `timedOut` when no peer completed in time.
+        public func serveUntilDone(timeout: Double, _ handle: (SessionConnection) async throws -> Bool) async throws {
+            let deadline = server.channel.eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) { [server] in
+                server.channel.close(promise: nil)
+            }
+            defer { deadline.cancel() }
+            let done = try await server.executeThenClose { inbound in
+                for try await connection in inbound where await session(connection, handle) {
+                    return true
+                }
+                return false
+            }
+            guard done else { throw BatonAgentError(.timedOut, "no device completed within \(Int(timeout)) s") }
+        }
+
+        /// Stops listening.
+        public func close() async {
+            try? await server.channel.close()
+        }
+    }
+
+    /// Listens on `host:port` (port 0 picks a free one), accepting peers whose certificate `policy` allows.
+    public static func listen(host: String, port: Int, identity: DeviceIdentity, policy: PeerPolicy) async throws -> Listener {
+        let context = try NIOSSLContext(configuration: try tlsConfiguration(identity: identity, server: true))
+        let presented = NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>([:])
+        let handshakes = NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>([:])
+        do {
+            let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let box = NIOLockedValueBox<Data?>(nil)
+                        presented.withLockedValue { $0[ObjectIdentifier(channel)] = box }
+                        let handler = NIOSSLServerHandler(context: context, customVerificationCallback: verifier(policy, presented: box))
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        let handshake = try addHandshakeWaiter(to: channel)
+                        handshakes.withLockedValue { $0[ObjectIdentifier(channel)] = handshake }
+                        try addSessionHandlers(to: channel)
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            return Listener(server: server, presented: presented, handshakes: handshakes)
+        } catch {
+            throw BatonAgentError(.stateUnwritable, "cannot listen on \(host):\(port): \(error)")
+        }
+    }
+}
+
+/// One TLS session with a peer, valid inside the body it was handed to.
+public final class SessionConnection: MessageChannel {
+    var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    let channel: Channel
+    let presented: NIOLockedValueBox<Data?>
+    /// Where the peer is, for messages.
+    public let peerName: String
+
+    init(
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        channel: Channel,
+        presented: NIOLockedValueBox<Data?>,
+        peerName: String
+    ) {
+        self.iterator = inbound.makeAsyncIterator()
+        self.outbound = outbound
+        self.channel = channel
+        self.presented = presented
+        self.peerName = peerName
+    }
+
+    public var peerCertificate: Data? { presented.withLockedValue { $0 } }
+
+    public func send(_ message: PropertyList) async throws {
+        let bytes = try BinaryPropertyListEncoder.encode(message)
+        do {
+            try await outbound.write(ByteBuffer(bytes: bytes))
+        } catch {
+            throw BatonAgentError(.peerUnreachable, "\(peerName) closed the session: \(error)")
+        }
+    }
+
+    public func receive(timeout: Double) async throws -> PropertyList {
+        let timedOut = NIOLockedValueBox(false)
+        let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) { [channel] in
+            timedOut.withLockedValue { $0 = true }
+            channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
+        let frame: ByteBuffer?
+        do {
+            frame = try await iterator.next()
+        } catch let error as BatonAgentError {
+            throw error
+        } catch let error as NIOSSLError {
+            throw BatonAgentError(.peerRefused, "TLS with \(peerName) failed: \(error) (is this device a member of the peer's account?)")
+        } catch {
+            throw BatonAgentError(.peerRefused, "the session with \(peerName) failed: \(error)")
+        }
+        guard let frame else {
+            if timedOut.withLockedValue({ $0 }) {
+                throw BatonAgentError(.timedOut, "\(peerName) sent nothing for \(Int(timeout)) s")
+            }
+            throw BatonAgentError(.peerRefused, "\(peerName) closed the session (it does not accept this device, or it declined)")
+        }
+        do {
+            return try BinaryPropertyListDecoder.decode(Data(frame.readableBytesView), limits: PropertyListLimits(maximumDepth: 16))
+        } catch {
+            throw BatonAgentError(.protocolViolation, "\(peerName) sent a malformed message: \(error)")
+        }
+    }
+
+    public func close() async {
+        outbound.finish()
+        try? await channel.close()
+    }
+}
