@@ -182,7 +182,7 @@ struct AccountSessionTests {
         try a.store.updateRoster { $0.revoke(b.identity.id, by: a.identity.id, at: Date(), newKey: AccountStore.randomKey()) }
         let refused = await Result { try await syncFromB() }
         let error = try #require(refused.failure as? BatonAgentError)
-        #expect(error.code == .peerRefused, "\(error)")
+        #expect(error.code == .peerRefused, "\(error.message)")
         #expect(try b.roster.accountKey != a.roster.accountKey, "B never receives the rotated key")
         await listener.close()
         _ = await serving.result

@@ -234,6 +234,8 @@ public final class SessionConnection: MessageChannel {
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     let channel: Channel
     let presented: NIOLockedValueBox<Data?>
+    /// Whether the peer has sent anything yet.
+    var receivedAny = false
     /// Where the peer is, for messages.
     public let peerName: String
 
@@ -258,6 +260,12 @@ public final class SessionConnection: MessageChannel {
         do {
             try await outbound.write(ByteBuffer(bytes: bytes))
         } catch {
+            // In TLS 1.3 a server judges the client's certificate after the client's handshake has finished, so a
+            // refusal surfaces as a failed write or a reset, often before its alert can be read. A session that ends
+            // before the peer has said anything is therefore reported as a refusal.
+            guard receivedAny else {
+                throw BatonAgentError(.peerRefused, "\(peerName) ended the session before answering: it does not accept this device (or it stopped)")
+            }
             throw BatonAgentError(.peerUnreachable, "\(peerName) closed the session: \(error)")
         }
     }
@@ -280,11 +288,15 @@ public final class SessionConnection: MessageChannel {
             throw BatonAgentError(.peerRefused, "the session with \(peerName) failed: \(error)")
         }
         guard let frame else {
+            if receivedAny, !timedOut.withLockedValue({ $0 }) {
+                throw BatonAgentError(.peerUnreachable, "\(peerName) closed the session")
+            }
             if timedOut.withLockedValue({ $0 }) {
                 throw BatonAgentError(.timedOut, "\(peerName) sent nothing for \(Int(timeout)) s")
             }
             throw BatonAgentError(.peerRefused, "\(peerName) closed the session (it does not accept this device, or it declined)")
         }
+        receivedAny = true
         do {
             return try BinaryPropertyListDecoder.decode(Data(frame.readableBytesView), limits: PropertyListLimits(maximumDepth: 16))
         } catch {
