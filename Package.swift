@@ -61,6 +61,8 @@ let package = Package(
                 "BatonCore",
                 "BatonRegistry",
                 "BatonAgent",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -69,6 +71,6 @@ let package = Package(
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
-        .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"]),
     ]
 )

@@ -113,8 +113,33 @@ struct DebugCommand: ParsableCommand {
         commandName: "debug",
         abstract: "Diagnostics for tests.",
         shouldDisplay: false,
-        subcommands: [RosterChurn.self]
+        subcommands: [RosterChurn.self, Seal.self, Open.self]
     )
+
+    /// Seals a text under this device's current account key (what adverts will use), printing base64.
+    struct Seal: ParsableCommand {
+        @OptionGroup var state: StateOptions
+        @Argument var text: String
+
+        func run() throws {
+            let roster = try reportingAgentErrors { try state.store.roster() }
+            print(try roster.accountKey.seal(Data(text.utf8)).base64EncodedString())
+        }
+    }
+
+    /// Opens what `debug seal` printed, with this device's account key; exits 1 when it cannot.
+    struct Open: ParsableCommand {
+        @OptionGroup var state: StateOptions
+        @Argument var sealed: String
+
+        func run() throws {
+            let roster = try reportingAgentErrors { try state.store.roster() }
+            guard let data = Data(base64Encoded: sealed), let opened = roster.accountKey.open(data) else {
+                throw CommandLineError("cannot open: sealed under a key this device does not hold (epoch \(roster.accountKey.epoch) here)")
+            }
+            print(String(decoding: opened, as: UTF8.self))
+        }
+    }
 
     /// Adds made-up members one at a time, saving the roster after each: what crash tests kill mid-write.
     struct RosterChurn: ParsableCommand {

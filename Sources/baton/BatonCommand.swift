@@ -13,7 +13,8 @@ struct BatonCommand: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            DemoCommand.self, InitCommand.self, DevicesCommand.self, RemoveCommand.self, AppsCommand.self, AasaCommand.self,
+            DemoCommand.self, AgentCommand.self, InitCommand.self, DevicesCommand.self, PairCommand.self, InviteCommand.self,
+            JoinCommand.self, SyncCommand.self, RemoveCommand.self, AppsCommand.self, AasaCommand.self,
             PlistCommand.self, BenchCommand.self, DebugCommand.self,
         ]
     )

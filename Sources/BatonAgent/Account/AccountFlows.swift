@@ -161,10 +161,23 @@ public enum AccountFlows {
 
     /// Both sides send their roster and merge the other's. Run only on sessions whose TLS layer admitted active
     /// members; afterwards each side checks the peer is still active (it may have learnt of its removal just now).
-    public static func sync(over channel: MessageChannel, initiator: Bool, identity: DeviceIdentity, store: AccountStore) async throws -> Roster {
-        let mine = message("sync", ["roster": .data(try store.roster().encoded())])
+    ///
+    /// Each side tells the other the port its agent listens on (`agentPort`), so both learn where to reach the other
+    /// next time; `dialed` is the address the initiator connected to.
+    public static func sync(
+        over channel: MessageChannel,
+        initiator: Bool,
+        identity: DeviceIdentity,
+        store: AccountStore,
+        agentPort: Int? = nil,
+        dialed: String? = nil
+    ) async throws -> Roster {
+        var fields: [String: PropertyList] = ["roster": .data(try store.roster().encoded())]
+        if let agentPort { fields["agentPort"] = .integer(Int64(agentPort)) }
+        let mine = message("sync", fields)
         if initiator { try await channel.send(mine) }
-        let theirs = try decodeRoster(in: try await expect("sync", on: channel, refusal: .peerRefused))
+        let received = try await expect("sync", on: channel, refusal: .peerRefused)
+        let theirs = try decodeRoster(in: received)
         if !initiator { try await channel.send(mine) }
         let merged = try store.updateRoster { local in
             local.merge(theirs, newKey: AccountStore.randomKey())
@@ -174,6 +187,15 @@ public enum AccountFlows {
         guard merged.isActive(peer) else {
             throw BatonAgentError(.peerRefused, "\(peer.short) has been removed from the account")
         }
+        let theirPort = received["agentPort"]?.integerValue.flatMap { (1...65_535).contains($0) ? Int($0) : nil }
+        let address = dialed ?? zip(channel.peerHost, theirPort).map { "\($0):\($1)" }
+        try store.recordPeer(peer, address: address)
         return merged
     }
+}
+
+/// Both values, or nil.
+func zip<A, B>(_ first: A?, _ second: B?) -> (A, B)? {
+    guard let first, let second else { return nil }
+    return (first, second)
 }

@@ -16,6 +16,8 @@ public protocol MessageChannel: AnyObject {
     func receive(timeout: Double) async throws -> PropertyList
     /// The certificate (DER) the peer presented, as verified during the handshake.
     var peerCertificate: Data? { get }
+    /// The peer's IP address, when the channel has one.
+    var peerHost: String? { get }
     /// Ends the conversation.
     func close() async
 }
@@ -254,6 +256,8 @@ public final class SessionConnection: MessageChannel {
     }
 
     public var peerCertificate: Data? { presented.withLockedValue { $0 } }
+
+    public var peerHost: String? { channel.remoteAddress?.ipAddress }
 
     public func send(_ message: PropertyList) async throws {
         let bytes = try BinaryPropertyListEncoder.encode(message)

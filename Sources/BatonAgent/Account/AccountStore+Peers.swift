@@ -1,0 +1,45 @@
+import BatonCore
+import Foundation
+
+/// Where a device was last reached, and when.
+public struct PeerRecord: Sendable, Hashable {
+    /// `host:port` of its agent, if known.
+    public var address: String?
+    /// The last time a session with it succeeded.
+    public var lastSeen: Date?
+}
+
+extension AccountStore {
+    var peersURL: URL { folder.appendingPathComponent("peers.plist") }
+
+    /// The known peers by device id.
+    public func peers() throws -> [DeviceID: PeerRecord] {
+        guard FileManager.default.fileExists(atPath: peersURL.path) else { return [:] }
+        guard case .dictionary(let entries) = try readDocument(peersURL, what: "peer list") else { return [:] }
+        var peers: [DeviceID: PeerRecord] = [:]
+        for (key, value) in entries {
+            guard let id = try? DeviceID(parsing: key) else { continue }
+            peers[id] = PeerRecord(address: value["address"]?.stringValue, lastSeen: value["lastSeen"]?.dateValue)
+        }
+        return peers
+    }
+
+    /// Records a successful session with `id`, and its agent's address when known.
+    public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws {
+        try updateRoster { _ in
+            var peers = try self.peers()
+            var record = peers[id] ?? PeerRecord()
+            if let address { record.address = address }
+            record.lastSeen = seen
+            peers[id] = record
+            var entries: [String: PropertyList] = [:]
+            for (peer, record) in peers {
+                var entry: [String: PropertyList] = [:]
+                if let address = record.address { entry["address"] = .string(address) }
+                if let lastSeen = record.lastSeen { entry["lastSeen"] = .date(lastSeen) }
+                entries[peer.description] = .dictionary(entry)
+            }
+            try AtomicFile.store(try BinaryPropertyListEncoder.encode(.dictionary(entries)), at: peersURL)
+        }
+    }
+}
