@@ -45,10 +45,14 @@ struct InitCommand: ParsableCommand {
     }
 }
 
-struct DevicesCommand: ParsableCommand {
+struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "List the devices of this account."
+        abstract: "List the devices of this account: which are reachable, and when each was last seen.",
+        discussion: """
+            Each other device whose agent address is known is probed with a short sync session (at most
+            --probe-seconds), which also brings the rosters in step. Use --offline to list from the local roster only.
+            """
     )
 
     @OptionGroup var state: StateOptions
@@ -56,18 +60,69 @@ struct DevicesCommand: ParsableCommand {
     @Flag(help: "Also list removed devices.")
     var all = false
 
-    func run() throws {
-        let (identity, roster) = try reportingAgentErrors { (try state.store.identity(), try state.store.roster()) }
-        let formatter = ISO8601DateFormatter()
-        let members = roster.members.values.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
-        for member in members {
-            let revoked = roster.revocations[member.id]
-            if revoked != nil, !all { continue }
-            let marker = member.id == identity.id ? " (this device)" : ""
-            let status = revoked.map { "removed \(formatter.string(from: $0.revokedAt))" } ?? "added \(formatter.string(from: member.addedAt))"
-            print("\(member.id.short)  \(member.name)\(marker)  \(status)")
+    @Flag(help: "Do not contact the other devices.")
+    var offline = false
+
+    @Option(help: "How long to wait for each device's answer.")
+    var probeSeconds = 2.0
+
+    /// Probes every known address at once; each answer or failure within the time limit.
+    func probe(_ store: AccountStore, _ identity: DeviceIdentity, _ peers: [DeviceID: PeerRecord]) async -> [DeviceID: String] {
+        let targets = peers.compactMap { id, record in record.address.flatMap(PeerAddress.init(argument:)).map { (id, $0) } }
+        let limit = probeSeconds
+        return await withTaskGroup(of: (DeviceID, String).self) { group in
+            for (id, address) in targets {
+                group.addTask {
+                    await withTaskGroup(of: String?.self) { race in
+                        race.addTask {
+                            do {
+                                _ = try await syncOnce(with: address, store: store, identity: identity, port: agentPort(store))
+                                return "reachable at \(address)"
+                            } catch let error as BatonAgentError {
+                                return "unreachable at \(address) (\(error.code))"
+                            } catch {
+                                return "unreachable at \(address)"
+                            }
+                        }
+                        race.addTask {
+                            try? await Task.sleep(for: .milliseconds(Int(limit * 1000)))
+                            return nil
+                        }
+                        let first = await race.next() ?? nil
+                        race.cancelAll()
+                        return (id, first ?? "no answer within \(limit) s from \(address)")
+                    }
+                }
+            }
+            var results: [DeviceID: String] = [:]
+            for await (id, status) in group { results[id] = status }
+            return results
         }
-        print("account key epoch \(roster.accountKey.epoch), \(roster.activeMembers.count) active device\(roster.activeMembers.count == 1 ? "" : "s")")
+    }
+
+    func run() async throws {
+        let store = state.store
+        let identity = try reportingAgentErrors { try store.identity() }
+        let peersBefore = try reportingAgentErrors { try store.peers() }
+        let rosterBefore = try reportingAgentErrors { try store.roster() }
+        let reachability = offline ? [:] : await probe(store, identity, peersBefore.filter { rosterBefore.isActive($0.key) && $0.key != identity.id })
+        let roster = try reportingAgentErrors { try store.roster() }
+        let peers = (try? store.peers()) ?? peersBefore
+        let formatter = ISO8601DateFormatter()
+        for member in roster.members.values.sorted(by: { ($0.name, $0.id) < ($1.name, $1.id) }) {
+            if let revoked = roster.revocations[member.id] {
+                if all { say("\(member.id.short)  \(member.name)  removed \(formatter.string(from: revoked.revokedAt))") }
+                continue
+            }
+            if member.id == identity.id {
+                say("\(member.id.short)  \(member.name)  this device")
+                continue
+            }
+            let seen = peers[member.id]?.lastSeen.map { "last seen \(formatter.string(from: $0))" } ?? "never seen"
+            let status = reachability[member.id] ?? (peers[member.id]?.address == nil ? "address unknown" : "not probed")
+            say("\(member.id.short)  \(member.name)  \(status), \(seen)")
+        }
+        say("account key epoch \(roster.accountKey.epoch), \(roster.activeMembers.count) active device\(roster.activeMembers.count == 1 ? "" : "s")")
     }
 }
 

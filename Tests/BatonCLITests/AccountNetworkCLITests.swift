@@ -100,6 +100,9 @@ struct AccountNetworkCLITests {
         #expect(try eventually { try roster(0) == roster(1) && roster(1) == roster(2) }, "all three converge")
         #expect(try roster(0).activeMembers.count == 3)
 
+        let devices = try Baton.run("devices", "--state", states[0])
+        #expect(devices.stdout.contains("desktop  reachable at 127.0.0.1:\(ports[1]), last seen"), "\(devices.output)")
+
         // A removes C. The removal and the new key reach B; C has neither.
         #expect(try Baton.run("remove", "server", "--state", states[0]).status == 0)
         #expect(try eventually { try roster(1).revocations.count == 1 && roster(1) == roster(0) }, "B learns of the removal")
