@@ -181,3 +181,25 @@ struct PairingTests {
         }
     }
 }
+
+@Suite("Account test vectors (docs/PROTOCOL.md)")
+struct AccountVectorTests {
+    @Test("the pairing code and invite token match the documented vectors, computed independently in Python")
+    func vectors() throws {
+        let code = PairingCode.compute(
+            localCertificate: Data("alice certificate".utf8), localNonce: [UInt8](repeating: 1, count: 16),
+            peerCertificate: Data("bob certificate".utf8), peerNonce: [UInt8](repeating: 2, count: 16)
+        )
+        #expect(code == "590948")
+        #expect(DeviceID(certificateDER: Data("alice certificate".utf8)).description.replacingOccurrences(of: "-", with: "")
+            == "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA")
+        let token = InviteToken(
+            host: "192.0.2.10", port: 47_810, inviter: DeviceID(certificateDER: Data("inviter".utf8)),
+            secret: [UInt8](repeating: 7, count: 16), expires: Date(timeIntervalSince1970: 1_900_000_000)
+        )
+        #expect(
+            token.description
+                == "baton1-aebex3je6bnth2m47g4kyi52sbai47jmagxw4t7kg2ozbo3knscf2byha4dqobyha4dqobyha4dqobyaaaaaa4j7wmalvqqkge4telrqfyzc4mjq"
+        )
+    }
+}
