@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonAgent
 import BatonCore
 import Foundation
 
@@ -6,15 +7,15 @@ import Foundation
 ///
 /// Today that is the activity model and the payload codec: the agent, pairing and the network exchange come with
 /// the account and handoff issues. The demo says so in its output rather than pretending.
-struct DemoCommand: ParsableCommand {
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Hand a ShopSnap shopping list from one device to another on this machine.",
         discussion: """
-            Plays the seeds' ShopSnap tutorial: a shopping list (view activity) and an item being edited (edit
-            activity) travel from "laptop" to "desktop", with a timeline of what happened and how long it took.
-            At this stage both devices live in this process and the payload is handed over in memory; the agents,
-            pairing and the encrypted network path are not built yet, and the output says so.
+            Plays the seeds' ShopSnap tutorial: "laptop" and "desktop" get identities and pair over TLS 1.3 on
+            loopback, then a shopping list (view activity) and an item being edited (edit activity) travel from one to
+            the other, with a timeline of what happened and how long it took. Adverts and the fetch over the session
+            are not built yet: the payload passes in memory, and the output says so.
             """
     )
 
@@ -24,19 +25,20 @@ struct DemoCommand: ParsableCommand {
     static let itemKey = "shopsnap.item.key"
     static let versionKey = "shopsnap.version.key"
 
-    func run() throws {
+    func run() async throws {
         print(
             """
             Baton demo: ShopSnap, from "laptop" to "desktop".
 
-            Built so far: the activity payload and the property-list codec that carry every handoff.
-            Not built yet: the agent (pairing, sealed adverts, TLS fetch, app launch). Both devices therefore run
-            in this process and the payload passes between them in memory, encoded and decoded exactly as it
-            will be on the wire.
+            Built so far: the activity payload and its codec, the app registry and router, and the account: device
+            identities, pairing over TLS 1.3 with pinned certificates, the sealed account key.
+            Not built yet: adverts, discovery, the fetch of an activity over the session, launching the app. So the
+            payload below passes between the devices in memory, encoded and decoded exactly as it will be on the wire.
 
             """
         )
         let clock = DemoClock()
+        try await pairDevices(clock)
 
         // The list: a view activity, as ShopSnap's list controller makes current.
         var list = try ActivityPayload(activityType: Self.viewActivityType)
@@ -85,6 +87,33 @@ struct DemoCommand: ParsableCommand {
         print("\nNext: `swift test` runs the checks behind all of this; `baton plist lint Info.plist` checks an app's file.")
     }
 
+    /// Two devices with fresh identities pair over TLS 1.3 on loopback, the person's confirmation played by the demo.
+    func pairDevices(_ clock: DemoClock) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let laptop = AccountStore(folder: root.appendingPathComponent("laptop"))
+        let desktop = AccountStore(folder: root.appendingPathComponent("desktop"))
+        let (laptopIdentity, _) = try laptop.initialize(name: "laptop")
+        let (desktopIdentity, _) = try desktop.initialize(name: "desktop")
+        clock.log("both", "identities made: laptop \(laptopIdentity.id.short), desktop \(desktopIdentity.id.short)")
+        let listener = try await AccountTransport.listen(host: "127.0.0.1", port: 0, identity: laptopIdentity, policy: .anyDevice)
+        async let waiting: Void = listener.serveUntilDone(timeout: 10) { session in
+            _ = try await AccountFlows.pair(initiator: false, over: session, identity: laptopIdentity, store: laptop) { code in
+                clock.log("laptop", "shows pairing code \(code); the person confirms")
+                return true
+            }
+            return true
+        }
+        let paired = try await AccountTransport.withSession(host: "127.0.0.1", port: listener.port, identity: desktopIdentity, policy: .anyDevice) { session in
+            try await AccountFlows.pair(initiator: true, over: session, identity: desktopIdentity, store: desktop) { code in
+                clock.log("desktop", "shows pairing code \(code); the person confirms")
+                return true
+            }
+        }
+        try await waiting
+        clock.log("both", "paired over TLS 1.3: \(paired.roster.activeMembers.count) devices, account key epoch \(paired.roster.accountKey.epoch)")
+    }
+
     func showRefusal(_ what: String, _ attempt: () throws -> Void) {
         do {
             try attempt()
@@ -96,7 +125,7 @@ struct DemoCommand: ParsableCommand {
 }
 
 /// Prints timeline lines with the milliseconds since the demo started.
-final class DemoClock {
+final class DemoClock: Sendable {
     let start = DispatchTime.now().uptimeNanoseconds
 
     func log(_ device: String, _ event: String) {

@@ -76,6 +76,9 @@ struct CLITests {
         #expect(result.stdout.contains("desktop continues \"Groceries\": Ice cream, Apple, Nuts"))
         #expect(result.stdout.contains("continues editing \"Cheese\""))
         #expect(result.stdout.contains("Not built yet"))
+        #expect(result.stdout.contains("paired over TLS 1.3: 2 devices"))
+        let codes = result.stdout.split(separator: "\n").compactMap { line in line.range(of: "pairing code ").map { line[$0.upperBound...].prefix(6) } }
+        #expect(codes.count == 2 && codes[0] == codes[1], "both devices show the same code")
         #expect(result.stdout.contains("[unsupportedURLScheme]"))
         #expect(result.stdout.contains("[payloadTooLarge]"))
         #expect(result.stdout.contains("[unsupportedPayloadVersion]"))
