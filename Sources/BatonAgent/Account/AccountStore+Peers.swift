@@ -26,7 +26,7 @@ extension AccountStore {
 
     /// Records a successful session with `id`, and its agent's address when known.
     public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws {
-        try updateRoster { _ in
+        try withStateLock {
             var peers = try self.peers()
             var record = peers[id] ?? PeerRecord()
             if let address { record.address = address }

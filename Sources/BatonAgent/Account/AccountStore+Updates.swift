@@ -12,6 +12,18 @@ extension AccountStore {
     /// Reads, changes and writes the roster under an exclusive lock on the state folder, so an agent merging a
     /// peer's roster and a `baton remove` in another process cannot lose each other's change.
     public func updateRoster<T>(_ change: (inout Roster) throws -> T) throws -> T {
+        try withStateLock {
+            var roster = try self.roster()
+            let before = roster
+            let result = try change(&roster)
+            if roster != before { try saveRoster(roster) }
+            return result
+        }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on the state folder's lock file: every read-modify-write of a state
+    /// file goes through here, across processes.
+    func withStateLock<T>(_ body: () throws -> T) throws -> T {
         try createFolder()
         let lockPath = folder.appendingPathComponent("lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -19,11 +31,7 @@ extension AccountStore {
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX) == 0 else { throw AtomicFile.failure("cannot lock \(lockPath)") }
         defer { flock(descriptor, LOCK_UN) }
-        var roster = try self.roster()
-        let before = roster
-        let result = try change(&roster)
-        if roster != before { try saveRoster(roster) }
-        return result
+        return try body()
     }
 
     // MARK: Invites
@@ -33,7 +41,7 @@ extension AccountStore {
     /// Records a new invite and returns its secret (16 random bytes). Only the secret's SHA-256 is stored.
     public func createInvite(expires: Date) throws -> [UInt8] {
         let secret = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-        try updateRoster { _ in
+        try withStateLock {
             var invites = try self.invites()
             invites.append(["hash": .data(Data(SHA256.hash(data: secret))), "expires": .date(expires), "used": false])
             try AtomicFile.store(try BinaryPropertyListEncoder.encode(.array(invites)), at: invitesLockedPath)
@@ -45,7 +53,7 @@ extension AccountStore {
     /// - Throws: `inviteRejected` for an unknown, used or expired secret.
     public func consumeInvite(secret: [UInt8], now: Date = Date()) throws {
         let hash = Data(SHA256.hash(data: secret))
-        try updateRoster { _ in
+        try withStateLock {
             var invites = try self.invites()
             guard let index = invites.firstIndex(where: { $0["hash"]?.dataValue == hash }) else {
                 throw BatonAgentError(.inviteRejected, "the invite token is not one this device issued")
