@@ -1,0 +1,178 @@
+import Foundation
+
+/// What a device does with each datagram that arrives on the advert port: a pure state machine, time passed in.
+///
+/// In order, so that a stranger's datagram costs as little as possible: a per-source rate limit (before any
+/// decryption), one attempt to open it under the current account key, the device's own adverts dropped, a timestamp
+/// window, a nonce cache against replays within that window, and membership of the sender.
+public struct AdvertReceiver: Sendable {
+    /// Bounds, each with its reason.
+    public struct Limits: Sendable {
+        /// Adverts older or newer than this (clock skew included) are stale: a captured advert cannot be replayed later.
+        public var replayWindowMilliseconds: UInt64 = 30_000
+        /// Nonces remembered within the window. A member sends a few per second; this is room for thousands.
+        public var nonceCacheCapacity = 8_192
+        /// Datagrams per second from one source address, sustained, and the burst allowed above it.
+        public var perSourceRate = 50.0
+        public var perSourceBurst = 100.0
+        /// Sources tracked for rate limiting; the least recently seen are forgotten beyond this.
+        public var trackedSources = 1_024
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What became of a datagram.
+    public enum Outcome: Sendable, Equatable {
+        /// A fresh advert from another member.
+        case accepted(Advert)
+        /// Not sealed under this account's current key (another account, an old key, noise).
+        case notForUs
+        /// Sent by this device (multicast loops back).
+        case own
+        /// Outside the replay window.
+        case stale
+        /// A nonce already seen within the window.
+        case replayed
+        /// The sender is not an active member.
+        case notMember(DeviceID)
+        /// The source sent too many datagrams; dropped unopened.
+        case rateLimited
+    }
+
+    struct Bucket: Sendable {
+        var tokens: Double
+        var updated: UInt64
+    }
+
+    let me: DeviceID
+    public private(set) var keys: AdvertKeys
+    let limits: Limits
+    var nonces: [[UInt8]: UInt64] = [:]
+    var nonceOrder: [([UInt8], UInt64)] = []
+    var nonceOrderStart = 0
+    var buckets: [String: Bucket] = [:]
+
+    /// A receiver for device `me`, opening with `keys`.
+    public init(me: DeviceID, keys: AdvertKeys, limits: Limits = Limits()) {
+        self.me = me
+        self.keys = keys
+        self.limits = limits
+    }
+
+    /// Switches to a new account key (after a rotation). Adverts under the old key are no longer accepted.
+    public mutating func update(keys: AdvertKeys) {
+        self.keys = keys
+    }
+
+    /// Handles one datagram from `source` (an address) at `now` (milliseconds since 1970).
+    public mutating func receive(_ datagram: Data, from source: String, now: UInt64, isMember: (DeviceID) -> Bool) -> Outcome {
+        guard admit(source, now: now) else { return .rateLimited }
+        guard let (advert, nonce) = keys.open(datagram) else { return .notForUs }
+        guard advert.device != me else { return .own }
+        let skew = advert.timestamp > now ? advert.timestamp - now : now - advert.timestamp
+        guard skew <= limits.replayWindowMilliseconds else { return .stale }
+        forgetExpiredNonces(now: now)
+        guard nonces[nonce] == nil else { return .replayed }
+        remember(nonce, until: advert.timestamp + limits.replayWindowMilliseconds)
+        guard isMember(advert.device) else { return .notMember(advert.device) }
+        return .accepted(advert)
+    }
+
+    /// Token bucket per source address.
+    mutating func admit(_ source: String, now: UInt64) -> Bool {
+        var bucket = buckets[source] ?? Bucket(tokens: limits.perSourceBurst, updated: now)
+        let elapsed = Double(now > bucket.updated ? now - bucket.updated : 0) / 1000
+        bucket.tokens = min(limits.perSourceBurst, bucket.tokens + elapsed * limits.perSourceRate)
+        bucket.updated = now
+        let allowed = bucket.tokens >= 1
+        if allowed { bucket.tokens -= 1 }
+        if buckets[source] == nil, buckets.count >= limits.trackedSources {
+            // Forget the source idle longest; a flood of spoofed sources costs this bounded table, nothing more.
+            if let oldest = buckets.min(by: { $0.value.updated < $1.value.updated })?.key { buckets[oldest] = nil }
+        }
+        buckets[source] = bucket
+        return allowed
+    }
+
+    mutating func remember(_ nonce: [UInt8], until expiry: UInt64) {
+        if nonces.count >= limits.nonceCacheCapacity, nonceOrderStart < nonceOrder.count {
+            nonces[nonceOrder[nonceOrderStart].0] = nil
+            nonceOrderStart += 1
+        }
+        nonces[nonce] = expiry
+        nonceOrder.append((nonce, expiry))
+    }
+
+    mutating func forgetExpiredNonces(now: UInt64) {
+        while nonceOrderStart < nonceOrder.count, nonceOrder[nonceOrderStart].1 < now {
+            let (nonce, expiry) = nonceOrder[nonceOrderStart]
+            if nonces[nonce] == expiry { nonces[nonce] = nil }
+            nonceOrderStart += 1
+        }
+        if nonceOrderStart > 1_024, nonceOrderStart * 2 > nonceOrder.count {
+            nonceOrder.removeFirst(nonceOrderStart)
+            nonceOrderStart = 0
+        }
+    }
+}
+
+/// The activities other devices of the account offer now (SEMANTICS C3): one per device, each expiring unless
+/// re-advertised, removed at once by a goodbye (A9).
+public struct NearbyTable: Sendable {
+    /// One offered activity.
+    public struct Entry: Sendable, Hashable {
+        /// The latest advert for it.
+        public var advert: Advert
+        /// The address it came from: where to connect back.
+        public var host: String
+        /// When it was first and last heard (milliseconds since 1970).
+        public var firstSeen: UInt64
+        public var lastSeen: UInt64
+    }
+
+    /// What an advert changed.
+    public enum Change: Sendable, Equatable {
+        case added, refreshed, replaced, removed, ignored
+    }
+
+    /// How long an entry lives without a fresh advert.
+    public let timeToLiveMilliseconds: UInt64
+    /// The entries by originating device.
+    public private(set) var entries: [DeviceID: Entry] = [:]
+
+    /// A table whose entries live `timeToLiveMilliseconds` after their last advert.
+    public init(timeToLiveMilliseconds: UInt64 = 5_000) {
+        self.timeToLiveMilliseconds = timeToLiveMilliseconds
+    }
+
+    /// Applies an accepted advert.
+    public mutating func apply(_ advert: Advert, from host: String, now: UInt64) -> Change {
+        let existing = entries[advert.device]
+        if let existing, existing.advert.sequence > advert.sequence { return .ignored }
+        guard advert.flags.contains(.isCurrent) else {
+            // A goodbye removes the activity it names, or anything older from that device.
+            guard existing != nil else { return .ignored }
+            entries[advert.device] = nil
+            return .removed
+        }
+        if let existing, existing.advert.sequence == advert.sequence {
+            entries[advert.device] = Entry(advert: advert, host: host, firstSeen: existing.firstSeen, lastSeen: now)
+            return .refreshed
+        }
+        entries[advert.device] = Entry(advert: advert, host: host, firstSeen: now, lastSeen: now)
+        return existing == nil ? .added : .replaced
+    }
+
+    /// Removes entries not re-advertised in time; returns them.
+    public mutating func expire(now: UInt64) -> [Entry] {
+        let gone = entries.values.filter { now > $0.lastSeen + timeToLiveMilliseconds }
+        for entry in gone { entries[entry.advert.device] = nil }
+        return gone
+    }
+
+    /// Removes every entry of a device (it was removed from the account, or its session failed).
+    public mutating func forget(_ device: DeviceID) {
+        entries[device] = nil
+    }
+}

@@ -1,0 +1,117 @@
+import BatonProtocol
+import Foundation
+import Testing
+
+@Suite("Adverts: sealed datagrams, replay window, rate limits, the nearby table")
+struct AdvertTests {
+    static let account = AccountKey(epoch: 3, key: [UInt8](repeating: 0x42, count: 32), excludes: [])
+    static let keys = AdvertKeys(account)
+    static let laptop = DeviceID(certificateDER: Data("laptop".utf8))
+    static let desktop = DeviceID(certificateDER: Data("desktop".utf8))
+    static let now: UInt64 = 1_800_000_000_000
+
+    static func advert(sequence: UInt64 = 7, flags: Advert.Flags = [.isCurrent, .hasWebpageURL], at time: UInt64 = now) -> Advert {
+        Advert(
+            device: laptop, sequence: sequence, typeHash: keys.typeHash(team: "RAZE", activityType: "com.razeware.shopsnap.view"),
+            flags: flags, sessionPort: 47_810, timestamp: time
+        )
+    }
+
+    @Test("C2: an advert seals and opens under the account key, and nothing else opens it")
+    func sealing() throws {
+        let datagram = try Self.keys.seal(Self.advert())
+        #expect(datagram.count == AdvertKeys.datagramLength)
+        #expect(Self.keys.open(datagram)?.advert == Self.advert())
+        let otherAccount = AdvertKeys(AccountKey(epoch: 3, key: [UInt8](repeating: 0x43, count: 32), excludes: []))
+        #expect(otherAccount.open(datagram) == nil)
+        let rotated = AdvertKeys(AccountKey(epoch: 4, key: [UInt8](repeating: 0x44, count: 32), excludes: []))
+        #expect(rotated.open(datagram) == nil, "a removed device's old key opens nothing sealed after rotation")
+        for index in [0, 5, 40, datagram.count - 1] {
+            var tampered = datagram
+            tampered[index] ^= 0x01
+            #expect(Self.keys.open(tampered) == nil, "byte \(index)")
+        }
+        #expect(Self.keys.open(datagram.dropLast()) == nil)
+        #expect(Self.keys.open(Data()) == nil)
+    }
+
+    @Test("no cleartext links one advert to the next: only the version byte repeats")
+    func unlinkable() throws {
+        let first = try Self.keys.seal(Self.advert())
+        let second = try Self.keys.seal(Self.advert())
+        #expect(first[0] == second[0] && first[0] == AdvertKeys.version)
+        let sameBytes = zip(first.dropFirst(), second.dropFirst()).filter { $0 == $1 }.count
+        #expect(sameBytes < 10, "about 1 in 256 bytes agree by chance; \(sameBytes) did")
+        // Neither the device id, the sequence, nor the port appears in clear.
+        for secret in [Array(Self.laptop.bytes.prefix(6)), [0, 0, 0, 0, 0, 0, 0, 7], [0xBA, 0xC2]] {
+            #expect(first.firstRange(of: secret) == nil)
+        }
+    }
+
+    @Test("the type hash depends on the key: an outsider cannot precompute it")
+    func typeHash() {
+        let other = AdvertKeys(AccountKey(epoch: 1, key: [UInt8](repeating: 1, count: 32), excludes: []))
+        #expect(Self.keys.typeHash(team: "T", activityType: "a") != other.typeHash(team: "T", activityType: "a"))
+        #expect(Self.keys.typeHash(team: "T", activityType: "a") != Self.keys.typeHash(team: "T", activityType: "b"))
+        #expect(Self.keys.typeHash(webHost: "Example.com") == Self.keys.typeHash(webHost: "example.com"))
+        #expect(Self.keys.typeHash(team: "T", activityType: "a").count == AdvertKeys.typeHashLength)
+    }
+
+    @Test("receiver: accepts fresh adverts; refuses replays, stale ones, its own, non-members and strangers")
+    func receiver() throws {
+        var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+        let members: (DeviceID) -> Bool = { $0 == Self.laptop }
+        let datagram = try Self.keys.seal(Self.advert())
+        #expect(receiver.receive(datagram, from: "10.0.0.2", now: Self.now + 5, isMember: members) == .accepted(Self.advert()))
+        #expect(receiver.receive(datagram, from: "10.0.0.2", now: Self.now + 6, isMember: members) == .replayed)
+        #expect(receiver.receive(datagram, from: "10.0.0.9", now: Self.now + 40_000, isMember: members) == .stale)
+        let old = try Self.keys.seal(Self.advert(at: Self.now - 31_000))
+        #expect(receiver.receive(old, from: "10.0.0.2", now: Self.now, isMember: members) == .stale)
+        var mine = Self.advert()
+        mine.device = Self.desktop
+        #expect(receiver.receive(try Self.keys.seal(mine), from: "10.0.0.3", now: Self.now, isMember: members) == .own)
+        #expect(receiver.receive(try Self.keys.seal(Self.advert()), from: "10.0.0.2", now: Self.now, isMember: { _ in false }) == .notMember(Self.laptop))
+        let stranger = AdvertKeys(AccountKey(epoch: 1, key: [UInt8](repeating: 9, count: 32), excludes: []))
+        #expect(receiver.receive(try stranger.seal(Self.advert()), from: "10.0.0.66", now: Self.now, isMember: members) == .notForUs)
+    }
+
+    @Test("receiver: a flooding source is dropped unopened; other sources are unaffected")
+    func rateLimit() throws {
+        var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+        let noise = Data(repeating: 1, count: AdvertKeys.datagramLength)
+        var limited = 0
+        for index in 0..<1_000 {
+            if receiver.receive(noise, from: "10.6.6.6", now: Self.now + UInt64(index), isMember: { _ in true }) == .rateLimited { limited += 1 }
+        }
+        #expect(limited > 800, "\(limited) of 1,000 in one second dropped")
+        let real = try Self.keys.seal(Self.advert(at: Self.now + 1_000))
+        #expect(receiver.receive(real, from: "10.0.0.2", now: Self.now + 1_000, isMember: { _ in true }) == .accepted(Self.advert(at: Self.now + 1_000)))
+        // The flooder recovers at the sustained rate.
+        #expect(receiver.receive(noise, from: "10.6.6.6", now: Self.now + 3_000, isMember: { _ in true }) == .notForUs)
+    }
+
+    @Test("receiver: after a key rotation only the new key's adverts are accepted")
+    func rotation() throws {
+        var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+        let rotated = AdvertKeys(AccountKey(epoch: 4, key: [UInt8](repeating: 0x99, count: 32), excludes: []))
+        receiver.update(keys: rotated)
+        #expect(receiver.receive(try Self.keys.seal(Self.advert()), from: "a", now: Self.now, isMember: { _ in true }) == .notForUs)
+        #expect(receiver.receive(try rotated.seal(Self.advert()), from: "a", now: Self.now, isMember: { _ in true }) == .accepted(Self.advert()))
+    }
+
+    @Test("C3, A9: one activity per device, refreshed by re-adverts, replaced by a newer one, gone on goodbye or expiry")
+    func nearby() {
+        var table = NearbyTable(timeToLiveMilliseconds: 3_000)
+        #expect(table.apply(Self.advert(sequence: 1), from: "10.0.0.2", now: 0) == .added)
+        #expect(table.apply(Self.advert(sequence: 1), from: "10.0.0.2", now: 1_000) == .refreshed)
+        #expect(table.apply(Self.advert(sequence: 2), from: "10.0.0.2", now: 1_500) == .replaced)
+        #expect(table.apply(Self.advert(sequence: 1), from: "10.0.0.2", now: 1_600) == .ignored, "an older activity never returns")
+        #expect(table.entries.count == 1 && table.entries[Self.laptop]?.advert.sequence == 2)
+        #expect(table.apply(Self.advert(sequence: 2, flags: []), from: "10.0.0.2", now: 1_700) == .removed)
+        #expect(table.entries.isEmpty)
+        #expect(table.apply(Self.advert(sequence: 3), from: "10.0.0.2", now: 2_000) == .added)
+        #expect(table.expire(now: 4_000).isEmpty)
+        #expect(table.expire(now: 5_001).count == 1)
+        #expect(table.entries.isEmpty)
+    }
+}
