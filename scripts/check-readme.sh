@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every command in README.md's ```sh blocks, as written, from the package root; fails on the first that fails.
+#
+# Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz-plist.sh` (coverage-guided
+# fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+# The README's examples write here; start clean so a second run behaves like the first.
+rm -rf /tmp/baton-laptop /tmp/baton-desktop /tmp/ShopSnap-Info.bplist
+
+script="$(mktemp)"
+trap 'rm -f "$script"; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+{
+    echo 'set -euo pipefail'
+    awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0; next } inside { print }' README.md \
+        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz-plist\.sh'
+    echo 'wait'
+} > "$script"
+
+echo "running $(grep -c -v -E '^(set|wait)' "$script") README commands"
+bash -x "$script"
+echo "README commands: all passed"
