@@ -29,11 +29,6 @@ struct PeerAddress: ExpressibleByArgument, CustomStringConvertible {
     var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
-/// The active members of the roster as stored now: the peers sessions admit.
-func memberPolicy(_ store: AccountStore) -> PeerPolicy {
-    .members { Set(((try? store.roster())?.activeMembers ?? []).map(\.id)) }
-}
-
 /// The port the agent of this state folder announced, if it runs.
 func agentPort(_ store: AccountStore) -> Int? {
     guard let data = FileManager.default.contents(atPath: store.folder.appendingPathComponent("agent-port").path) else { return nil }
@@ -48,7 +43,7 @@ func knownPeerAddresses(_ store: AccountStore, excluding me: DeviceID) -> [Strin
 
 /// One sync session with `address`; returns the merged roster.
 func syncOnce(with address: PeerAddress, store: AccountStore, identity: DeviceIdentity, port: Int?) async throws -> Roster {
-    try await AccountTransport.withSession(host: address.host, port: address.port, identity: identity, policy: memberPolicy(store)) { session in
+    try await AccountTransport.withSession(host: address.host, port: address.port, identity: identity, policy: .activeMembers(of: store)) { session in
         try await AccountFlows.sync(over: session, initiator: true, identity: identity, store: store, agentPort: port, dialed: address.description)
     }
 }
@@ -300,7 +295,7 @@ struct AgentCommand: AsyncParsableCommand {
         let identity = try reportingAgentErrors { try store.identity() }
         let roster = try reportingAgentErrors { try store.roster() }
         let listener = try await reportingAgentErrorsAsync {
-            try await AccountTransport.listen(host: host, port: port, identity: identity, policy: memberPolicy(store))
+            try await AccountTransport.listen(host: host, port: port, identity: identity, policy: .activeMembers(of: store))
         }
         let boundPort = listener.port
         try? Data("\(boundPort)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))

@@ -19,10 +19,7 @@ struct TestDevice {
     var roster: Roster { get throws { try store.roster() } }
 
     /// Active members' ids, read at each handshake.
-    var members: PeerPolicy {
-        let store = store
-        return .members { Set(((try? store.roster())?.activeMembers ?? []).map(\.id)) }
-    }
+    var members: PeerPolicy { .activeMembers(of: store) }
 }
 
 @Suite("Account sessions over TLS 1.3 on loopback", .serialized)

@@ -93,25 +93,16 @@ public enum AccountFlows {
         guard answer["ok"]?.boolValue == true else { throw BatonAgentError(.pairingDeclined, "the other device declined the pairing") }
 
         let peer = Roster.Member(certificate: certificate, name: peerName, addedBy: identity.id, addedAt: Date())
-        // The initiator sends its roster; the responder merges it, adds the initiator, and answers with the result.
-        let roster: Roster
-        if initiator {
-            try await channel.send(message("roster", ["roster": .data(try store.roster().encoded())]))
-            let merged = try decodeRoster(in: try await expect("roster", on: channel))
-            roster = try store.updateRoster { local in
-                local.merge(merged, newKey: AccountStore.randomKey())
-                local.add(peer)
-                return local
-            }
-        } else {
-            let theirRoster = try decodeRoster(in: try await expect("roster", on: channel))
-            roster = try store.updateRoster { local in
-                local.merge(theirRoster, newKey: AccountStore.randomKey())
-                local.add(peer)
-                return local
-            }
-            try await channel.send(message("roster", ["roster": .data(try roster.encoded())]))
+        // The initiator sends its roster; the responder merges it, adds the initiator, and answers with the result,
+        // which the initiator merges in turn (adding the responder).
+        if initiator { try await channel.send(message("roster", ["roster": .data(try store.roster().encoded())])) }
+        let theirRoster = try decodeRoster(in: try await expect("roster", on: channel))
+        let roster = try store.updateRoster { local in
+            local.merge(theirRoster, newKey: AccountStore.randomKey())
+            local.add(peer)
+            return local
         }
+        if !initiator { try await channel.send(message("roster", ["roster": .data(try roster.encoded())])) }
         return PairingResult(code: code, peer: peer, roster: roster)
     }
 

@@ -36,15 +36,13 @@ extension AccountStore {
 
     // MARK: Invites
 
-    var invitesLockedPath: URL { folder.appendingPathComponent(Self.invitesFile) }
-
     /// Records a new invite and returns its secret (16 random bytes). Only the secret's SHA-256 is stored.
     public func createInvite(expires: Date) throws -> [UInt8] {
         let secret = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
         try withStateLock {
             var invites = try self.invites()
             invites.append(["hash": .data(Data(SHA256.hash(data: secret))), "expires": .date(expires), "used": false])
-            try AtomicFile.store(try BinaryPropertyListEncoder.encode(.array(invites)), at: invitesLockedPath)
+            try AtomicFile.store(try BinaryPropertyListEncoder.encode(.array(invites)), at: invitesURL)
         }
         return secret
     }
@@ -65,14 +63,14 @@ extension AccountStore {
                 throw BatonAgentError(.inviteRejected, "the invite token has expired; ask for a new one")
             }
             invites[index] = ["hash": .data(hash), "expires": .date(expires), "used": true]
-            try AtomicFile.store(try BinaryPropertyListEncoder.encode(.array(invites)), at: invitesLockedPath)
+            try AtomicFile.store(try BinaryPropertyListEncoder.encode(.array(invites)), at: invitesURL)
         }
     }
 
     func invites() throws -> [PropertyList] {
-        guard FileManager.default.fileExists(atPath: invitesLockedPath.path) else { return [] }
-        guard case .array(let list) = try readDocument(invitesLockedPath, what: "invites") else {
-            throw BatonAgentError(.stateCorrupt, "\(invitesLockedPath.path): not a list of invites")
+        guard FileManager.default.fileExists(atPath: invitesURL.path) else { return [] }
+        guard case .array(let list) = try readDocument(invitesURL, what: "invites") else {
+            throw BatonAgentError(.stateCorrupt, "\(invitesURL.path): not a list of invites")
         }
         return list
     }

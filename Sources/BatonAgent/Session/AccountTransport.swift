@@ -31,6 +31,11 @@ public enum PeerPolicy: Sendable {
     /// Active members of the roster as it is at handshake time.
     case members(@Sendable () -> Set<DeviceID>)
 
+    /// The active members of `store`'s roster, read afresh at each handshake, so a removal takes effect at once.
+    public static func activeMembers(of store: AccountStore) -> PeerPolicy {
+        .members { Set(((try? store.roster())?.activeMembers ?? []).map(\.id)) }
+    }
+
     func allows(_ id: DeviceID) -> Bool {
         switch self {
         case .anyDevice: true

@@ -97,7 +97,8 @@ public struct ActivityRouter: Sendable {
 
     let apps: [AppRecord]
     let approvals: DomainApprovals
-    let defaultBrowser: String?
+    /// The default browser app, resolved when the router is built.
+    let defaultBrowser: AppRecord?
     /// Candidate app indices per (team, type), in precedence order without the origin rule.
     let byTeamAndType: [TeamType: [Int]]
     /// Exact-host domain claims, and wildcard claims by their base domain.
@@ -110,7 +111,7 @@ public struct ActivityRouter: Sendable {
         let apps = registry.apps
         self.apps = apps
         self.approvals = approvals
-        self.defaultBrowser = defaultBrowser
+        self.defaultBrowser = defaultBrowser.flatMap { identifier in apps.first { $0.bundleIdentifier == identifier } }
         var index: [TeamType: [Int]] = [:]
         var exact: [String: [DomainClaim]] = [:]
         var wildcard: [String: [DomainClaim]] = [:]
@@ -199,7 +200,7 @@ public struct ActivityRouter: Sendable {
             )
         }
         let why = refusals.isEmpty ? "no app claims \(host) (E3)" : refusals.joined(separator: "; ")
-        if let browser = defaultBrowserApp(), browser.isBrowser {
+        if let browser = defaultBrowser, browser.isBrowser {
             return RouteDecision(
                 target: .app(bundleIdentifier: browser.bundleIdentifier),
                 reason: "\(why); the default browser \(browser.bundleIdentifier) claims \(AppRecord.browsingWebActivityType) (E2)",
@@ -221,16 +222,12 @@ public struct ActivityRouter: Sendable {
         return found
     }
 
-    func defaultBrowserApp() -> AppRecord? {
-        defaultBrowser.flatMap { identifier in apps.first { $0.bundleIdentifier == identifier } }
-    }
-
     /// E1: no app continues it; a webpage URL opens in the browser.
     func fallback(_ request: RouteRequest, why: String) -> RouteDecision {
         guard let url = request.webpageURL else {
             return RouteDecision(target: .nothing, reason: "\(why), and it has no webpage URL (E1)", deliveredActivityType: nil, emptiesUserInfo: false)
         }
-        let browser = defaultBrowserApp()
+        let browser = defaultBrowser
         return RouteDecision(
             target: .browser(bundleIdentifier: browser?.bundleIdentifier, url: url),
             reason: "\(why); its webpage URL opens in \(browser.map { "the default browser \($0.bundleIdentifier)" } ?? "the system's browser") (E1)",
