@@ -42,6 +42,7 @@ let package = Package(
             dependencies: [
                 "BatonCore",
                 "BatonProtocol",
+                "BatonRegistry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -53,7 +54,7 @@ let package = Package(
             ]
         ),
         // What apps import.
-        .target(name: "Baton", dependencies: ["BatonCore"]),
+        .target(name: "Baton", dependencies: ["BatonCore", "BatonAgent"]),
         // The command line.
         .executableTarget(
             name: "baton",
@@ -61,11 +62,18 @@ let package = Package(
                 "BatonCore",
                 "BatonRegistry",
                 "BatonAgent",
+                "Baton",
+                "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a
+        // library so `baton demo` can run two copies in one process.
+        .target(name: "ShopSnapKit", dependencies: ["Baton"], path: "Examples/ShopSnapKit"),
+        .executableTarget(name: "shopsnap", dependencies: ["Baton", "ShopSnapKit"], path: "Examples/shopsnap"),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),

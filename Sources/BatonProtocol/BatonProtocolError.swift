@@ -21,6 +21,10 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         public static let invalidRoster = Code("invalidRoster")
         /// A roster from a newer version of Baton.
         public static let unsupportedVersion = Code("unsupportedVersion")
+        /// A session or IPC message that lacks a field, has one of the wrong type, or has an unknown type.
+        public static let malformedMessage = Code("malformedMessage")
+        /// A well-formed message the protocol does not allow at that point (a reply to nothing, a duplicate id).
+        public static let unexpectedMessage = Code("unexpectedMessage")
     }
 
     /// What kind of failure this is.

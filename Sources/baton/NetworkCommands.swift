@@ -3,6 +3,8 @@ import BatonAgent
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOConcurrencyHelpers
+import BatonRegistry
 
 /// Prints a line and flushes it at once, so a person (or a test reading the pipe) sees it immediately.
 func say(_ line: String) {
@@ -259,83 +261,95 @@ struct SyncCommand: AsyncParsableCommand {
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
-        abstract: "Run this device's agent: answer the account's sessions and keep rosters in step.",
+        abstract: "Run this device's agent: advertise, show and continue activities, keep the account in step.",
         discussion: """
-            Listens for TLS 1.3 sessions from the account's devices (any other certificate fails the handshake) and
-            syncs rosters with the known peers every --interval seconds, so additions, removals and key rotations
-            spread. Logs go to standard error; they never contain key material.
+            Apps connect to the agent over a Unix socket in $XDG_RUNTIME_DIR/baton/ (checked with the kernel's peer
+            credentials against the registered bundle). The current activity is advertised in sealed datagrams: by
+            multicast on the LAN (port --discovery-port) and by unicast to the known peers and to every --peer, which
+            is how devices on other subnets, over a VPN, or on one machine find each other. Other devices fetch the
+            state over TLS 1.3 sessions that only the account's devices can open. Rosters are synced with known peers
+            every --interval seconds. Logs go to standard error; they never contain key material.
+            Stop with Ctrl-C: the current activity's goodbye goes out first.
             """
     )
 
     @OptionGroup var state: StateOptions
 
-    @Option(help: "The port to listen on.")
+    @Option(help: "The port for sessions (TCP) and unicast adverts (UDP); 0 picks a free one.")
     var port = 47810
 
     @Option(help: "The address to listen on.")
     var host = "0.0.0.0"
 
-    @Option(name: .customLong("peer"), help: "Another agent's HOST:PORT to sync with; repeatable.")
+    @Option(name: .customLong("peer"), help: "Another agent's HOST:PORT to advertise to and sync with; repeatable.")
     var peers: [PeerAddress] = []
 
-    @Option(help: "Seconds between syncs with known peers.")
+    @Option(help: "Seconds between roster syncs with known peers.")
     var interval = 5.0
+
+    @Option(help: "The shared UDP port for multicast adverts on the LAN.")
+    var discoveryPort = 47810
+
+    @Flag(help: "Do not use multicast: unicast to known peers and --peer only.")
+    var noMulticast = false
+
+    @Option(help: "The Unix socket apps connect to (default: in $XDG_RUNTIME_DIR/baton/).")
+    var socket: String?
+
+    @Option(name: .customLong("apps"), help: "A folder of app bundles (Name.app); repeatable. Default: BATON_APPS_PATH, then the XDG data folders.")
+    var appFolders: [String] = []
+
+    @Option(help: "Seconds the originating app may take to give its state.")
+    var saveDeadline = 1.0
+
+    @Option(help: "Seconds between re-advertisements of the current activity.")
+    var advertInterval = 1.0
 
     func validate() throws {
         guard interval >= 0.1 else { throw ValidationError("--interval must be at least 0.1 seconds.") }
-    }
-
-    static func log(_ line: String) {
-        let stamp = ISO8601DateFormatter().string(from: Date())
-        FileHandle.standardError.write(Data("\(stamp) \(line)\n".utf8))
+        guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
+        guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
+        guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
     }
 
     func run() async throws {
-        let store = state.store
-        let identity = try reportingAgentErrors { try store.identity() }
-        let roster = try reportingAgentErrors { try store.roster() }
-        let listener = try await reportingAgentErrorsAsync {
-            try await AccountTransport.listen(host: host, port: port, identity: identity, policy: .activeMembers(of: store))
+        var configuration = AgentConfiguration(store: state.store)
+        configuration.host = host
+        configuration.port = port
+        configuration.peers = peers.map(\.description)
+        configuration.syncInterval = interval
+        configuration.discoveryPort = noMulticast ? nil : discoveryPort
+        configuration.socketPath = socket
+        configuration.saveDeadline = saveDeadline
+        configuration.advertInterval = advertInterval
+        if !appFolders.isEmpty {
+            configuration.apps = AppRegistry.load(searchPaths: appFolders.map { URL(fileURLWithPath: $0) })
         }
-        let boundPort = listener.port
-        try? Data("\(boundPort)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
-        Self.log("agent for \(identity.name) (\(identity.id.short)) on \(host):\(boundPort); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
-        let fixedPeers = peers
-        let interval = interval
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try await listener.serve { session in
-                    do {
-                        let merged = try await AccountFlows.sync(over: session, initiator: false, identity: identity, store: store, agentPort: boundPort)
-                        Self.log("sync from \(session.peerName): \(merged.activeMembers.count) devices, key epoch \(merged.accountKey.epoch)")
-                    } catch {
-                        Self.log("session from \(session.peerName) ended: \(error)")
-                    }
-                }
-            }
-            group.addTask {
-                var lastOutcome: [String: String] = [:]
-                while true {
-                    var targets = fixedPeers.map(\.description)
-                    for address in knownPeerAddresses(store, excluding: identity.id) where !targets.contains(address) {
-                        targets.append(address)
-                    }
-                    for target in targets {
-                        guard let address = PeerAddress(argument: target) else { continue }
-                        let outcome: String
-                        do {
-                            let merged = try await syncOnce(with: address, store: store, identity: identity, port: boundPort)
-                            outcome = "synced: \(merged.activeMembers.count) devices, key epoch \(merged.accountKey.epoch)"
-                        } catch {
-                            outcome = "\(error)"
-                        }
-                        if lastOutcome[target] != outcome { Self.log("\(target): \(outcome)") }
-                        lastOutcome[target] = outcome
-                    }
-                    try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-                }
-            }
-            try await group.next()
-        }
+        let agent = try await reportingAgentErrorsAsync { try await Agent.start(configuration) }
+        await waitForTerminationSignal()
+        configuration.log("stopping")
+        await agent.shutdown()
     }
 }
+
+/// Returns when the process gets SIGINT or SIGTERM (which no longer end it on their own).
+func waitForTerminationSignal() async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        let fired = NIOLockedValueBox(false)
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                guard !fired.withLockedValue({ value in defer { value = true }; return value }) else { return }
+                done.resume()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        signalSources = sources
+    }
+}
+
+/// Kept alive for the life of the process.
+nonisolated(unsafe) var signalSources: [DispatchSourceSignal] = []

@@ -87,7 +87,7 @@ struct AccountNetworkCLITests {
         // Agents; one sync each way tells them where the others listen, then they keep each other in step.
         var ports: [Int] = []
         for (index, state) in states.enumerated() {
-            let agent = try BackgroundBaton(["agent", "--port", "0", "--interval", "0.3", "--state", state], log: root.appendingPathComponent("agent-\(index).log"))
+            let agent = try BackgroundBaton(["agent", "--port", "0", "--interval", "0.3", "--no-multicast", "--state", state], log: root.appendingPathComponent("agent-\(index).log"))
             background.append(agent)
             let line = try #require(agent.line { $0.contains("agent for") })
             ports.append(try #require(line.split(separator: ":").last.flatMap { Int($0.split(separator: ";").first ?? "") }))

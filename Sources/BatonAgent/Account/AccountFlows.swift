@@ -168,18 +168,34 @@ public enum AccountFlows {
         let mine = message("sync", fields)
         if initiator { try await channel.send(mine) }
         let received = try await expect("sync", on: channel, refusal: .peerRefused)
-        let theirs = try decodeRoster(in: received)
+        guard let roster = received["roster"]?.dataValue else { throw BatonAgentError(.protocolViolation, "the message carries no roster") }
         if !initiator { try await channel.send(mine) }
+        let theirPort = received["agentPort"]?.integerValue.flatMap { (1...65_535).contains($0) ? Int($0) : nil }
+        let peer = DeviceID(certificateDER: try peerCertificate(channel))
+        let merged = try absorbSync(roster: roster, agentPort: theirPort, from: peer, host: channel.peerHost, dialed: dialed, store: store)
+        return merged
+    }
+}
+
+extension AccountFlows {
+    /// The receiving half of a sync, shared by the one-shot exchange and the agent's multiplexed sessions: merges
+    /// the peer's roster, checks the peer is still active (it may have learnt of its removal just now), and records
+    /// where its agent listens (`dialed`, the address connected to, or the peer's host with the port it announced).
+    public static func absorbSync(roster: Data, agentPort: Int?, from peer: DeviceID, host: String?, dialed: String?, store: AccountStore) throws -> Roster {
+        let theirs: Roster
+        do {
+            theirs = try Roster(decoding: roster)
+        } catch {
+            throw BatonAgentError(.protocolViolation, "the peer's roster is invalid: \(error)")
+        }
         let merged = try store.updateRoster { local in
             local.merge(theirs, newKey: AccountStore.randomKey())
             return local
         }
-        let peer = DeviceID(certificateDER: try peerCertificate(channel))
         guard merged.isActive(peer) else {
             throw BatonAgentError(.peerRefused, "\(peer.short) has been removed from the account")
         }
-        let theirPort = received["agentPort"]?.integerValue.flatMap { (1...65_535).contains($0) ? Int($0) : nil }
-        let address = dialed ?? zip(channel.peerHost, theirPort).map { "\($0):\($1)" }
+        let address = dialed ?? zip(host, agentPort).map { $0.contains(":") ? "[\($0)]:\($1)" : "\($0):\($1)" }
         try store.recordPeer(peer, address: address)
         return merged
     }

@@ -1,0 +1,240 @@
+import BatonAgent
+import BatonCore
+import Foundation
+
+/// What an app is told about continuations (C5–C8), in the order they happen; ``BatonApplication/events`` carries
+/// them for async code, the delegate gets the same as calls.
+public enum ContinuationEvent: Sendable {
+    /// A continuation for this app started; the state is on its way (C5).
+    case willContinue(activityType: String)
+    /// The state arrived and was handed to the delegate (C5, C7).
+    case continued(UserActivity)
+    /// The continuation failed (C6, C8).
+    case failed(activityType: String, error: ContinuationError)
+}
+
+/// The app side of continuations, with Apple's `UIApplicationDelegate` names (C5, C7, B3).
+@MainActor
+public protocol BatonApplicationDelegate: AnyObject {
+    /// A continuation starts, before the state arrives: show progress (C5). Return whether the app shows its own.
+    func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool
+    /// The state arrived (C5, C7). Return whether the app handled it. Objects passed to `restorationHandler` get
+    /// ``UserActivityResponder/restoreUserActivityState(_:)``.
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: UserActivity,
+        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+    ) -> Bool
+    /// The continuation failed (C5, C6, C8); exactly one of this or `continue` follows every `willContinue`.
+    func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error)
+    /// An activity's state was just brought up to date (B3): stamp a version into it, say (H1).
+    func application(_ application: BatonApplication, didUpdate userActivity: UserActivity)
+}
+
+extension BatonApplicationDelegate {
+    public func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool { false }
+    public func application(
+        _ application: BatonApplication,
+        continue userActivity: UserActivity,
+        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+    ) -> Bool { false }
+    public func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error) {}
+    public func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {}
+}
+
+/// An app's link to its device's agent: publishes the current activity, gives its state when another device asks,
+/// and receives continuations. One per app; ``shared`` unless a process plays several apps (tests, the demo).
+@MainActor
+public final class BatonApplication {
+    /// The app's application object.
+    public static let shared = BatonApplication()
+
+    /// Told about continuations and updates.
+    public weak var delegate: BatonApplicationDelegate?
+    /// Opens a document for a continued document activity the delegate did not handle (B6); the library then calls
+    /// `restoreUserActivityState` on it.
+    public var documentOpener: ((URL) -> ActivityDocument?)?
+    /// The activity types of the app's document types by file extension (B5), for ``ActivityDocument``.
+    public var documentActivityTypes: [String: String] = [:]
+    /// Continuation events, for async code (async/await first).
+    public let events: AsyncStream<ContinuationEvent>
+    /// The app's bundle identifier, once connected.
+    public private(set) var bundleIdentifier: String?
+    /// The agent's device, once connected.
+    public private(set) var deviceName: String?
+    /// The device's current activity, if this app made it so (A9).
+    public private(set) var currentActivity: UserActivity?
+
+    let eventSink: AsyncStream<ContinuationEvent>.Continuation
+    var client: AgentClient?
+    var receiving: Task<Void, Never>?
+    var nextIdentifier: UInt64 = 1
+    var live: [UInt64: WeakActivity] = [:]
+    /// Continuations told `willContinue` and not yet ended: each ends exactly once (C5).
+    var pending: [UInt64: String] = [:]
+
+    struct WeakActivity {
+        weak var activity: UserActivity?
+    }
+
+    /// A new application object (most apps use ``shared``).
+    public nonisolated init() {
+        (events, eventSink) = AsyncStream.makeStream(of: ContinuationEvent.self, bufferingPolicy: .bufferingNewest(256))
+    }
+
+    /// Whether the agent connection is up.
+    public var isConnected: Bool { client != nil }
+
+    /// Connects to the device's agent as the app `bundleIdentifier` (default: `BATON_BUNDLE_IDENTIFIER`, which the
+    /// agent sets when it launches the app) at `socketPath` (default: `BATON_AGENT_SOCKET`, then the default
+    /// agent's socket). The agent checks that this process runs that app's registered executable.
+    /// - Throws: ``BatonAgentError`` when no agent answers or it refuses this process, with its reason.
+    public func connect(bundleIdentifier: String? = nil, socketPath: String? = nil) async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let bundle = bundleIdentifier ?? environment["BATON_BUNDLE_IDENTIFIER"] else {
+            throw BatonAgentError(.unknownDevice, "no bundle identifier: pass one to connect(bundleIdentifier:) or set BATON_BUNDLE_IDENTIFIER")
+        }
+        let path =
+            socketPath ?? environment["BATON_AGENT_SOCKET"]
+            ?? AgentConfiguration.defaultSocketPath(for: AccountStore(folder: AccountStore.defaultFolder()))
+        disconnect()
+        let client = try await AgentClient.connect(path: path, bundleIdentifier: bundle)
+        self.client = client
+        self.bundleIdentifier = bundle
+        self.deviceName = client.deviceName
+        receiving = Task { [weak self] in
+            for await message in client.messages {
+                self?.handle(message)
+            }
+            self?.connectionEnded(client)
+        }
+        if let currentActivity { publish(currentActivity) }
+    }
+
+    /// Disconnects from the agent; the current activity stops being offered.
+    public func disconnect() {
+        client?.close()
+        if let client { connectionEnded(client) }
+    }
+
+    func connectionEnded(_ ended: AgentClient) {
+        guard client === ended else { return }
+        client = nil
+        receiving?.cancel()
+        receiving = nil
+        // C5, C8: a continuation the agent can no longer finish still ends, once.
+        for (continuation, type) in pending.sorted(by: { $0.key < $1.key }) {
+            fail(continuation, type: type, ContinuationError(.agentGone, "the connection to this device's agent ended"))
+        }
+    }
+
+    func nextActivityIdentifier() -> UInt64 {
+        defer { nextIdentifier += 1 }
+        return nextIdentifier
+    }
+
+    // MARK: The current activity (A9, C2)
+
+    func makeCurrent(_ activity: UserActivity) {
+        if let previous = currentActivity, previous !== activity { previous.isCurrent = false }
+        currentActivity = activity
+        activity.isCurrent = true
+        live[activity.identifier] = WeakActivity(activity: activity)
+        publish(activity)
+    }
+
+    func publish(_ activity: UserActivity) {
+        let notice = ActivityNotice(
+            activityType: activity.activityType,
+            title: activity.title,
+            webpageHost: activity.webpageURL?.host,
+            supportsStreams: activity.supportsContinuationStreams,
+            isEligibleForHandoff: activity.isEligibleForHandoff,
+            expirationDate: activity.expirationDate
+        )
+        client?.send(.becomeCurrent(activity: activity.identifier, notice))
+    }
+
+    func resign(_ activity: UserActivity) {
+        guard currentActivity === activity else { return }
+        currentActivity = nil
+        activity.isCurrent = false
+        client?.send(.resignCurrent(activity: activity.identifier))
+    }
+
+    func invalidated(_ activity: UserActivity) {
+        if currentActivity === activity {
+            currentActivity = nil
+            activity.isCurrent = false
+        }
+        live[activity.identifier] = nil
+        client?.send(.invalidate(activity: activity.identifier))
+    }
+
+    /// Something other devices show changed (title, eligibility): tell the agent if the activity is current.
+    func activityChanged(_ activity: UserActivity) {
+        if currentActivity === activity { publish(activity) }
+    }
+
+    // MARK: What the agent says
+
+    func handle(_ message: IPCMessage) {
+        switch message {
+        case .save(let request, let identifier, _):
+            guard let activity = live[identifier]?.activity, activity.isValid else {
+                client?.send(.saveFailed(request: request, message: "the activity no longer exists"))
+                return
+            }
+            do {
+                client?.send(.saved(request: request, payload: try activity.save().encoded()))
+            } catch {
+                client?.send(.saveFailed(request: request, message: "\(error)"))
+            }
+        case .continued(let identifier):
+            if let activity = live[identifier]?.activity { activity.delegate?.userActivityWasContinued(activity) }
+        case .willContinue(let continuation, let type):
+            pending[continuation] = type
+            eventSink.yield(.willContinue(activityType: type))
+            _ = delegate?.application(self, willContinueUserActivityWithType: type)
+        case .deliver(let continuation, let data):
+            guard let type = pending.removeValue(forKey: continuation) else { return }
+            let payload: ActivityPayload
+            do {
+                payload = try ActivityPayload(decoding: data)
+            } catch {
+                report(.failed(activityType: type, error: ContinuationError(.unreadable, "the state cannot be used: \(error)")))
+                return
+            }
+            deliver(UserActivity(payload: payload, application: self))
+        case .failed(let continuation, let type, let reason, let text):
+            guard pending[continuation] != nil else { return }
+            fail(continuation, type: type, ContinuationError(.reported(reason), text))
+        default:
+            break
+        }
+    }
+
+    func fail(_ continuation: UInt64, type: String, _ error: ContinuationError) {
+        guard pending.removeValue(forKey: continuation) != nil else { return }
+        report(.failed(activityType: type, error: error))
+    }
+
+    func report(_ event: ContinuationEvent) {
+        eventSink.yield(event)
+        if case .failed(let type, let error) = event {
+            delegate?.application(self, didFailToContinueUserActivityWithType: type, error: error)
+        }
+    }
+
+    /// C5, C7, B6: the delegate first; a document activity it did not handle opens its document.
+    func deliver(_ activity: UserActivity) {
+        let handled =
+            delegate?.application(self, continue: activity) { objects in
+                for object in objects { object.restoreUserActivityState(activity) }
+            } ?? false
+        if !handled, case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey], let document = documentOpener?(url) {
+            document.restoreUserActivityState(activity)
+        }
+        eventSink.yield(.continued(activity))
+    }
+}

@@ -1,0 +1,69 @@
+import BatonCore
+import Foundation
+
+/// Why a continuation failed, as `didFailToContinueUserActivity` receives it (SEMANTICS C6, C8): a stable code that
+/// says which, and a message for the person.
+public struct ContinuationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier for the kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let name: String
+
+        init(_ name: String) { self.name = name }
+
+        public var description: String { name }
+
+        /// The person started another continuation while this one was fetched (C6): Apple's user-cancelled error.
+        public static let userCancelled = Code("cancelled")
+        /// The originating device is gone: unreachable, or the session broke (C8).
+        public static let peerGone = Code("peerGone")
+        /// The originating device did not answer in time (C8).
+        public static let timedOut = Code("timedOut")
+        /// The app on the originating device did not give its state within the deadline (C8).
+        public static let appNotAnswering = Code("appNotAnswering")
+        /// The app on the originating device quit before giving its state.
+        public static let appGone = Code("appGone")
+        /// The activity is no longer offered (resigned, invalidated, replaced, expired).
+        public static let notCurrent = Code("notCurrent")
+        /// The activity may not be handed off.
+        public static let notEligible = Code("notEligible")
+        /// The state is above the hard size limit (A11).
+        public static let tooLarge = Code("tooLarge")
+        /// The originating device no longer accepts this one (removed from the account).
+        public static let refused = Code("refused")
+        /// The state came from a newer Baton, or could not be read (H1).
+        public static let unreadable = Code("unreadable")
+        /// This device's agent went away during the continuation.
+        public static let agentGone = Code("agentGone")
+        /// The app could not be launched, or did not connect in time.
+        public static let launchFailed = Code("launchFailed")
+        /// Anything else the agent reported; the message says what.
+        public static let other = Code("other")
+
+        static let all: [Code] = [
+            .userCancelled, .peerGone, .timedOut, .appNotAnswering, .appGone, .notCurrent, .notEligible, .tooLarge, .refused,
+            .unreadable, .agentGone, .launchFailed,
+        ]
+
+        /// The code the agent's reason names.
+        static func reported(_ reason: String) -> Code {
+            all.first { $0.name == reason } ?? .other
+        }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What happened, for a person.
+    public var message: String
+
+    /// An error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Whether this is the user-cancelled error of C6 (Apple: `NSUserCancelledError` in the Cocoa domain).
+    public var isUserCancelled: Bool { code == .userCancelled }
+
+    public var description: String { "\(message) [\(code)]" }
+}

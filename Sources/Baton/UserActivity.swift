@@ -1,0 +1,269 @@
+import BatonCore
+import Foundation
+
+/// What a user is doing in an app, which another device of the account can continue (SEMANTICS A1–A10). The
+/// Linux counterpart of `NSUserActivity`; ``NSUserActivity`` wraps it with Apple's exact names.
+///
+/// Lives on the main actor, as Apple's does in practice: delegates and responders are called there.
+@MainActor
+public final class UserActivity {
+    /// The activity type, fixed at creation (A1).
+    public let activityType: String
+    /// A short title shown on other devices (A2).
+    public var title: String? {
+        didSet { if title != oldValue { application.activityChanged(self) } }
+    }
+    /// The app's state (A2, A3). Assigning replaces it (A4).
+    public var userInfo: [String: PropertyList] = [:]
+    /// The web page equivalent; set with ``setWebpageURL(_:)`` (A5).
+    public private(set) var webpageURL: URL?
+    /// When true, the system asks for fresh state (``UserActivityDelegate/userActivityWillSave(_:)``) the next time
+    /// it needs it, once however often it was set (A6, A7).
+    public var needsSave = false
+    /// Only these `userInfo` keys travel (A10).
+    public var requiredUserInfoKeys: Set<String>?
+    /// Search-era properties (A10, G1).
+    public var keywords: Set<String> = []
+    public var isEligibleForHandoff = true {
+        didSet { if isEligibleForHandoff != oldValue { application.activityChanged(self) } }
+    }
+    public var isEligibleForSearch = false
+    public var isEligibleForPublicIndexing = false
+    public var expirationDate: Date? {
+        didSet { if expirationDate != oldValue { application.activityChanged(self) } }
+    }
+    public var persistentIdentifier: String?
+    public var targetContentIdentifier: String?
+    public var referrerURL: URL?
+    public var contentAttributeSet: [String: PropertyList]?
+    /// Whether the continuing app may ask for streams (F1).
+    public var supportsContinuationStreams = false
+    /// The delegate: told before a save (A7) and when the activity was continued elsewhere (A8).
+    public weak var delegate: UserActivityDelegate?
+
+    /// The app this activity belongs to.
+    public let application: BatonApplication
+    /// Whether this is the device's current activity (A9).
+    public internal(set) var isCurrent = false
+    /// False once invalidated: it can never become current again (A9).
+    public internal(set) var isValid = true
+    /// The payload format version it arrived in (continuing side), or the current one.
+    public internal(set) var payloadVersion = ActivityPayload.currentVersion
+
+    /// The id the agent knows this activity by (per app).
+    let identifier: UInt64
+    /// Whether the app has given its state at least once since creation.
+    var hasSaved = false
+    /// Responders and documents sharing this activity (B1, B4), held weakly.
+    var holders: [WeakHolder] = []
+    /// Whether a responder or document ever held it: then it is framework-managed, and invalidated when the last
+    /// one lets go (B4).
+    var isManaged = false
+
+    /// A new activity of `activityType` for `application` (the shared one unless given).
+    /// - Throws: ``BatonCoreError`` `invalidActivityType` for an empty, overlong or control-character type (A1).
+    public init(activityType: String, application: BatonApplication = .shared) throws {
+        try ActivityPayload.validateActivityType(activityType)
+        self.activityType = activityType
+        self.application = application
+        self.identifier = application.nextActivityIdentifier()
+    }
+
+    /// An activity whose type failed validation (for the ``NSUserActivity`` initializer, which cannot throw): it
+    /// is invalid from the start, so it is never advertised.
+    init(invalidType: String, application: BatonApplication) {
+        activityType = invalidType
+        self.application = application
+        identifier = application.nextActivityIdentifier()
+        isValid = false
+    }
+
+    /// An activity rebuilt from a payload that arrived from another device (C4).
+    init(payload: ActivityPayload, application: BatonApplication) {
+        activityType = payload.activityType
+        self.application = application
+        identifier = application.nextActivityIdentifier()
+        title = payload.title
+        userInfo = payload.userInfo
+        webpageURL = payload.webpageURL
+        requiredUserInfoKeys = payload.requiredUserInfoKeys
+        keywords = payload.keywords
+        isEligibleForHandoff = payload.isEligibleForHandoff
+        isEligibleForSearch = payload.isEligibleForSearch
+        isEligibleForPublicIndexing = payload.isEligibleForPublicIndexing
+        expirationDate = payload.expirationDate
+        persistentIdentifier = payload.persistentIdentifier
+        targetContentIdentifier = payload.targetContentIdentifier
+        referrerURL = payload.referrerURL
+        contentAttributeSet = payload.contentAttributeSet
+        supportsContinuationStreams = payload.supportsContinuationStreams
+        payloadVersion = payload.version
+    }
+
+    /// Sets the web page equivalent (A5).
+    /// - Throws: ``BatonCoreError`` `unsupportedURLScheme` for anything but http or https; the old value stays.
+    public func setWebpageURL(_ url: URL?) throws {
+        if let url { try ActivityPayload.validateWebpageURL(url) }
+        guard url != webpageURL else { return }
+        webpageURL = url
+        application.activityChanged(self)
+    }
+
+    /// Replaces `userInfo` with values of any type, checking each is a property-list value (A3, A4).
+    /// - Throws: ``BatonCoreError`` `unsupportedType` naming the key path of the first value that is not; nothing
+    ///   changes then.
+    public func setUserInfo(_ values: [AnyHashable: Any]) throws {
+        userInfo = try PropertyList.dictionary(from: values)
+    }
+
+    /// Merges entries into `userInfo` (A4).
+    public func addUserInfoEntries(from entries: [String: PropertyList]) {
+        userInfo.merge(entries) { $1 }
+    }
+
+    /// Merges entries of any type, checking each is a property-list value (A3, A4).
+    /// - Throws: ``BatonCoreError`` `unsupportedType` naming the first bad key path; nothing changes then.
+    public func addUserInfoEntries(from entries: [AnyHashable: Any]) throws {
+        userInfo.merge(try PropertyList.dictionary(from: entries)) { $1 }
+    }
+
+    /// Makes this the device's one current activity (A9, C2): the agent starts advertising it at once.
+    /// Ignored after ``invalidate()``.
+    public func becomeCurrent() {
+        guard isValid else { return }
+        application.makeCurrent(self)
+    }
+
+    /// Stops being current, if it is (A9).
+    public func resignCurrent() {
+        application.resign(self)
+    }
+
+    /// Ends the activity for good: it disappears from every device at once and can never become current again (A9).
+    public func invalidate() {
+        guard isValid else { return }
+        isValid = false
+        application.invalidated(self)
+    }
+
+    // MARK: Responders and documents (B1, B4)
+
+    struct WeakHolder {
+        weak var object: AnyObject?
+    }
+
+    /// Adds a responder or document that shares this activity (B1).
+    public func addHolder(_ holder: AnyObject) {
+        isManaged = true
+        holders.removeAll { $0.object == nil }
+        guard !holders.contains(where: { $0.object === holder }) else { return }
+        holders.append(WeakHolder(object: holder))
+    }
+
+    /// Removes one; when none is left, the framework-managed activity is invalidated (B4).
+    public func removeHolder(_ holder: AnyObject) {
+        holders.removeAll { $0.object == nil || $0.object === holder }
+        if isManaged, holders.isEmpty { invalidate() }
+    }
+
+    /// The responders sharing this activity that are still alive.
+    var responders: [UserActivityResponder] {
+        holders.compactMap { $0.object as? UserActivityResponder }
+    }
+
+    // MARK: Saving (A6, A7, B2, B3)
+
+    /// Brings the state up to date if it needs it, then returns it as the payload that travels. Called when the
+    /// agent asks (another device continues the activity). Delegates run only when ``needsSave`` is set or nothing
+    /// was saved yet: the coalescing of A6.
+    func save() throws -> ActivityPayload {
+        if needsSave || !hasSaved {
+            delegate?.userActivityWillSave(self)
+            let responders = self.responders
+            if !responders.isEmpty {
+                // B2: each responder adds its part to an empty userInfo.
+                userInfo = [:]
+                for responder in responders { responder.updateUserActivityState(self) }
+            }
+            // B3: after every update, the app delegate (to stamp a version, say).
+            application.delegate?.application(application, didUpdate: self)
+            needsSave = false
+            hasSaved = true
+        }
+        return try payload()
+    }
+
+    /// The activity's current state as a payload, without asking anyone.
+    public func payload() throws -> ActivityPayload {
+        var payload = try ActivityPayload(activityType: activityType)
+        payload.title = title
+        payload.userInfo = userInfo
+        try payload.setWebpageURL(webpageURL)
+        payload.requiredUserInfoKeys = requiredUserInfoKeys
+        payload.keywords = keywords
+        payload.isEligibleForHandoff = isEligibleForHandoff
+        payload.isEligibleForSearch = isEligibleForSearch
+        payload.isEligibleForPublicIndexing = isEligibleForPublicIndexing
+        payload.expirationDate = expirationDate
+        payload.persistentIdentifier = persistentIdentifier
+        payload.targetContentIdentifier = targetContentIdentifier
+        payload.referrerURL = referrerURL
+        payload.contentAttributeSet = contentAttributeSet
+        payload.supportsContinuationStreams = supportsContinuationStreams
+        return payload
+    }
+}
+
+/// Told about an activity's life (A7, A8).
+@MainActor
+public protocol UserActivityDelegate: AnyObject {
+    /// The system is about to take the activity's state (for another device): bring `userInfo` up to date (A7).
+    func userActivityWillSave(_ userActivity: UserActivity)
+    /// The activity was continued on another device (A8): close a draft, say.
+    func userActivityWasContinued(_ userActivity: UserActivity)
+}
+
+extension UserActivityDelegate {
+    public func userActivityWillSave(_ userActivity: UserActivity) {}
+    public func userActivityWasContinued(_ userActivity: UserActivity) {}
+}
+
+/// An object that presents an activity (a view, a window, a controller): it adds its part of the state when the
+/// activity is saved (B2) and restores itself from a continued one (C7).
+@MainActor
+public protocol UserActivityResponder: AnyObject {
+    /// Add this responder's part to `activity.userInfo` (B2: it starts empty).
+    func updateUserActivityState(_ activity: UserActivity)
+    /// Show what `activity` describes (C7, B6).
+    func restoreUserActivityState(_ activity: UserActivity)
+}
+
+extension UserActivityResponder {
+    public func updateUserActivityState(_ activity: UserActivity) {}
+    public func restoreUserActivityState(_ activity: UserActivity) {}
+}
+
+/// A base class for responders that own an activity through a `userActivity` property, as `UIResponder` does
+/// (B1, B4): setting it shares the activity, setting nil lets go, and when no holder is left the activity is
+/// invalidated. Types that cannot subclass call ``UserActivity/addHolder(_:)`` and ``UserActivity/removeHolder(_:)``.
+@MainActor
+open class ActivityResponder: UserActivityResponder {
+    /// The activity this responder presents.
+    public var userActivity: UserActivity? {
+        didSet {
+            guard userActivity !== oldValue else { return }
+            userActivity?.addHolder(self)
+            oldValue?.removeHolder(self)
+        }
+    }
+
+    public init() {}
+
+    isolated deinit {
+        // B4: a responder that goes away lets go too.
+        userActivity?.removeHolder(self)
+    }
+
+    open func updateUserActivityState(_ activity: UserActivity) {}
+    open func restoreUserActivityState(_ activity: UserActivity) {}
+}

@@ -1,0 +1,135 @@
+import BatonCore
+import BatonRegistry
+import Foundation
+import NIOCore
+
+extension Agent {
+    /// The keyed hash an activity is advertised under: team and type, or the host of a web page (E3).
+    static func typeHash(_ notice: ActivityNotice, team: String, keys: AdvertKeys) -> [UInt8] {
+        if notice.activityType == AppRecord.browsingWebActivityType, let host = notice.webpageHost {
+            return keys.typeHash(webHost: host)
+        }
+        return keys.typeHash(team: team, activityType: notice.activityType)
+    }
+
+    /// Seals and sends one advert (or, with `isCurrent` false, a goodbye: A9) to every target.
+    func sendAdvert(sequence: UInt64, notice: ActivityNotice, team: String, isCurrent: Bool) {
+        let (keys, targets) = state.withLockedValue { ($0.keys, $0.targets) }
+        var flags: Advert.Flags = []
+        if notice.webpageHost != nil { flags.insert(.hasWebpageURL) }
+        if notice.supportsStreams { flags.insert(.supportsStreams) }
+        if isCurrent { flags.insert(.isCurrent) }
+        let advert = Advert(
+            device: identity.id,
+            sequence: sequence,
+            typeHash: Self.typeHash(notice, team: team, keys: keys),
+            flags: flags,
+            sessionPort: UInt16(port),
+            timestamp: Self.now()
+        )
+        guard let datagram = try? keys.seal(advert) else { return }
+        adverts?.send(datagram, to: targets)
+    }
+
+    /// Re-advertises the current activity, expires silent nearby entries, and renews multicast memberships when
+    /// the interfaces change (re-advertising at once then).
+    func advertLoop() async {
+        var ticks = 0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(Int(configuration.advertInterval * 1000)))
+            ticks += 1
+            let networkChanged = ticks % 2 == 0 && (adverts?.refreshMemberships(log: configuration.log) ?? false)
+            if networkChanged { log("network interfaces changed: advertising again") }
+            if ticks % 5 == 0 { refreshTargets() }
+            let current = state.withLockedValue { state in
+                state.current.flatMap { current in
+                    current.notice.expirationDate.map { $0 <= Date() } == true ? nil : current
+                }
+            }
+            if let current, current.notice.isEligibleForHandoff {
+                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
+            }
+            let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }
+            for entry in expired { nearbyChanged(entry.advert.device, .removed) }
+        }
+    }
+
+    /// One datagram from the network: through the receiver's checks into the nearby table.
+    func receiveAdvert(_ datagram: Data, from source: SocketAddress) {
+        let host = source.ipAddress ?? "?"
+        let now = Self.now()
+        let change: (DeviceID, NearbyTable.Change)? = state.withLockedValue { state in
+            let roster = state.roster
+            let outcome = state.receiver.receive(datagram, from: host, now: now) { roster.isActive($0) }
+            guard case .accepted(let advert) = outcome else { return nil }
+            let change = state.nearby.apply(advert, from: host, now: now)
+            if change == .replaced || change == .removed { state.summaries[advert.device] = nil }
+            return (advert.device, change)
+        }
+        guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
+        nearbyChanged(device, change)
+    }
+
+    /// Tells observers and watching command lines that the nearby list changed.
+    func nearbyChanged(_ device: DeviceID, _ change: NearbyTable.Change) {
+        for observer in nearbyObservers.withLockedValue({ $0 }) { observer(device, change) }
+        let watchers = state.withLockedValue { Array($0.watchers.values) }
+        guard !watchers.isEmpty else { return }
+        Task {
+            let items = await nearbyItems(describe: true)
+            for watcher in watchers { watcher.send(.nearbyChanged(items)) }
+        }
+    }
+
+    // MARK: What is nearby
+
+    /// The activities other devices offer now, newest first, with the app here that would continue each. With
+    /// `describe`, asks each originating device for type and title it has not told yet (C3), at most 1 s.
+    public func nearbyItems(describe: Bool = false) async -> [NearbyItem] {
+        if describe {
+            let missing = state.withLockedValue { state in
+                state.nearby.entries.values.filter { entry in
+                    state.summaries[entry.advert.device]?.sequence != entry.advert.sequence
+                }
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for entry in missing {
+                    group.addTask { await self.describe(entry) }
+                }
+            }
+        }
+        let now = Self.now()
+        return state.withLockedValue { state in
+            state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }.map { entry in
+                let device = entry.advert.device
+                let summary = state.summaries[device].flatMap { $0.sequence == entry.advert.sequence ? $0.summary : nil }
+                return NearbyItem(
+                    device: device.description,
+                    deviceName: state.roster.members[device]?.name ?? device.short,
+                    sequence: entry.advert.sequence,
+                    ageMilliseconds: now > entry.firstSeen ? now - entry.firstSeen : 0,
+                    app: appFor(entry.advert, state: state)?.bundle ?? "",
+                    activityType: summary?.activityType,
+                    title: summary?.title
+                )
+            }
+        }
+    }
+
+    /// The app here that continues what `advert` names, found by its keyed type hash and the router (D1, D3).
+    func appFor(_ advert: Advert, state: State) -> (bundle: String, team: String, type: String, decision: RouteDecision)? {
+        for candidate in state.hashIndex[advert.typeHash] ?? [] {
+            let decision = router.route(RouteRequest(activityType: candidate.type, teamIdentifier: candidate.team))
+            if case .app(let bundle) = decision.target { return (bundle, candidate.team, candidate.type, decision) }
+        }
+        return nil
+    }
+
+    /// Asks the originating device what its activity is (type, title), and remembers the answer for this sequence.
+    func describe(_ entry: NearbyTable.Entry) async {
+        guard let link = try? await links.link(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort)) else { return }
+        if case .summary(let summary) = await link.request(.describe(sequence: entry.advert.sequence), timeout: 1) {
+            state.withLockedValue { $0.summaries[entry.advert.device] = (entry.advert.sequence, summary) }
+        }
+    }
+}

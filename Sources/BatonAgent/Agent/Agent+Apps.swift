@@ -1,0 +1,234 @@
+import BatonCore
+import BatonRegistry
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Agent: IPCHandler {
+    func ipcReceived(_ message: IPCMessage, on connection: IPCConnection) {
+        let who = connection.identity.withLockedValue { $0 }
+        guard let who else {
+            guard case .hello(let bundle, let version) = message else {
+                return connection.refuse("protocolViolation", "say hello first")
+            }
+            return hello(bundle: bundle, version: version, on: connection)
+        }
+        switch (who, message) {
+        case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
+            becomeCurrent(connection: connection, bundle: bundle, team: team, activity: activity, notice: notice)
+        case (.app, .resignCurrent(let activity)), (.app, .invalidate(let activity)):
+            endCurrent(connection: connection, activity: activity)
+        case (.app, .saved(let request, let payload)):
+            finishSave(request, .saved(payload))
+        case (.app, .saveFailed(let request, let text)):
+            finishSave(request, .failed(.appNotAnswering, "the app could not give its state: \(text)"))
+        case (.control, .listNearby(let request)):
+            Task { connection.send(.nearby(request: request, await nearbyItems(describe: true))) }
+        case (.control, .continueNearby(let request, let device)):
+            Task { connection.send(.continueResult(request: request, await continueNearby(device: device))) }
+        case (.control, .watchNearby):
+            state.withLockedValue { $0.watchers[ObjectIdentifier(connection)] = connection }
+            Task { connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
+        default:
+            connection.refuse("protocolViolation", "that message is not allowed for this client")
+        }
+    }
+
+    func ipcClosed(_ connection: IPCConnection) {
+        let id = ObjectIdentifier(connection)
+        let goodbye = state.withLockedValue { state -> CurrentActivity? in
+            state.watchers[id] = nil
+            if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }), state.apps[bundle] === connection {
+                state.apps[bundle] = nil
+            }
+            guard let current = state.current, current.connection === connection else { return nil }
+            // The app is gone: nobody can give the activity's state any more, so it stops being offered (A9).
+            state.current = nil
+            return current
+        }
+        if let goodbye { sendGoodbye(goodbye) }
+    }
+
+    /// Checks who the peer process is (ISSUE 5 part 6): same user, and for an app, the registered bundle's
+    /// executable, as `/proc/PID/exe` shows it. An app can then only publish under its own bundle and team.
+    func hello(bundle: String?, version: Int, on connection: IPCConnection) {
+        guard version == IPCMessage.version else {
+            return connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
+        }
+        let credentials = connection.credentials
+        guard credentials.uid == getuid() else {
+            return connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
+        }
+        guard let bundle else {
+            connection.identity.withLockedValue { $0 = .control }
+            return connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
+        }
+        guard let app = registry.app(bundleIdentifier: bundle) else {
+            return connection.refuse("unknownApp", "no registered app has the bundle identifier \(bundle) (see `baton apps list`)")
+        }
+        guard app.isIdentityResolved, let team = app.teamIdentifier else {
+            return connection.refuse("unknownApp", "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
+        }
+        let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
+        if !inProcess {
+            let running = PeerCredentials.executable(of: credentials.pid)
+            let registered = app.executableURL.map(resolvedPath)
+            guard let running, running == registered else {
+                return connection.refuse(
+                    "notPermitted",
+                    "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
+                )
+            }
+        }
+        connection.identity.withLockedValue { $0 = .app(bundle: bundle, team: team) }
+        let (previous, waiters) = state.withLockedValue { state in
+            let previous = state.apps[bundle]
+            state.apps[bundle] = connection
+            return (previous, state.launchWaiters.removeValue(forKey: bundle) ?? [])
+        }
+        if let previous, previous !== connection { previous.refuse("replaced", "another process of \(bundle) connected") }
+        connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
+        for waiter in waiters { waiter.resume(returning: connection) }
+        log("app \(bundle) connected (pid \(credentials.pid))")
+    }
+
+    /// A9, C2: the device's one current activity; any other stops being current. Advertised at once.
+    func becomeCurrent(connection: IPCConnection, bundle: String, team: String, activity: UInt64, notice: ActivityNotice) {
+        let (current, replaced) = state.withLockedValue { state -> (CurrentActivity, CurrentActivity?) in
+            if var same = state.current, same.connection === connection, same.activity == activity {
+                // The same activity again (a new title, say): same sequence, so other devices refresh, not replace.
+                same.notice = notice
+                state.current = same
+                return (same, nil)
+            }
+            let replaced = state.current
+            // Sequences only grow, across restarts too (milliseconds since 1970 as a floor), so a receiver never
+            // mistakes a new activity for an old one.
+            state.lastSequence = max(state.lastSequence + 1, Self.now())
+            let current = CurrentActivity(
+                connection: connection,
+                bundle: bundle,
+                team: team,
+                activity: activity,
+                sequence: state.lastSequence,
+                notice: notice
+            )
+            state.current = current
+            return (current, replaced)
+        }
+        _ = replaced
+        if notice.isEligibleForHandoff, !(notice.expirationDate.map { $0 <= Date() } ?? false) {
+            sendAdvert(sequence: current.sequence, notice: notice, team: team, isCurrent: true)
+        } else {
+            sendGoodbye(current)
+        }
+    }
+
+    /// A9: resign or invalidate; a goodbye removes it from every device at once.
+    func endCurrent(connection: IPCConnection, activity: UInt64) {
+        let ended = state.withLockedValue { state -> CurrentActivity? in
+            guard let current = state.current, current.connection === connection, current.activity == activity else { return nil }
+            state.current = nil
+            return current
+        }
+        if let ended { sendGoodbye(ended) }
+    }
+
+    func sendGoodbye(_ activity: CurrentActivity) {
+        sendAdvert(sequence: activity.sequence, notice: activity.notice, team: activity.team, isCurrent: false)
+    }
+
+    // MARK: Saving (the originating side of a fetch)
+
+    /// Asks the app owning `current` for its state (A7, B2, B3) and waits at most `deadline` seconds.
+    func requestSave(_ current: CurrentActivity, deadline: Double) async -> SaveResult {
+        let request = state.withLockedValue { state -> UInt64 in
+            defer { state.nextRequest += 1 }
+            return state.nextRequest
+        }
+        let timer = current.connection.channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(deadline * 1e9))) { [self] in
+            finishSave(request, .failed(.appNotAnswering, "\(current.bundle) did not give its state within \(PeerLink.format(deadline))"))
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { waiter in
+            let open = state.withLockedValue { state -> Bool in
+                guard !state.stopped, current.connection.channel.isActive else { return false }
+                state.saves[request] = waiter
+                return true
+            }
+            guard open else {
+                waiter.resume(returning: .failed(.appGone, "\(current.bundle) is no longer connected"))
+                return
+            }
+            current.connection.send(.save(request: request, activity: current.activity, deadlineMilliseconds: UInt64(deadline * 1000)))
+            current.connection.channel.closeFuture.whenComplete { [self] _ in
+                finishSave(request, .failed(.appGone, "\(current.bundle) went away before giving its state"))
+            }
+        }
+    }
+
+    func finishSave(_ request: UInt64, _ result: SaveResult) {
+        state.withLockedValue { $0.saves.removeValue(forKey: request) }?.resume(returning: result)
+    }
+
+    // MARK: Launching
+
+    /// The connection of `bundle`, launching its executable when it is not running (C5) and waiting for it to
+    /// connect, at most the launch timeout.
+    func ensureRunning(_ app: AppRecord) async -> Result<IPCConnection, ContinuationFailure> {
+        if let connection = state.withLockedValue({ $0.apps[app.bundleIdentifier] }), connection.channel.isActive {
+            return .success(connection)
+        }
+        guard let executable = app.executableURL, FileManager.default.isExecutableFile(atPath: executable.path) else {
+            return .failure(ContinuationFailure("launchFailed", "\(app.bundleIdentifier) is not running and has no executable to launch"))
+        }
+        let connection: IPCConnection? = await withCheckedContinuation { waiter in
+            state.withLockedValue { $0.launchWaiters[app.bundleIdentifier, default: []].append(waiter) }
+            let alreadyLaunched = state.withLockedValue { $0.launched[app.bundleIdentifier]?.isRunning ?? false }
+            if !alreadyLaunched {
+                let process = Process()
+                process.executableURL = executable
+                var environment = ProcessInfo.processInfo.environment
+                environment["BATON_AGENT_SOCKET"] = socketPath
+                environment["BATON_BUNDLE_IDENTIFIER"] = app.bundleIdentifier
+                environment["BATON_LAUNCHED"] = "1"
+                process.environment = environment
+                do {
+                    try process.run()
+                    state.withLockedValue { $0.launched[app.bundleIdentifier] = process }
+                    log("launched \(app.bundleIdentifier) (pid \(process.processIdentifier))")
+                } catch {
+                    log("cannot launch \(executable.path): \(error)")
+                    let waiters = state.withLockedValue { $0.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? [] }
+                    for waiter in waiters { waiter.resume(returning: nil) }
+                    return
+                }
+            }
+            Task { [self] in
+                try? await Task.sleep(for: .milliseconds(Int(configuration.launchTimeout * 1000)))
+                let waiters = state.withLockedValue { $0.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? [] }
+                for waiter in waiters { waiter.resume(returning: nil) }
+            }
+        }
+        guard let connection else {
+            return .failure(
+                ContinuationFailure("launchFailed", "\(app.bundleIdentifier) did not connect within \(PeerLink.format(configuration.launchTimeout)) of being launched")
+            )
+        }
+        return .success(connection)
+    }
+}
+
+/// Why a continuation failed on the continuing device, as the app is told (C8).
+struct ContinuationFailure: Error {
+    var reason: String
+    var message: String
+
+    init(_ reason: String, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+}

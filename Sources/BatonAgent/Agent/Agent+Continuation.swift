@@ -1,0 +1,249 @@
+import BatonCore
+import BatonRegistry
+import Foundation
+import NIOCore
+
+extension Agent: PeerLinkResponder {
+    /// The originating side (C4, A7, A8): what another device of the account asks over a session.
+    func respond(to request: SessionMultiplexer.Request, on link: PeerLink) async -> SessionMultiplexer.Reply {
+        switch request {
+        case .sync(let roster, let agentPort):
+            do {
+                _ = try AccountFlows.absorbSync(roster: roster, agentPort: agentPort, from: link.peer, host: link.channel.remoteAddress?.ipAddress, dialed: nil, store: store)
+                rosterChanged()
+                return .synced(roster: try store.roster().encoded(), agentPort: port)
+            } catch {
+                return .failed(.refused, "\(error)")
+            }
+        case .describe(let sequence):
+            guard let current = currentActivity(sequence: sequence) else {
+                return .failed(.notCurrent, "that activity is no longer current on \(identity.name)")
+            }
+            return .summary(
+                ActivitySummary(
+                    activityType: current.notice.activityType,
+                    title: current.notice.title,
+                    bundleIdentifier: current.bundle,
+                    team: current.team,
+                    webpageHost: current.notice.webpageHost
+                )
+            )
+        case .fetch(let sequence, let deadlineMilliseconds):
+            guard let current = currentActivity(sequence: sequence) else {
+                return .failed(.notCurrent, "that activity is no longer current on \(identity.name)")
+            }
+            guard current.notice.isEligibleForHandoff else {
+                return .failed(.notEligible, "\(current.bundle) does not allow this activity to be handed off")
+            }
+            if let expiry = current.notice.expirationDate, expiry <= Date() {
+                return .failed(.notCurrent, "the activity expired (A10)")
+            }
+            let deadline = min(configuration.saveDeadline, Double(deadlineMilliseconds) / 1000)
+            switch await requestSave(current, deadline: deadline) {
+            case .saved(let payload):
+                guard payload.count <= ActivityPayload.maximumEncodedSize else {
+                    return .failed(.tooLarge, "the state is \(payload.count) bytes, the limit is \(ActivityPayload.maximumEncodedSize) (A11)")
+                }
+                // A8: the originating app learns that its activity went elsewhere.
+                current.connection.send(.continued(activity: current.activity))
+                return .payload(payload)
+            case .failed(let reason, let text):
+                return .failed(reason, text)
+            }
+        }
+    }
+
+    func linkClosed(_ link: PeerLink) {
+        links.remove(link)
+    }
+
+    func currentActivity(sequence: UInt64) -> CurrentActivity? {
+        state.withLockedValue { state in
+            guard let current = state.current, current.sequence == sequence else { return nil }
+            return current
+        }
+    }
+
+    // MARK: The continuing side
+
+    /// Continues the activity offered by `device` (an id, a prefix of one, or a name; the newest offer when nil):
+    /// picks the app, launches it if needed, tells it at once (`willContinue`), fetches the state from the
+    /// originating device and delivers it, or tells it why not (C3–C8). A continuation still running is cancelled
+    /// first (C6).
+    public func continueNearby(device selector: String?) async -> ContinuationOutcome {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome = { app, reason, failure, message in
+            ContinuationOutcome(app: app, reason: reason, failure: failure, message: message, microseconds: (DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        }
+        guard let entry = nearbyEntry(matching: selector) else {
+            let what = selector.map { "nothing nearby from a device matching \"\($0)\"" } ?? "nothing nearby to continue"
+            return outcome("", "", "notFound", what)
+        }
+        let routed = state.withLockedValue { appFor(entry.advert, state: $0) }
+        let id = state.withLockedValue { state -> UInt64 in
+            defer { state.nextRequest += 1 }
+            return state.nextRequest
+        }
+        cancelContinuations()
+        state.withLockedValue { $0.continuations[id] = PendingContinuation(activityType: "") }
+
+        let task = Task<ContinuationOutcome, Never> { [self] in
+            guard let routed, let app = registry.app(bundleIdentifier: routed.bundle) else {
+                // No app here claims the advertised hash: the state itself says whether a web page takes it (E1-E3).
+                return await continueByPayload(entry, id: id, outcome: outcome)
+            }
+            let type = routed.decision.deliveredActivityType ?? routed.type
+            let connection: IPCConnection
+            switch await ensureRunning(app) {
+            case .success(let running): connection = running
+            case .failure(let failure): return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
+            }
+            guard beginContinuation(id, bundle: app.bundleIdentifier, type: type, connection: connection) else {
+                return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            }
+            switch await fetch(entry) {
+            case .success(let payload):
+                guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
+                    return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+                }
+                return outcome(app.bundleIdentifier, routed.decision.reason, nil, "continued in \(app.bundleIdentifier) (\(payload.count) bytes of state)")
+            case .failure(let failure):
+                _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: failure.reason, message: failure.message))
+                return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
+            }
+        }
+        state.withLockedValue { $0.continuations[id]?.cancel = { task.cancel() } }
+        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+    }
+
+    /// No app claims the advertised type: fetch the state and route by what it says (web pages: E1, E2, E3).
+    func continueByPayload(_ entry: NearbyTable.Entry, id: UInt64, outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome) async -> ContinuationOutcome {
+        let payload: ActivityPayload
+        switch await fetch(entry) {
+        case .success(let data):
+            do {
+                payload = try ActivityPayload(decoding: data)
+            } catch {
+                return outcome("", "", "protocolViolation", "the state cannot be read: \(error)")
+            }
+        case .failure(let failure):
+            return outcome("", "", failure.reason, failure.message)
+        }
+        let decision = router.route(RouteRequest(activityType: payload.activityType, teamIdentifier: nil, webpageURL: payload.webpageURL))
+        switch decision.target {
+        case .nothing:
+            return outcome("", decision.reason, "noApp", "no app on this device continues \(payload.activityType) (D1, D3)")
+        case .browser(let browser, let url):
+            if let browser { return outcome(browser, decision.reason, "noApp", "the default browser app is not connected") }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = configuration.browserCommand + [url.absoluteString]
+            do {
+                try process.run()
+            } catch {
+                return outcome("browser", decision.reason, "launchFailed", "cannot open \(url.absoluteString): \(error)")
+            }
+            return outcome("browser", decision.reason, nil, "opened \(url.absoluteString) in the browser (E1)")
+        case .app(let bundle):
+            guard let app = registry.app(bundleIdentifier: bundle) else { return outcome(bundle, decision.reason, "noApp", "\(bundle) vanished") }
+            let type = decision.deliveredActivityType ?? payload.activityType
+            let connection: IPCConnection
+            switch await ensureRunning(app) {
+            case .success(let running): connection = running
+            case .failure(let failure): return outcome(bundle, decision.reason, failure.reason, failure.message)
+            }
+            guard beginContinuation(id, bundle: bundle, type: type, connection: connection) else {
+                return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            }
+            var delivered = payload
+            if decision.emptiesUserInfo, let url = payload.webpageURL, var web = try? ActivityPayload(activityType: type) {
+                // E3: the app receives the page, not the browser's state.
+                try? web.setWebpageURL(url)
+                web.title = payload.title
+                delivered = web
+            }
+            guard let data = try? delivered.encoded(), endContinuation(id, with: .deliver(continuation: id, payload: data)) else {
+                return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            }
+            return outcome(bundle, decision.reason, nil, "continued in \(bundle)")
+        }
+    }
+
+    /// The state of `entry`'s activity from its device over the (reused) session (C4).
+    func fetch(_ entry: NearbyTable.Entry) async -> Result<Data, ContinuationFailure> {
+        let link: PeerLink
+        do {
+            link = try await links.link(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort))
+        } catch let error as BatonAgentError {
+            let reason = error.code == .peerRefused ? FetchFailure.refused : .peerGone
+            return .failure(ContinuationFailure(reason.rawValue, error.message))
+        } catch {
+            return .failure(ContinuationFailure(FetchFailure.peerGone.rawValue, "\(error)"))
+        }
+        // The originating app gets the save deadline; the network a little more on top.
+        let deadline = configuration.saveDeadline
+        let reply = await link.request(.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000)), timeout: deadline + 1)
+        switch reply {
+        case .payload(let data):
+            return .success(data)
+        case .failed(let reason, let text):
+            return .failure(ContinuationFailure(reason.rawValue, text))
+        default:
+            return .failure(ContinuationFailure(FetchFailure.protocolViolation.rawValue, "the peer answered a fetch with something else"))
+        }
+    }
+
+    /// Sends `willContinue` (C5: at once, before the state arrives) for continuation `id`. False when it was
+    /// cancelled meanwhile (C6), in which case the app hears nothing of it.
+    func beginContinuation(_ id: UInt64, bundle: String, type: String, connection: IPCConnection) -> Bool {
+        let open = state.withLockedValue { state -> Bool in
+            guard !state.stopped, state.continuations[id] != nil else { return false }
+            state.continuations[id]?.bundle = bundle
+            state.continuations[id]?.activityType = type
+            state.continuations[id]?.connection = connection
+            return true
+        }
+        guard open else { return false }
+        connection.send(.willContinue(continuation: id, activityType: type))
+        return true
+    }
+
+    /// Sends the one message that ends continuation `id` (C5: exactly one of deliver or failed after
+    /// `willContinue`), unless it already ended (cancelled by a newer one). Returns whether it sent.
+    func endContinuation(_ id: UInt64, with message: IPCMessage) -> Bool {
+        let pending = state.withLockedValue { $0.continuations.removeValue(forKey: id) }
+        guard let connection = pending?.connection else { return false }
+        connection.send(message)
+        return true
+    }
+
+    /// C6: every continuation still running fails with `cancelled`, at once, before the new one begins. An app
+    /// that was told `willContinue` is told `failed`; one that was not (still launching) hears nothing.
+    func cancelContinuations() {
+        let cancelled = state.withLockedValue { state -> [(UInt64, PendingContinuation)] in
+            defer { state.continuations = [:] }
+            return Array(state.continuations)
+        }
+        for (oldID, pending) in cancelled {
+            pending.connection?.send(
+                .failed(
+                    continuation: oldID,
+                    activityType: pending.activityType,
+                    reason: FetchFailure.cancelled.rawValue,
+                    message: "a newer continuation started (C6)"
+                )
+            )
+            pending.cancel?()
+        }
+    }
+
+    /// The nearby entry `selector` names: a device id or a prefix of one, or a device name.
+    func nearbyEntry(matching selector: String?) -> NearbyTable.Entry? {
+        state.withLockedValue { state in
+            let entries = state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }
+            guard let selector, !selector.isEmpty else { return entries.first }
+            guard let device = state.roster.member(named: selector)?.id else { return nil }
+            return state.nearby.entries[device]
+        }
+    }
+}

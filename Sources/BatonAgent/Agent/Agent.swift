@@ -1,0 +1,295 @@
+import BatonCore
+import BatonRegistry
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// One device's agent (ARCHITECTURE "The flow of one handoff"): it knows the account, the current activity and the
+/// nearby ones, advertises, answers fetches, launches apps and hands them continuations.
+///
+/// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
+/// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
+/// ``NearbyTable``, ``SessionMultiplexer``). State is kept under one lock, never held across I/O or awaits.
+public final class Agent: @unchecked Sendable {
+    /// This device.
+    public let identity: DeviceIdentity
+    /// The configuration it runs with.
+    public let configuration: AgentConfiguration
+    /// The port sessions and unicast adverts arrive on.
+    public private(set) var port = 0
+    /// The Unix socket apps connect to.
+    public let socketPath: String
+
+    let store: AccountStore
+    let links: PeerLinks
+    let state: NIOLockedValueBox<State>
+    var router: ActivityRouter
+    var registry: AppRegistry
+    var listener: Channel?
+    var ipc: Channel?
+    var adverts: AdvertSocket?
+    var loops: [Task<Void, Never>] = []
+    /// Called with every change of the nearby table (benchmarks and tests timestamp it).
+    let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
+
+    struct CurrentActivity {
+        var connection: IPCConnection
+        var bundle: String
+        var team: String
+        var activity: UInt64
+        var sequence: UInt64
+        var notice: ActivityNotice
+    }
+
+    /// A continuation on this device between its start and its one ending (C5).
+    struct PendingContinuation {
+        var activityType: String
+        var bundle: String?
+        /// The app, once it was told `willContinue`.
+        var connection: IPCConnection?
+        /// Stops its work (C6).
+        var cancel: (@Sendable () -> Void)?
+    }
+
+    struct State {
+        var roster: Roster
+        var keys: AdvertKeys
+        var receiver: AdvertReceiver
+        var nearby: NearbyTable
+        var hashIndex: [[UInt8]: [(team: String, type: String)]] = [:]
+        var current: CurrentActivity?
+        var lastSequence: UInt64 = 0
+        var apps: [String: IPCConnection] = [:]
+        var watchers: [ObjectIdentifier: IPCConnection] = [:]
+        var saves: [UInt64: CheckedContinuation<SaveResult, Never>] = [:]
+        var nextRequest: UInt64 = 1
+        var continuations: [UInt64: PendingContinuation] = [:]
+        var launchWaiters: [String: [CheckedContinuation<IPCConnection?, Never>]] = [:]
+        var summaries: [DeviceID: (sequence: UInt64, summary: ActivitySummary)] = [:]
+        var targets: [SocketAddress] = []
+        var launched: [String: Process] = [:]
+        var stopped = false
+    }
+
+    enum SaveResult {
+        case saved(Data)
+        case failed(FetchFailure, String)
+    }
+
+    init(configuration: AgentConfiguration, identity: DeviceIdentity, roster: Roster, registry: AppRegistry) throws {
+        self.configuration = configuration
+        self.identity = identity
+        self.store = configuration.store
+        self.registry = registry
+        self.router = ActivityRouter(registry: registry)
+        self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
+        let keys = AdvertKeys(roster.accountKey)
+        state = NIOLockedValueBox(
+            State(
+                roster: roster,
+                keys: keys,
+                receiver: AdvertReceiver(me: identity.id, keys: keys),
+                nearby: NearbyTable(timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000))
+            )
+        )
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store))
+    }
+
+    /// Starts an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and
+    /// begins advertising and syncing.
+    /// - Throws: ``BatonAgentError`` when the state folder is not initialised or a port or socket cannot be opened.
+    public static func start(_ configuration: AgentConfiguration) async throws -> Agent {
+        let store = configuration.store
+        let identity = try store.identity()
+        let roster = try store.roster()
+        let registry = configuration.apps ?? AppRegistry.load(searchPaths: AppRegistry.searchPaths())
+        let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
+        agent.links.responder = agent
+        agent.rebuildHashIndex()
+        do {
+            try await agent.open()
+        } catch {
+            await agent.shutdown()
+            throw error
+        }
+        return agent
+    }
+
+    func open() async throws {
+        let listener = try await links.listen(host: configuration.host, port: configuration.port)
+        self.listener = listener
+        port = listener.localAddress?.port ?? configuration.port
+        adverts = try await AdvertSocket.open(
+            host: configuration.host,
+            port: port,
+            discoveryPort: configuration.discoveryPort,
+            log: configuration.log
+        ) { [weak self] datagram, source in
+            self?.receiveAdvert(datagram, from: source)
+        }
+        ipc = try await IPCServer.listen(path: socketPath, handler: self)
+        try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
+        try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
+        let roster = state.withLockedValue(\.roster)
+        log("agent for \(identity.name) (\(identity.id.short)) on \(configuration.host):\(port); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
+        log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts?.multicast == nil ? "off" : "on port \(configuration.discoveryPort ?? 0)")")
+        refreshTargets()
+        loops.append(Task { [weak self] in await self?.advertLoop() })
+        loops.append(Task { [weak self] in await self?.syncLoop() })
+    }
+
+    /// Stops advertising (with a goodbye for the current activity), closes every socket, and fails whatever waits.
+    public func shutdown() async {
+        let (current, saves, launchWaiters, continuations) = state.withLockedValue { state in
+            state.stopped = true
+            defer {
+                state.saves = [:]
+                state.launchWaiters = [:]
+                state.continuations = [:]
+                state.current = nil
+            }
+            return (state.current, Array(state.saves.values), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
+        }
+        if let current { sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: false) }
+        for loop in loops { loop.cancel() }
+        for save in saves { save.resume(returning: .failed(.appGone, "the agent is stopping")) }
+        for waiter in launchWaiters { waiter.resume(returning: nil) }
+        for continuation in continuations { continuation.cancel?() }
+        links.closeAll()
+        adverts?.close()
+        try? await listener?.close()
+        try? await ipc?.close()
+        unlink(socketPath)
+        try? FileManager.default.removeItem(at: store.folder.appendingPathComponent("agent-socket"))
+    }
+
+    func log(_ line: String) {
+        configuration.log(line)
+    }
+
+    /// Milliseconds since 1970: the clock adverts carry.
+    static func now() -> UInt64 {
+        UInt64(Date().timeIntervalSince1970 * 1000)
+    }
+
+    /// Calls `observer` on every change of the nearby table (an advert that added, replaced or removed an entry).
+    public func observeNearby(_ observer: @escaping @Sendable (DeviceID, NearbyTable.Change) -> Void) {
+        nearbyObservers.withLockedValue { $0.append(observer) }
+    }
+
+    // MARK: The account
+
+    /// Re-reads the roster after a merge: a new account key (someone was removed) means new advert keys, a new type
+    /// hash index, and no more links to or entries from removed devices.
+    func rosterChanged() {
+        guard let roster = try? store.roster() else { return }
+        let rotated = state.withLockedValue { state -> Bool in
+            let rotated = roster.accountKey.epoch != state.roster.accountKey.epoch
+            state.roster = roster
+            if rotated {
+                state.keys = AdvertKeys(roster.accountKey)
+                state.receiver.update(keys: state.keys)
+            }
+            for device in state.nearby.entries.keys where !roster.isActive(device) {
+                state.nearby.forget(device)
+            }
+            return rotated
+        }
+        if rotated {
+            log("account key now epoch \(roster.accountKey.epoch): adverts sealed anew")
+            rebuildHashIndex()
+        }
+        links.closeDisallowed()
+        refreshTargets()
+    }
+
+    /// The keyed hash of every (team, type) an app here can continue, so an advert's hash names the app at once.
+    func rebuildHashIndex() {
+        state.withLockedValue { state in
+            var index: [[UInt8]: [(team: String, type: String)]] = [:]
+            for app in registry.apps where app.isIdentityResolved {
+                guard let team = app.teamIdentifier else { continue }
+                for type in app.claimedActivityTypes.sorted() {
+                    index[state.keys.typeHash(team: team, activityType: type), default: []].append((team, type))
+                }
+            }
+            state.hashIndex = index
+        }
+    }
+
+    /// Where unicast adverts go: `--peer` addresses and the recorded addresses of the other active members.
+    func refreshTargets() {
+        var addresses = configuration.peers
+        let roster = state.withLockedValue(\.roster)
+        for (device, record) in (try? store.peers()) ?? [:] where device != identity.id && roster.isActive(device) {
+            if let address = record.address, !addresses.contains(address) { addresses.append(address) }
+        }
+        let resolved = addresses.compactMap(Self.socketAddress)
+        state.withLockedValue { $0.targets = resolved }
+    }
+
+    /// `host:port` or `[v6]:port` as a socket address; nil when it does not parse or resolve.
+    static func socketAddress(_ text: String) -> SocketAddress? {
+        guard let (host, port) = splitHostPort(text) else { return nil }
+        return try? SocketAddress.makeAddressResolvingHost(host, port: port)
+    }
+
+    /// Splits `host:port` or `[v6]:port`.
+    public static func splitHostPort(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65_535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    func syncLoop() async {
+        var lastOutcome: [String: String] = [:]
+        while !Task.isCancelled {
+            var targets = configuration.peers
+            let roster = state.withLockedValue(\.roster)
+            for (device, record) in (try? store.peers()) ?? [:] where device != identity.id && roster.isActive(device) {
+                if let address = record.address, !targets.contains(address) { targets.append(address) }
+            }
+            for target in targets {
+                let outcome = await sync(with: target)
+                if lastOutcome[target] != outcome { log("\(target): \(outcome)") }
+                lastOutcome[target] = outcome
+            }
+            try? await Task.sleep(for: .milliseconds(Int(configuration.syncInterval * 1000)))
+        }
+    }
+
+    /// One roster sync over the (reused) link to `address`.
+    func sync(with address: String) async -> String {
+        guard let (host, port) = Self.splitHostPort(address) else { return "not a HOST:PORT address" }
+        do {
+            let link = try await links.connectReusing(host: host, port: port)
+            let roster = try store.roster().encoded()
+            let reply = await link.request(.sync(roster: roster, agentPort: self.port), timeout: AccountFlows.stepTimeout)
+            switch reply {
+            case .synced(let theirs, let theirPort):
+                let merged = try AccountFlows.absorbSync(roster: theirs, agentPort: theirPort, from: link.peer, host: host, dialed: address, store: store)
+                rosterChanged()
+                return "synced: \(merged.activeMembers.count) devices, key epoch \(merged.accountKey.epoch)"
+            case .failed(let reason, let text):
+                return "\(text) [\(reason)]"
+            default:
+                return "unexpected reply"
+            }
+        } catch {
+            return "\(error)"
+        }
+    }
+}
+
+extension PeerLinks {
+    /// The open link to whichever device answers at `host:port`, or a new one.
+    func connectReusing(host: String, port: Int) async throws -> PeerLink {
+        let open = links.withLockedValue { links in
+            links.values.first { $0.isOpen && $0.peerName == "\(host):\(port)" }
+        }
+        if let open { return open }
+        return try await connect(host: host, port: port)
+    }
+}

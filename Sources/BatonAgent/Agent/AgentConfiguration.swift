@@ -1,0 +1,60 @@
+import BatonRegistry
+import Foundation
+
+/// How an agent runs. The defaults are what `baton agent` uses; tests and the demo change ports and timings.
+public struct AgentConfiguration: Sendable {
+    /// The device's state folder.
+    public var store: AccountStore
+    /// The address sessions and unicast adverts are received on.
+    public var host = "0.0.0.0"
+    /// The port for sessions (TCP) and unicast adverts (UDP); 0 picks a free one.
+    public var port = 47810
+    /// The shared port for multicast adverts on the LAN; nil turns multicast off (unicast only).
+    public var discoveryPort: Int? = 47810
+    /// Other agents to advertise to and sync with (`host:port`), beyond the known peers: the way across subnets
+    /// and VPNs.
+    public var peers: [String] = []
+    /// The Unix socket apps connect to; nil for the default (``AgentConfiguration/defaultSocketPath(for:)``).
+    public var socketPath: String?
+    /// The installed apps; nil loads them from the search paths (BATON_APPS_PATH, XDG data folders).
+    public var apps: AppRegistry?
+    /// How long the originating app may take to give its state (ISSUE 5 part 4: 1 s unless configured).
+    public var saveDeadline = 1.0
+    /// How long a launched app may take to connect.
+    public var launchTimeout = 10.0
+    /// Seconds between re-advertisements of the current activity.
+    public var advertInterval = 1.0
+    /// Seconds between roster syncs with known peers.
+    public var syncInterval = 5.0
+    /// How long a nearby activity stays listed without a fresh advert.
+    public var nearbyTimeToLive = 5.0
+    /// Whether an app in this very process may connect under any registered bundle (the embedded mode: tests, the
+    /// demo). Processes other than this one are always checked against the bundle's executable.
+    public var trustsThisProcess = false
+    /// The command that opens a web page when no app continues an activity (E1); the URL is appended.
+    public var browserCommand = ["xdg-open"]
+    /// Where log lines go.
+    public var log: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data("\(ISO8601DateFormatter().string(from: Date())) \(line)\n".utf8))
+    }
+
+    /// A configuration for the device whose state lives in `store`.
+    public init(store: AccountStore) {
+        self.store = store
+    }
+
+    /// The default socket: `$XDG_RUNTIME_DIR/baton/agent.sock` for the default state folder, and a name derived from
+    /// the folder for any other (several devices on one machine), so each state folder has its own agent.
+    public static func defaultSocketPath(for store: AccountStore, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp/baton-\(getuid())"
+        let folder = runtime + "/baton"
+        if store.folder.standardizedFileURL == AccountStore.defaultFolder(environment: environment).standardizedFileURL {
+            return folder + "/agent.sock"
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in store.folder.standardizedFileURL.path.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return folder + "/agent-" + String(hash, radix: 16) + ".sock"
+    }
+}

@@ -1,0 +1,114 @@
+import BatonCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A connection to the device's agent over its Unix socket: what the app library and the command line use.
+public final class AgentClient: MessageSink, @unchecked Sendable {
+    /// The agent's device id and name, from its welcome.
+    public private(set) var device = ""
+    public private(set) var deviceName = ""
+    /// Every message the agent sends after its welcome, in order; finishes when the connection ends.
+    public let messages: AsyncStream<IPCMessage>
+
+    let channel: Channel
+    let continuation: AsyncStream<IPCMessage>.Continuation
+    let welcome = NIOLockedValueBox<CheckedContinuation<IPCMessage?, Never>?>(nil)
+    let greeted = NIOLockedValueBox(false)
+
+    init(channel: Channel) {
+        self.channel = channel
+        (messages, continuation) = AsyncStream.makeStream(of: IPCMessage.self)
+    }
+
+    /// The socket the agent of `store` announced, or the default one.
+    public static func socketPath(for store: AccountStore, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let announced = FileManager.default.contents(atPath: store.folder.appendingPathComponent("agent-socket").path) {
+            let path = String(decoding: announced, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !path.isEmpty { return path }
+        }
+        return AgentConfiguration.defaultSocketPath(for: store, environment: environment)
+    }
+
+    /// Connects and says hello: as the app `bundleIdentifier`, or as a control client when nil.
+    /// - Throws: ``BatonAgentError`` `peerUnreachable` when no agent listens at `path` (with how to start one),
+    ///   `peerRefused` with the agent's reason when it refuses this process.
+    public static func connect(path: String, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
+        let handler = MessageHandler()
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
+                }
+                .connect(unixDomainSocketPath: path)
+                .get()
+        } catch {
+            throw BatonAgentError(.peerUnreachable, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+        }
+        let client = AgentClient(channel: channel)
+        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { client.greet(nil) }
+        defer { timer.cancel() }
+        let answer: IPCMessage? = await withCheckedContinuation { waiter in
+            client.welcome.withLockedValue { $0 = waiter }
+            channel.eventLoop.execute { handler.attach(client) }
+            client.send(.hello(bundleIdentifier: bundleIdentifier, version: IPCMessage.version))
+        }
+        switch answer {
+        case .welcome(let device, let name):
+            client.device = device
+            client.deviceName = name
+            return client
+        case .refused(let code, let message):
+            channel.close(promise: nil)
+            throw BatonAgentError(.peerRefused, "the agent refused: \(message) [\(code)]")
+        default:
+            channel.close(promise: nil)
+            throw BatonAgentError(.timedOut, "the agent at \(path) did not answer the hello within \(Int(timeout)) s")
+        }
+    }
+
+    func greet(_ message: IPCMessage?) {
+        greeted.withLockedValue { $0 = true }
+        welcome.withLockedValue { waiter in
+            defer { waiter = nil }
+            return waiter
+        }?.resume(returning: message)
+    }
+
+    /// Sends a message; silently dropped when the connection has ended (the stream says so).
+    public func send(_ message: IPCMessage) {
+        try? channel.writeMessage(message.propertyList)
+    }
+
+    /// Ends the connection.
+    public func close() {
+        channel.close(promise: nil)
+    }
+
+    func received(_ plist: PropertyList) {
+        guard let message = try? IPCMessage(plist) else {
+            malformed(BatonProtocolError(.malformedMessage, "unreadable message from the agent"))
+            return
+        }
+        if !greeted.withLockedValue({ $0 }) {
+            greet(message)
+        } else {
+            continuation.yield(message)
+        }
+    }
+
+    func malformed(_ error: Error) {
+        channel.close(promise: nil)
+    }
+
+    func closed() {
+        greet(nil)
+        continuation.finish()
+    }
+}

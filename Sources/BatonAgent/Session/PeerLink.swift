@@ -1,0 +1,311 @@
+import BatonCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Answers what a peer asks over a link. Implemented by the agent.
+protocol PeerLinkResponder: AnyObject, Sendable {
+    /// The answer to one request (fetch, describe, sync). A legacy `sync` arrives with `id` nil.
+    func respond(to request: SessionMultiplexer.Request, on link: PeerLink) async -> SessionMultiplexer.Reply
+    /// The link ended.
+    func linkClosed(_ link: PeerLink)
+}
+
+/// One TLS 1.3 connection to another device of the account, shared by every request in either direction
+/// (ISSUE 5 part 3: one multiplexed connection per device pair, reused). The protocol logic is
+/// ``SessionMultiplexer``; this class only moves its messages and wakes the tasks waiting for replies.
+public final class PeerLink: MessageSink, @unchecked Sendable {
+    /// The device at the other end, as its certificate says.
+    public let peer: DeviceID
+    /// Its address, for messages.
+    public let peerName: String
+    let channel: Channel
+    let responder: PeerLinkResponder
+
+    struct State {
+        var multiplexer = SessionMultiplexer()
+        var waiters: [UInt64: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
+        var timeouts: [UInt64: Scheduled<Void>] = [:]
+        var answering: [UInt64: Task<Void, Never>] = [:]
+        var closed = false
+    }
+
+    let state = NIOLockedValueBox(State())
+
+    init(peer: DeviceID, peerName: String, channel: Channel, responder: PeerLinkResponder) {
+        self.peer = peer
+        self.peerName = peerName
+        self.channel = channel
+        self.responder = responder
+    }
+
+    /// Whether the connection is still usable.
+    public var isOpen: Bool { !state.withLockedValue(\.closed) && channel.isActive }
+
+    /// Sends a request and waits for its reply, at most `timeout` seconds. Never throws: a lost connection, a
+    /// timeout or the caller's cancellation come back as `.failed` with ``FetchFailure`` `peerGone`, `timedOut`
+    /// or `cancelled` (SEMANTICS C8: an error that says which, never a hang).
+    public func request(_ request: SessionMultiplexer.Request, timeout: Double) async -> SessionMultiplexer.Reply {
+        let assigned = NIOLockedValueBox<UInt64?>(nil)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<SessionMultiplexer.Reply, Never>) in
+                let message: SessionMessage? = state.withLockedValue { state in
+                    guard !state.closed else { return nil }
+                    let (id, message) = state.multiplexer.ask(request)
+                    state.waiters[id] = waiter
+                    assigned.withLockedValue { $0 = id }
+                    return message
+                }
+                guard let message, let id = assigned.withLockedValue({ $0 }) else {
+                    waiter.resume(returning: .failed(.peerGone, "the session with \(peerName) has ended"))
+                    return
+                }
+                let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
+                    finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), cancelRemote: true)
+                }
+                state.withLockedValue { $0.timeouts[id] = timer }
+                if Task.isCancelled {
+                    finish(id, .failed(.cancelled, "cancelled"), cancelRemote: true)
+                    return
+                }
+                send(message)
+            }
+        } onCancel: {
+            if let id = assigned.withLockedValue({ $0 }) {
+                finish(id, .failed(.cancelled, "a newer continuation replaced this one (C6)"), cancelRemote: true)
+            }
+        }
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds < 1 ? "\(Int(seconds * 1000)) ms" : String(format: "%.1f s", seconds)
+    }
+
+    /// Completes request `id` once; optionally tells the peer to stop working on it.
+    func finish(_ id: UInt64, _ reply: SessionMultiplexer.Reply, cancelRemote: Bool) {
+        let (waiter, cancel): (CheckedContinuation<SessionMultiplexer.Reply, Never>?, SessionMessage?) = state.withLockedValue { state in
+            state.timeouts.removeValue(forKey: id)?.cancel()
+            let cancel = cancelRemote ? state.multiplexer.cancel(id) : nil
+            return (state.waiters.removeValue(forKey: id), cancel)
+        }
+        if let cancel { send(cancel) }
+        waiter?.resume(returning: reply)
+    }
+
+    func send(_ message: SessionMessage) {
+        try? channel.writeMessage(message.propertyList)
+    }
+
+    /// Closes the connection; waiting requests fail with `peerGone`.
+    public func close() {
+        channel.close(promise: nil)
+    }
+
+    // MARK: MessageSink (on the event loop)
+
+    func received(_ plist: PropertyList) {
+        let inbound: SessionMultiplexer.Inbound
+        do {
+            let message = try SessionMessage(plist)
+            inbound = try state.withLockedValue { try $0.multiplexer.receive(message) }
+        } catch {
+            malformed(error)
+            return
+        }
+        switch inbound {
+        case .reply(let id, let reply):
+            finish(id, reply, cancelRemote: false)
+        case .request(let id, let request):
+            let task = Task { [self] in
+                let reply = await responder.respond(to: request, on: self)
+                guard let id else {
+                    // The one-shot exchange of `baton sync`: answered in its own shape.
+                    if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
+                    if case .failed(_, let text) = reply { send(.error(message: text)) }
+                    return
+                }
+                let answer = state.withLockedValue { state -> SessionMessage? in
+                    state.answering[id] = nil
+                    return state.multiplexer.answer(id, with: reply)
+                }
+                if let answer { send(answer) }
+            }
+            if let id { state.withLockedValue { $0.answering[id] = task } }
+        case .cancelled(let id):
+            state.withLockedValue { $0.answering.removeValue(forKey: id) }?.cancel()
+        case .refused(let text):
+            failAll(.refused, "\(peerName) refused the session: \(text)")
+            close()
+        case .respond(let message):
+            send(message)
+        case .ignore:
+            break
+        }
+    }
+
+    func malformed(_ error: Error) {
+        failAll(.protocolViolation, "\(peerName) sent something unreadable: \(error)")
+        close()
+    }
+
+    func closed() {
+        failAll(.peerGone, "the session with \(peerName) ended")
+        responder.linkClosed(self)
+    }
+
+    func failAll(_ reason: FetchFailure, _ text: String) {
+        let (waiters, tasks) = state.withLockedValue { state in
+            state.closed = true
+            _ = state.multiplexer.closed()
+            for timer in state.timeouts.values { timer.cancel() }
+            state.timeouts = [:]
+            defer {
+                state.waiters = [:]
+                state.answering = [:]
+            }
+            return (Array(state.waiters.values), Array(state.answering.values))
+        }
+        for waiter in waiters { waiter.resume(returning: .failed(reason, text)) }
+        for task in tasks { task.cancel() }
+    }
+}
+
+/// The agent's links to other devices, at most one per device in use: found by device id, made on demand, and
+/// replaced when one closes. Links a peer opens to this device join the same table, so either side's connection
+/// serves both.
+final class PeerLinks: @unchecked Sendable {
+    let identity: DeviceIdentity
+    let policy: PeerPolicy
+    let clientContext: NIOSSLContext
+    let serverContext: NIOSSLContext
+    let group: EventLoopGroup
+    weak var responder: (PeerLinkResponder & AnyObject)?
+    let links = NIOLockedValueBox<[DeviceID: PeerLink]>([:])
+
+    init(identity: DeviceIdentity, policy: PeerPolicy, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+        self.identity = identity
+        self.policy = policy
+        self.group = group
+        clientContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: false))
+        serverContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: true))
+    }
+
+    /// The open link to `device`, if there is one.
+    func existing(_ device: DeviceID) -> PeerLink? {
+        links.withLockedValue { links in
+            guard let link = links[device], link.isOpen else { return nil }
+            return link
+        }
+    }
+
+    /// The link to `device`: the open one, or a new connection to `host:port` that must present that device's
+    /// certificate.
+    func link(to device: DeviceID, host: String, port: Int) async throws -> PeerLink {
+        if let link = existing(device) { return link }
+        return try await connect(host: host, port: port, policy: .members { [policy] in
+            policy.allows(device) ? [device] : []
+        })
+    }
+
+    /// A new connection to `host:port`, accepting any device `policy` allows (used for `--peer` addresses, whose
+    /// device is learnt from its certificate).
+    func connect(host: String, port: Int, policy: PeerPolicy? = nil) async throws -> PeerLink {
+        let presented = NIOLockedValueBox<Data?>(nil)
+        let handler = MessageHandler()
+        let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(AccountTransport.connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { [clientContext, policy = policy ?? self.policy] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let tls = try NIOSSLClientHandler(
+                            context: clientContext,
+                            serverHostname: nil,
+                            customVerificationCallback: AccountTransport.verifier(policy, presented: presented)
+                        )
+                        try channel.pipeline.syncOperations.addHandler(tls)
+                        handshake.withLockedValue { $0 = try? AccountTransport.addHandshakeWaiter(to: channel) }
+                        try AccountTransport.addSessionHandlers(to: channel)
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
+                }
+                .connect(host: host, port: port)
+                .get()
+        } catch {
+            throw BatonAgentError(.peerUnreachable, "cannot reach \(host):\(port): \(error)")
+        }
+        do {
+            try await AccountTransport.waitForHandshake(handshake.withLockedValue { $0 }, peer: "\(host):\(port)")
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
+        return try await adopt(channel, handler: handler, presented: presented, name: "\(host):\(port)")
+    }
+
+    /// Makes a link of a verified channel and records it.
+    func adopt(_ channel: Channel, handler: MessageHandler, presented: NIOLockedValueBox<Data?>, name: String) async throws -> PeerLink {
+        guard let certificate = presented.withLockedValue({ $0 }), let responder else {
+            channel.close(promise: nil)
+            throw BatonAgentError(.peerRefused, "\(name) presented no verified certificate")
+        }
+        let link = PeerLink(peer: DeviceID(certificateDER: certificate), peerName: name, channel: channel, responder: responder)
+        try await channel.eventLoop.submit { handler.attach(link) }.get()
+        links.withLockedValue { $0[link.peer] = link }
+        return link
+    }
+
+    /// Forgets a closed link (only if it is still the one recorded).
+    func remove(_ link: PeerLink) {
+        links.withLockedValue { links in
+            if links[link.peer] === link { links[link.peer] = nil }
+        }
+    }
+
+    /// Closes the links to devices no longer allowed (after a removal from the account).
+    func closeDisallowed() {
+        for link in links.withLockedValue({ Array($0.values) }) where !policy.allows(link.peer) {
+            link.close()
+        }
+    }
+
+    /// Listens for links from other devices on `host:port`.
+    func listen(host: String, port: Int) async throws -> Channel {
+        do {
+            return try await ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { [serverContext, policy] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let presented = NIOLockedValueBox<Data?>(nil)
+                        let tls = NIOSSLServerHandler(
+                            context: serverContext,
+                            customVerificationCallback: AccountTransport.verifier(policy, presented: presented)
+                        )
+                        try channel.pipeline.syncOperations.addHandler(tls)
+                        let handshake = try AccountTransport.addHandshakeWaiter(to: channel)
+                        try AccountTransport.addSessionHandlers(to: channel)
+                        let handler = MessageHandler()
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
+                        handshake.whenSuccess { [self] in
+                            Task { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name) }
+                        }
+                    }
+                }
+                .bind(host: host, port: port)
+                .get()
+        } catch {
+            throw BatonAgentError(.stateUnwritable, "cannot listen on \(host):\(port): \(error)")
+        }
+    }
+
+    /// Closes every link.
+    func closeAll() {
+        for link in links.withLockedValue({ Array($0.values) }) { link.close() }
+    }
+}

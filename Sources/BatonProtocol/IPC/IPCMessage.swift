@@ -1,0 +1,266 @@
+import BatonCore
+import Foundation
+
+/// What an app tells its agent about its current activity (A9, C2): enough to advertise it and to show it, never
+/// its `userInfo` (the agent asks for that only when another device continues it).
+public struct ActivityNotice: Sendable, Hashable {
+    /// The activity type.
+    public var activityType: String
+    /// The title.
+    public var title: String?
+    /// The host of the webpage URL, when there is one (E1, E3).
+    public var webpageHost: String?
+    /// Whether the activity supports continuation streams (F1).
+    public var supportsStreams: Bool
+    /// Whether it may be handed off at all (A10).
+    public var isEligibleForHandoff: Bool
+    /// After this it is neither handed off nor shown (A10).
+    public var expirationDate: Date?
+
+    /// A notice.
+    public init(
+        activityType: String,
+        title: String? = nil,
+        webpageHost: String? = nil,
+        supportsStreams: Bool = false,
+        isEligibleForHandoff: Bool = true,
+        expirationDate: Date? = nil
+    ) {
+        self.activityType = activityType
+        self.title = title
+        self.webpageHost = webpageHost
+        self.supportsStreams = supportsStreams
+        self.isEligibleForHandoff = isEligibleForHandoff
+        self.expirationDate = expirationDate
+    }
+}
+
+/// One activity another device offers, as the agent shows it (C3).
+public struct NearbyItem: Sendable, Hashable {
+    /// The originating device's id and name.
+    public var device: String
+    public var deviceName: String
+    /// The activity's sequence number there.
+    public var sequence: UInt64
+    /// How long it has been offered, in milliseconds.
+    public var ageMilliseconds: UInt64
+    /// The app here that would continue it, if one does ("" when none).
+    public var app: String
+    /// Type and title as the originating device described them, when it answered.
+    public var activityType: String?
+    public var title: String?
+
+    /// An item.
+    public init(device: String, deviceName: String, sequence: UInt64, ageMilliseconds: UInt64, app: String, activityType: String?, title: String?) {
+        self.device = device
+        self.deviceName = deviceName
+        self.sequence = sequence
+        self.ageMilliseconds = ageMilliseconds
+        self.app = app
+        self.activityType = activityType
+        self.title = title
+    }
+
+    var propertyList: PropertyList {
+        makeMessage(
+            "item",
+            [
+                "device": .string(device), "name": .string(deviceName), "seq": .number(sequence), "age": .number(ageMilliseconds),
+                "app": .string(app), "type": activityType.map(PropertyList.string), "title": title.map(PropertyList.string),
+            ]
+        )
+    }
+
+    init(_ plist: PropertyList) throws {
+        let fields = try MessageFields(plist)
+        self.init(
+            device: try fields.string("device", maximumLength: 128),
+            deviceName: try fields.string("name", maximumLength: 1_024),
+            sequence: try fields.number("seq"),
+            ageMilliseconds: try fields.number("age"),
+            app: try fields.string("app", maximumLength: 255),
+            activityType: try fields.optionalString("type", maximumLength: ActivityPayload.maximumActivityTypeLength),
+            title: try fields.optionalString("title", maximumLength: 1_024)
+        )
+    }
+}
+
+/// How a continuation ended, for the command line (`baton continue`).
+public struct ContinuationOutcome: Sendable, Hashable {
+    /// The app chosen, or "" when none was.
+    public var app: String
+    /// Why it was chosen (the router's reason, citing the requirement).
+    public var reason: String
+    /// The failure, or nil when the app received the activity.
+    public var failure: String?
+    /// What happened, for a person.
+    public var message: String
+    /// From the request to the delivery (or failure), in microseconds.
+    public var microseconds: UInt64
+
+    /// An outcome.
+    public init(app: String, reason: String, failure: String?, message: String, microseconds: UInt64) {
+        self.app = app
+        self.reason = reason
+        self.failure = failure
+        self.message = message
+        self.microseconds = microseconds
+    }
+}
+
+/// One message between an app (or the command line) and its device's agent over the agent's Unix socket
+/// (docs/PROTOCOL.md §7). Framed like session messages: 4-byte length, binary property list.
+public enum IPCMessage: Sendable, Hashable {
+    // App or command line → agent.
+
+    /// The first message: which app this is (checked against the process's executable), or a control client.
+    case hello(bundleIdentifier: String?, version: Int)
+    /// The app's activity `activity` (an id the app chooses) becomes the device's current one (A9, C2).
+    case becomeCurrent(activity: UInt64, ActivityNotice)
+    /// The activity stops being current (A9).
+    case resignCurrent(activity: UInt64)
+    /// The activity ends for good (A9).
+    case invalidate(activity: UInt64)
+    /// The fresh state the agent asked for with `save`: an encoded ``ActivityPayload``.
+    case saved(request: UInt64, payload: Data)
+    /// The app could not give its state.
+    case saveFailed(request: UInt64, message: String)
+    /// Control: the nearby activities.
+    case listNearby(request: UInt64)
+    /// Control: continue the activity of `device` (an id, a prefix of one, or a name), or the newest when nil.
+    case continueNearby(request: UInt64, device: String?)
+    /// Control: send `nearbyChanged` whenever the list changes.
+    case watchNearby
+
+    // Agent → app or command line.
+
+    /// The hello was accepted.
+    case welcome(device: String, deviceName: String)
+    /// The hello (or a later message) was refused; the agent closes the connection after it.
+    case refused(code: String, message: String)
+    /// The agent needs the state of `activity` now (A7, B2, B3), within `deadline` milliseconds.
+    case save(request: UInt64, activity: UInt64, deadlineMilliseconds: UInt64)
+    /// The activity was continued on another device (A8).
+    case continued(activity: UInt64)
+    /// A continuation for this app starts: the state is on its way (C5).
+    case willContinue(continuation: UInt64, activityType: String)
+    /// The state arrived: an encoded ``ActivityPayload`` (C5, C7).
+    case deliver(continuation: UInt64, payload: Data)
+    /// The continuation failed (C5, C6, C8): `reason` is a ``FetchFailure`` raw value or `noApp`/`launchFailed`.
+    case failed(continuation: UInt64, activityType: String, reason: String, message: String)
+    /// Control: the nearby activities.
+    case nearby(request: UInt64, [NearbyItem])
+    /// Control: how a continuation ended.
+    case continueResult(request: UInt64, ContinuationOutcome)
+    /// Control: the nearby list changed (after `watchNearby`).
+    case nearbyChanged([NearbyItem])
+
+    /// The IPC protocol version this build speaks.
+    public static let version = 1
+
+    /// The message as a property list.
+    public var propertyList: PropertyList {
+        switch self {
+        case .hello(let bundle, let version):
+            return makeMessage("hello", ["bundle": bundle.map(PropertyList.string), "v": .integer(Int64(version))])
+        case .becomeCurrent(let activity, let notice):
+            return makeMessage(
+                "current",
+                [
+                    "activity": .number(activity), "type": .string(notice.activityType), "title": notice.title.map(PropertyList.string),
+                    "host": notice.webpageHost.map(PropertyList.string), "streams": .bool(notice.supportsStreams),
+                    "handoff": .bool(notice.isEligibleForHandoff), "expires": notice.expirationDate.map(PropertyList.date),
+                ]
+            )
+        case .resignCurrent(let activity): return makeMessage("resign", ["activity": .number(activity)])
+        case .invalidate(let activity): return makeMessage("invalidate", ["activity": .number(activity)])
+        case .saved(let request, let payload): return makeMessage("saved", ["req": .number(request), "payload": .data(payload)])
+        case .saveFailed(let request, let message): return makeMessage("saveFailed", ["req": .number(request), "message": .string(message)])
+        case .listNearby(let request): return makeMessage("list", ["req": .number(request)])
+        case .continueNearby(let request, let device):
+            return makeMessage("continue", ["req": .number(request), "device": device.map(PropertyList.string)])
+        case .watchNearby: return makeMessage("watch", [:])
+        case .welcome(let device, let name): return makeMessage("welcome", ["device": .string(device), "name": .string(name)])
+        case .refused(let code, let message): return makeMessage("refused", ["code": .string(code), "message": .string(message)])
+        case .save(let request, let activity, let deadline):
+            return makeMessage("save", ["req": .number(request), "activity": .number(activity), "deadline": .number(deadline)])
+        case .continued(let activity): return makeMessage("continued", ["activity": .number(activity)])
+        case .willContinue(let continuation, let type): return makeMessage("will", ["cont": .number(continuation), "type": .string(type)])
+        case .deliver(let continuation, let payload): return makeMessage("deliver", ["cont": .number(continuation), "payload": .data(payload)])
+        case .failed(let continuation, let type, let reason, let message):
+            return makeMessage(
+                "failed",
+                ["cont": .number(continuation), "type": .string(type), "reason": .string(reason), "message": .string(message)]
+            )
+        case .nearby(let request, let items): return makeMessage("nearby", ["req": .number(request), "items": .array(items.map(\.propertyList))])
+        case .continueResult(let request, let outcome):
+            return makeMessage(
+                "result",
+                [
+                    "req": .number(request), "app": .string(outcome.app), "reason": .string(outcome.reason),
+                    "failure": outcome.failure.map(PropertyList.string), "message": .string(outcome.message), "us": .number(outcome.microseconds),
+                ]
+            )
+        case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
+        }
+    }
+
+    /// Reads a message.
+    /// - Throws: ``BatonProtocolError`` `malformedMessage` naming the type or field that is wrong.
+    public init(_ plist: PropertyList) throws {
+        let fields = try MessageFields(plist)
+        let typeLimit = ActivityPayload.maximumActivityTypeLength
+        func items() throws -> [NearbyItem] {
+            let array = try fields.array("items")
+            guard array.count <= 1_024 else { throw fields.missing("items", "at most 1,024 items") }
+            return try array.map(NearbyItem.init)
+        }
+        switch fields.type {
+        case "hello":
+            self = .hello(bundleIdentifier: try fields.optionalString("bundle", maximumLength: 255), version: Int(try fields.number("v")))
+        case "current":
+            let notice = ActivityNotice(
+                activityType: try fields.string("type", maximumLength: typeLimit),
+                title: try fields.optionalString("title", maximumLength: 1_024),
+                webpageHost: try fields.optionalString("host", maximumLength: 255),
+                supportsStreams: fields.flag("streams"),
+                isEligibleForHandoff: try fields.bool("handoff"),
+                expirationDate: try fields.date("expires")
+            )
+            self = .becomeCurrent(activity: try fields.number("activity"), notice)
+        case "resign": self = .resignCurrent(activity: try fields.number("activity"))
+        case "invalidate": self = .invalidate(activity: try fields.number("activity"))
+        case "saved": self = .saved(request: try fields.number("req"), payload: try fields.data("payload"))
+        case "saveFailed": self = .saveFailed(request: try fields.number("req"), message: try fields.string("message"))
+        case "list": self = .listNearby(request: try fields.number("req"))
+        case "continue": self = .continueNearby(request: try fields.number("req"), device: try fields.optionalString("device", maximumLength: 1_024))
+        case "watch": self = .watchNearby
+        case "welcome": self = .welcome(device: try fields.string("device", maximumLength: 128), deviceName: try fields.string("name"))
+        case "refused": self = .refused(code: try fields.string("code", maximumLength: 64), message: try fields.string("message"))
+        case "save":
+            self = .save(request: try fields.number("req"), activity: try fields.number("activity"), deadlineMilliseconds: try fields.number("deadline"))
+        case "continued": self = .continued(activity: try fields.number("activity"))
+        case "will": self = .willContinue(continuation: try fields.number("cont"), activityType: try fields.string("type", maximumLength: typeLimit))
+        case "deliver": self = .deliver(continuation: try fields.number("cont"), payload: try fields.data("payload"))
+        case "failed":
+            self = .failed(
+                continuation: try fields.number("cont"),
+                activityType: try fields.string("type", maximumLength: typeLimit),
+                reason: try fields.string("reason", maximumLength: 64),
+                message: try fields.string("message")
+            )
+        case "nearby": self = .nearby(request: try fields.number("req"), try items())
+        case "result":
+            let outcome = ContinuationOutcome(
+                app: try fields.string("app", maximumLength: 255),
+                reason: try fields.string("reason"),
+                failure: try fields.optionalString("failure", maximumLength: 64),
+                message: try fields.string("message"),
+                microseconds: try fields.number("us")
+            )
+            self = .continueResult(request: try fields.number("req"), outcome)
+        case "changed": self = .nearbyChanged(try items())
+        default: throw fields.unexpected()
+        }
+    }
+}

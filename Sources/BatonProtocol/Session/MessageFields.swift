@@ -1,0 +1,99 @@
+import BatonCore
+import Foundation
+
+/// Reads the fields of one message (a property-list dictionary with its type under `t`), turning every missing or
+/// mistyped field into a `malformedMessage` error that names it. Shared by the session and IPC messages.
+struct MessageFields {
+    let type: String
+    let fields: [String: PropertyList]
+
+    init(_ message: PropertyList) throws {
+        guard let fields = message.dictionaryValue else {
+            throw BatonProtocolError(.malformedMessage, "a message must be a dictionary")
+        }
+        guard let type = fields["t"]?.stringValue else {
+            throw BatonProtocolError(.malformedMessage, "a message must name its type under \"t\"")
+        }
+        self.type = type
+        self.fields = fields
+    }
+
+    func missing(_ key: String, _ what: String) -> BatonProtocolError {
+        BatonProtocolError(.malformedMessage, "\(type) message: \"\(key)\" must be \(what)")
+    }
+
+    func string(_ key: String, maximumLength: Int = 4_096) throws -> String {
+        guard let value = fields[key]?.stringValue, value.utf8.count <= maximumLength else {
+            throw missing(key, "a string of at most \(maximumLength) bytes")
+        }
+        return value
+    }
+
+    func optionalString(_ key: String, maximumLength: Int = 4_096) throws -> String? {
+        guard fields[key] != nil else { return nil }
+        return try string(key, maximumLength: maximumLength)
+    }
+
+    func number(_ key: String) throws -> UInt64 {
+        switch fields[key] {
+        case .integer(let value) where value >= 0: return UInt64(value)
+        case .unsignedInteger(let value): return value
+        default: throw missing(key, "a non-negative integer")
+        }
+    }
+
+    func optionalNumber(_ key: String) throws -> UInt64? {
+        guard fields[key] != nil else { return nil }
+        return try number(key)
+    }
+
+    func data(_ key: String) throws -> Data {
+        guard let value = fields[key]?.dataValue else { throw missing(key, "data") }
+        return value
+    }
+
+    func bool(_ key: String) throws -> Bool {
+        guard let value = fields[key]?.boolValue else { throw missing(key, "a boolean") }
+        return value
+    }
+
+    func flag(_ key: String) -> Bool {
+        fields[key]?.boolValue ?? false
+    }
+
+    func date(_ key: String) throws -> Date? {
+        guard let value = fields[key] else { return nil }
+        guard let date = value.dateValue else { throw missing(key, "a date") }
+        return date
+    }
+
+    func dictionary(_ key: String) throws -> [String: PropertyList] {
+        guard let value = fields[key]?.dictionaryValue else { throw missing(key, "a dictionary") }
+        return value
+    }
+
+    func array(_ key: String) throws -> [PropertyList] {
+        guard let value = fields[key]?.arrayValue else { throw missing(key, "an array") }
+        return value
+    }
+
+    func unexpected() -> BatonProtocolError {
+        BatonProtocolError(.malformedMessage, "unknown message type \"\(type.prefix(40))\"")
+    }
+}
+
+/// Builds a message: its type under `t`, then the fields whose values are not nil.
+func makeMessage(_ type: String, _ fields: [String: PropertyList?]) -> PropertyList {
+    var all: [String: PropertyList] = ["t": .string(type)]
+    for (key, value) in fields {
+        if let value { all[key] = value }
+    }
+    return .dictionary(all)
+}
+
+extension PropertyList {
+    /// A non-negative count or identifier.
+    static func number(_ value: UInt64) -> PropertyList {
+        value <= UInt64(Int64.max) ? .integer(Int64(value)) : .unsignedInteger(value)
+    }
+}

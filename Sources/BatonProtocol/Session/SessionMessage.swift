@@ -1,0 +1,157 @@
+import BatonCore
+import Foundation
+
+/// Why a fetch or describe failed, as one device tells another (SEMANTICS C8). The continuing app sees it in its
+/// `didFailToContinueUserActivity` error.
+public enum FetchFailure: String, Sendable, Hashable, CaseIterable {
+    /// The activity is no longer current on the originating device (resigned, invalidated, replaced, expired).
+    case notCurrent
+    /// The owning app did not give its state within the deadline.
+    case appNotAnswering
+    /// The owning app went away before it answered.
+    case appGone
+    /// The activity may not be handed off (`isEligibleForHandoff` is false).
+    case notEligible
+    /// The payload exceeds the hard limit (A11).
+    case tooLarge
+    /// The continuing side gave up (a newer continuation started, C6).
+    case cancelled
+    /// The originating device cannot be reached, or the session with it ended (local only: never sent).
+    case peerGone
+    /// The originating device did not answer in time (local only: never sent).
+    case timedOut
+    /// The originating device refused this device (not a member any more).
+    case refused
+    /// Something unreadable came back.
+    case protocolViolation
+}
+
+/// What the originating device tells about its current activity when asked (C3: app, title, device).
+public struct ActivitySummary: Sendable, Hashable {
+    /// The activity type.
+    public var activityType: String
+    /// The title, if the app set one.
+    public var title: String?
+    /// The originating app's bundle identifier.
+    public var bundleIdentifier: String
+    /// Its team identifier.
+    public var team: String
+    /// The web page equivalent's host, when there is one.
+    public var webpageHost: String?
+
+    /// A summary.
+    public init(activityType: String, title: String?, bundleIdentifier: String, team: String, webpageHost: String?) {
+        self.activityType = activityType
+        self.title = title
+        self.bundleIdentifier = bundleIdentifier
+        self.team = team
+        self.webpageHost = webpageHost
+    }
+
+    var fields: [String: PropertyList?] {
+        [
+            "type": .string(activityType), "title": title.map(PropertyList.string), "bundle": .string(bundleIdentifier),
+            "team": .string(team), "host": webpageHost.map(PropertyList.string),
+        ]
+    }
+
+    init(_ fields: MessageFields) throws {
+        self.init(
+            activityType: try fields.string("type", maximumLength: ActivityPayload.maximumActivityTypeLength),
+            title: try fields.optionalString("title", maximumLength: 1_024),
+            bundleIdentifier: try fields.string("bundle", maximumLength: 255),
+            team: try fields.string("team", maximumLength: 64),
+            webpageHost: try fields.optionalString("host", maximumLength: 255)
+        )
+    }
+}
+
+/// One message on a session between two agents (docs/PROTOCOL.md §6). Requests carry an id chosen by the side that
+/// asks; the reply names it, so several requests share one connection in either direction.
+public enum SessionMessage: Sendable, Hashable {
+    /// Roster exchange. With an id it is a multiplexed request (answered by ``synced``); without one it is the
+    /// one-shot exchange of `baton sync`, answered by another `sync` without an id.
+    case sync(id: UInt64?, roster: Data, agentPort: Int?)
+    /// The answer to a multiplexed `sync`.
+    case synced(id: UInt64, roster: Data, agentPort: Int?)
+    /// Asks for the state of the activity with this sequence number (C4); the answer may take `deadline`
+    /// milliseconds, which the originating device spends asking its app (B2, B3, A7).
+    case fetch(id: UInt64, sequence: UInt64, deadlineMilliseconds: UInt64)
+    /// Asks what the activity with this sequence number is (app, type, title), for showing it (C3).
+    case describe(id: UInt64, sequence: UInt64)
+    /// The asking side no longer wants the answer to `id` (C6).
+    case cancel(id: UInt64)
+    /// The answer to a fetch: an encoded ``ActivityPayload``.
+    case payload(id: UInt64, payload: Data)
+    /// The answer to a describe.
+    case summary(id: UInt64, ActivitySummary)
+    /// A request failed.
+    case failure(id: UInt64, reason: FetchFailure, message: String)
+    /// The whole session is refused (kept from the account flows' `error` message).
+    case error(message: String)
+
+    /// The request id the message belongs to, if any.
+    public var id: UInt64? {
+        switch self {
+        case .sync(let id, _, _): id
+        case .synced(let id, _, _), .fetch(let id, _, _), .describe(let id, _), .cancel(let id), .payload(let id, _),
+            .summary(let id, _), .failure(let id, _, _):
+            id
+        case .error: nil
+        }
+    }
+
+    /// The message as a property list, ready to frame.
+    public var propertyList: PropertyList {
+        switch self {
+        case .sync(let id, let roster, let port):
+            makeMessage("sync", ["id": id.map(PropertyList.number), "roster": .data(roster), "agentPort": port.map { .integer(Int64($0)) }])
+        case .synced(let id, let roster, let port):
+            makeMessage("synced", ["id": .number(id), "roster": .data(roster), "agentPort": port.map { .integer(Int64($0)) }])
+        case .fetch(let id, let sequence, let deadline):
+            makeMessage("fetch", ["id": .number(id), "seq": .number(sequence), "deadline": .number(deadline)])
+        case .describe(let id, let sequence):
+            makeMessage("describe", ["id": .number(id), "seq": .number(sequence)])
+        case .cancel(let id):
+            makeMessage("cancel", ["id": .number(id)])
+        case .payload(let id, let payload):
+            makeMessage("payload", ["id": .number(id), "payload": .data(payload)])
+        case .summary(let id, let summary):
+            makeMessage("summary", summary.fields.merging(["id": .number(id)]) { $1 })
+        case .failure(let id, let reason, let message):
+            makeMessage("fail", ["id": .number(id), "reason": .string(reason.rawValue), "message": .string(message)])
+        case .error(let message):
+            makeMessage("error", ["message": .string(message)])
+        }
+    }
+
+    /// Reads a message.
+    /// - Throws: ``BatonProtocolError`` `malformedMessage` naming the type or field that is wrong.
+    public init(_ plist: PropertyList) throws {
+        let fields = try MessageFields(plist)
+        func port() throws -> Int? {
+            guard let port = try fields.optionalNumber("agentPort") else { return nil }
+            guard (1...65_535).contains(port) else { throw fields.missing("agentPort", "a port number") }
+            return Int(port)
+        }
+        switch fields.type {
+        case "sync": self = .sync(id: try fields.optionalNumber("id"), roster: try fields.data("roster"), agentPort: try port())
+        case "synced": self = .synced(id: try fields.number("id"), roster: try fields.data("roster"), agentPort: try port())
+        case "fetch":
+            self = .fetch(id: try fields.number("id"), sequence: try fields.number("seq"), deadlineMilliseconds: try fields.number("deadline"))
+        case "describe": self = .describe(id: try fields.number("id"), sequence: try fields.number("seq"))
+        case "cancel": self = .cancel(id: try fields.number("id"))
+        case "payload": self = .payload(id: try fields.number("id"), payload: try fields.data("payload"))
+        case "summary": self = .summary(id: try fields.number("id"), try ActivitySummary(fields))
+        case "fail":
+            let reason = try fields.string("reason", maximumLength: 64)
+            self = .failure(
+                id: try fields.number("id"),
+                reason: FetchFailure(rawValue: reason) ?? .protocolViolation,
+                message: try fields.string("message")
+            )
+        case "error": self = .error(message: try fields.string("message"))
+        default: throw fields.unexpected()
+        }
+    }
+}
