@@ -13,6 +13,42 @@ public let activityItemKey = "shopsnap.item.key"
 public let activityVersionKey = "shopsnap.version.key"
 public let activityVersionValue = "1.0"
 
+/// ShopSnap's bundle identifier and `Info.plist`, as in Examples/ShopSnap.app (for apps registered on the fly:
+/// `baton demo`, tests).
+public let shopSnapBundleIdentifier = "com.razeware.ShopSnap"
+public let shopSnapInfoPlist = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+    	<key>CFBundleIdentifier</key>
+    	<string>com.razeware.ShopSnap</string>
+    	<key>CFBundleName</key>
+    	<string>ShopSnap</string>
+    	<key>CFBundleExecutable</key>
+    	<string>shopsnap</string>
+    	<key>BatonTeamIdentifier</key>
+    	<string>RAZEWARE01</string>
+    	<key>NSUserActivityTypes</key>
+    	<array>
+    		<string>com.razeware.shopsnap.view</string>
+    		<string>com.razeware.shopsnap.edit</string>
+    	</array>
+    </dict>
+    </plist>
+
+    """
+
+/// Writes `ShopSnap.app` into `folder`, its executable a link to `executable` when given.
+public func writeShopSnapBundle(in folder: URL, executable: URL? = nil) throws {
+    let bundle = folder.appendingPathComponent("ShopSnap.app")
+    try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+    try Data(shopSnapInfoPlist.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
+    if let executable {
+        try FileManager.default.createSymbolicLink(at: bundle.appendingPathComponent("shopsnap"), withDestinationURL: executable)
+    }
+}
+
 /// The list screen: owns the view activity.
 @MainActor
 public final class ListViewController: ActivityResponder {

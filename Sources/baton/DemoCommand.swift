@@ -1,126 +1,154 @@
 import ArgumentParser
-import BatonAgent
-import BatonCore
+import Baton
+import BatonRegistry
 import Foundation
+import ShopSnapKit
 
-/// `baton demo`: Baton's main job on this machine, as far as Baton is built.
-///
-/// Today that is the activity model and the payload codec: the agent, pairing and the network exchange come with
-/// the account and handoff issues. The demo says so in its output rather than pretending.
+/// `baton demo`: Baton's main job on this machine. Two devices of one account, each with its own agent on
+/// loopback, and ShopSnap running on both; a shopping list and then an item being edited go from the laptop to the
+/// desktop through the real path: sealed adverts, the nearby table, a TLS 1.3 session, the app's save, delivery.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Hand a ShopSnap shopping list from one device to another on this machine.",
         discussion: """
-            Plays the seeds' ShopSnap tutorial: "laptop" and "desktop" get identities and pair over TLS 1.3 on
-            loopback, then a shopping list (view activity) and an item being edited (edit activity) travel from one to
-            the other, with a timeline of what happened and how long it took. Adverts and the fetch over the session
-            are not built yet: the payload passes in memory, and the output says so.
+            Plays the seeds' ShopSnap tutorial with two devices, "laptop" and "desktop": each gets an identity, they
+            pair over TLS 1.3, each runs an agent on loopback (in this process, the embedded mode; the network path
+            is the same as between machines), and ShopSnap runs on both. The laptop shows a list (view activity) and
+            then edits an item (edit activity, needsSave on every keystroke); the desktop sees each in its nearby
+            list and continues it. Prints the timeline with timings.
             """
     )
 
-    static let viewActivityType = "com.razeware.shopsnap.view"
-    static let editActivityType = "com.razeware.shopsnap.edit"
-    static let itemsKey = "shopsnap.items.key"
-    static let itemKey = "shopsnap.item.key"
-    static let versionKey = "shopsnap.version.key"
+    func run() async throws {
+        try await DemoRun().run()
+    }
+}
+
+/// The demo's steps, on the main actor where the apps live.
+@MainActor
+struct DemoRun {
+    let clock = DemoClock()
 
     func run() async throws {
-        print(
-            """
-            Baton demo: ShopSnap, from "laptop" to "desktop".
-
-            Built so far: the activity payload and its codec, the app registry and router, and the account: device
-            identities, pairing over TLS 1.3 with pinned certificates, the sealed account key.
-            Not built yet: adverts, discovery, the fetch of an activity over the session, launching the app. So the
-            payload below passes between the devices in memory, encoded and decoded exactly as it will be on the wire.
-
-            """
-        )
-        let clock = DemoClock()
-        try await pairDevices(clock)
-
-        // The list: a view activity, as ShopSnap's list controller makes current.
-        var list = try ActivityPayload(activityType: Self.viewActivityType)
-        list.title = "Groceries"
-        list.userInfo = [
-            Self.versionKey: "1.0",
-            Self.itemsKey: ["Ice cream", "Apple", "Nuts"],
-        ]
-        try list.setWebpageURL(URL(string: "https://shopsnap.example/lists/groceries"))
-        clock.log("laptop", "ShopSnap makes \"\(list.title ?? "")\" current (\(Self.viewActivityType))")
-        let listData = try list.encoded()
-        clock.log("laptop", "state encoded for the wire: \(listData.count) bytes")
-        let continuedList = try ActivityPayload(decoding: listData)
-        let items = continuedList.userInfo[Self.itemsKey]?.arrayValue?.compactMap(\.stringValue) ?? []
-        clock.log("desktop", "continues \"\(continuedList.title ?? "")\": \(items.joined(separator: ", "))")
-
-        // The edit: an item being typed, with only the keys that must travel (A10).
-        var edit = try ActivityPayload(activityType: Self.editActivityType)
-        edit.title = "Editing an item"
-        for text in ["C", "Ch", "Che", "Chee", "Chees", "Cheese"] {
-            // Every keystroke updates the state; the payload is built once, when another device asks (A6).
-            edit.userInfo = [Self.versionKey: "1.0", Self.itemKey: .string(text), "cursor": .integer(Int64(text.count))]
+        print("Baton demo: ShopSnap, from \"laptop\" to \"desktop\", two devices of one account on this machine.\n")
+        let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-demo-apps-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: apps) }
+        try writeShopSnapBundle(in: apps)
+        let registry = AppRegistry.load(searchPaths: [apps])
+        let clock = clock
+        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: registry, paired: { first, second, code in
+            clock.log("both", "\(first) and \(second) paired over TLS 1.3 (both showed pairing code \(code))")
+        })
+        do {
+            try await play(devices)
+        } catch {
+            await devices.shutdown()
+            throw error
         }
-        edit.requiredUserInfoKeys = [Self.versionKey, Self.itemKey]
-        clock.log("laptop", "ShopSnap edits an item, 6 keystrokes, state kept current")
-        let editData = try edit.encoded()
-        clock.log("laptop", "edit state encoded: \(editData.count) bytes, only the required keys travel")
-        let continuedEdit = try ActivityPayload(decoding: editData)
-        let item = continuedEdit.userInfo[Self.itemKey]?.stringValue ?? "?"
-        clock.log("desktop", "continues editing \"\(item)\" (keys: \(continuedEdit.userInfo.keys.sorted().joined(separator: ", ")))")
-
+        await devices.shutdown()
         print("\nWhat the payload rules refuse, as the sender would see it:")
         showRefusal("a webpageURL that is not http(s) (A5)") {
-            var payload = try ActivityPayload(activityType: Self.viewActivityType)
-            try payload.setWebpageURL(URL(string: "ftp://shopsnap.example/list"))
+            let activity = try UserActivity(activityType: activityTypeView, application: BatonApplication())
+            try activity.setWebpageURL(URL(string: "ftp://shopsnap.example/list"))
         }
         showRefusal("a 2 MiB userInfo (A11, hard limit \(ActivityPayload.maximumEncodedSize) bytes)") {
-            var payload = try ActivityPayload(activityType: Self.viewActivityType)
+            var payload = try ActivityPayload(activityType: activityTypeView)
             payload.userInfo = ["photo": .data(Data(count: 2 << 20))]
             _ = try payload.encoded()
         }
         showRefusal("a payload from a newer Baton (H1)") {
-            let future = try BinaryPropertyListEncoder.encode(["v": 99, "type": .string(Self.viewActivityType)])
+            let future = try BinaryPropertyListEncoder.encode(["v": 99, "type": .string(activityTypeView)])
             _ = try ActivityPayload(decoding: future)
         }
-        print("\nNext: `swift test` runs the checks behind all of this; `baton plist lint Info.plist` checks an app's file.")
+        print("\nNext: `swift test` runs the checks behind all of this; `baton agent` runs a device for real.")
     }
 
-    /// Two devices with fresh identities pair over TLS 1.3 on loopback, the person's confirmation played by the demo.
-    func pairDevices(_ clock: DemoClock) async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-demo-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let laptop = AccountStore(folder: root.appendingPathComponent("laptop"))
-        let desktop = AccountStore(folder: root.appendingPathComponent("desktop"))
-        let (laptopIdentity, _) = try laptop.initialize(name: "laptop")
-        let (desktopIdentity, _) = try desktop.initialize(name: "desktop")
-        clock.log("both", "identities made: laptop \(laptopIdentity.id.short), desktop \(desktopIdentity.id.short)")
-        let listener = try await AccountTransport.listen(host: "127.0.0.1", port: 0, identity: laptopIdentity, policy: .anyDevice)
-        async let waiting: Void = listener.serveUntilDone(timeout: 10) { session in
-            _ = try await AccountFlows.pair(initiator: false, over: session, identity: laptopIdentity, store: laptop) { code in
-                clock.log("laptop", "shows pairing code \(code); the person confirms")
-                return true
-            }
-            return true
+    func play(_ devices: LocalDevices) async throws {
+        let (laptopAgent, desktopAgent) = (devices.agents[0], devices.agents[1])
+        clock.log("both", "agents up: laptop on 127.0.0.1:\(laptopAgent.port), desktop on 127.0.0.1:\(desktopAgent.port) (adverts by unicast: loopback has no multicast)")
+        let (changes, sink) = AsyncStream.makeStream(of: NearbyTable.Change.self)
+        desktopAgent.observeNearby { _, change in sink.yield(change) }
+        var nearby = changes.makeAsyncIterator()
+
+        let laptop = BatonApplication()
+        let desktop = BatonApplication()
+        let clock = clock
+        let laptopApp = ShopSnapApp(application: laptop) { clock.log("laptop", "ShopSnap: \($0)") }
+        let desktopApp = ShopSnapApp(application: desktop) { clock.log("desktop", "ShopSnap: \($0)") }
+        let reporter = ContinuedReporter { clock.log("laptop", "ShopSnap: \($0) (A8)") }
+        try await laptop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: laptopAgent.socketPath)
+        try await desktop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: desktopAgent.socketPath)
+        clock.log("both", "ShopSnap connected to its agent on each device")
+        var events = desktop.events.makeAsyncIterator()
+
+        // 1. The list.
+        var started = clock.now
+        try laptopApp.list.show(["Ice cream", "Apple", "Nuts"], in: laptop)
+        laptopApp.list.userActivity?.delegate = reporter
+        clock.log("laptop", "ShopSnap shows its list and makes the view activity current")
+        _ = await nearby.next(isolation: #isolation)
+        clock.log("desktop", "sees it nearby \(clock.since(started)) later (sealed advert, 88 bytes)")
+        for item in await desktopAgent.nearbyItems(describe: true) {
+            clock.log("desktop", "nearby: \(item.title ?? "?") from \(item.deviceName), would open in \(item.app)")
         }
-        let paired = try await AccountTransport.withSession(host: "127.0.0.1", port: listener.port, identity: desktopIdentity, policy: .anyDevice) { session in
-            try await AccountFlows.pair(initiator: true, over: session, identity: desktopIdentity, store: desktop) { code in
-                clock.log("desktop", "shows pairing code \(code); the person confirms")
-                return true
-            }
-        }
-        try await waiting
-        clock.log("both", "paired over TLS 1.3: \(paired.roster.activeMembers.count) devices, account key epoch \(paired.roster.accountKey.epoch)")
+        started = clock.now
+        let first = await desktopAgent.continueNearby(device: "laptop")
+        try await waitForContinued(&events, first)
+        clock.log("desktop", "continued \(clock.since(started)) after the person chose it: \(first.message)")
+
+        // 2. An item being edited: every keystroke only marks the state dirty.
+        try laptopApp.detail.edit("Cheese", in: laptop)
+        laptopApp.detail.userActivity?.delegate = reporter
+        let typed = " (aged)"
+        for character in typed { laptopApp.detail.type(character) }
+        clock.log("laptop", "ShopSnap edits \"Cheese\", \(typed.count) keystrokes, needsSave on each (A6)")
+        _ = await nearby.next(isolation: #isolation)
+        clock.log("desktop", "sees the edit activity replace the list")
+        started = clock.now
+        let second = await desktopAgent.continueNearby(device: "laptop")
+        try await waitForContinued(&events, second)
+        clock.log("desktop", "continued in \(clock.since(started))")
+        clock.log(
+            "laptop",
+            "the state was asked for \(laptopApp.detail.saves) time(s) for \(typed.count) keystrokes (A6: coalesced until another device needs it)"
+        )
+
+        // 3. Done editing: the responder lets go, the activity is invalidated and gone from the desktop at once.
+        started = clock.now
+        laptopApp.detail.finish()
+        clock.log("laptop", "editing done: the responder lets go, the activity is invalidated (B4, A9)")
+        _ = await nearby.next(isolation: #isolation)
+        clock.log("desktop", "it is gone from the nearby list \(clock.since(started)) later (goodbye advert)")
+        let none = await desktopAgent.continueNearby(device: nil)
+        clock.log("desktop", "baton continue now says: \(none.message) [\(none.failure ?? "")]")
+        laptop.disconnect()
+        desktop.disconnect()
+        withExtendedLifetime((laptopApp, desktopApp, reporter)) {}
     }
 
-    func showRefusal(_ what: String, _ attempt: () throws -> Void) {
-        do {
-            try attempt()
-            print("  - \(what): accepted (unexpected)")
-        } catch {
-            print("  - \(what): refused: \(error)")
+    /// Waits for the desktop app to receive the continuation `outcome` describes, or fails with its reason.
+    func waitForContinued(_ events: inout AsyncStream<ContinuationEvent>.Iterator, _ outcome: ContinuationOutcome) async throws {
+        if let failure = outcome.failure {
+            throw CommandLineError("the continuation failed: \(outcome.message) [\(failure)]")
         }
+        while let event = await events.next(isolation: #isolation) {
+            switch event {
+            case .continued: return
+            case .failed(_, let error): throw CommandLineError("the continuation failed: \(error)")
+            case .willContinue: continue
+            }
+        }
+    }
+}
+
+/// Prints what the payload rules refuse, as the sender would see it.
+func showRefusal(_ what: String, _ attempt: () throws -> Void) {
+    do {
+        try attempt()
+        print("  - \(what): accepted (unexpected)")
+    } catch {
+        print("  - \(what): refused: \(error)")
     }
 }
 
@@ -128,8 +156,16 @@ struct DemoCommand: AsyncParsableCommand {
 final class DemoClock: Sendable {
     let start = DispatchTime.now().uptimeNanoseconds
 
+    var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// The time since `moment`, for people.
+    func since(_ moment: UInt64) -> String {
+        String(format: "%.2f ms", Double(now - moment) / 1e6)
+    }
+
     func log(_ device: String, _ event: String) {
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-        print(String(format: "[%8.3f ms] ", elapsed) + device.padding(8) + event)
+        let elapsed = Double(now - start) / 1e6
+        print(String(format: "[%8.3f ms] ", elapsed) + device.padding(toLength: 8, withPad: " ", startingAt: 0) + event)
+        fflush(nil)
     }
 }

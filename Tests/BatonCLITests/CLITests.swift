@@ -69,16 +69,19 @@ struct CLITests {
         for command in ["lint", "convert", "print"] { #expect(plist.stdout.contains(command)) }
     }
 
-    @Test("demo hands the ShopSnap list and edit over, and says what is not built yet")
+    @Test("demo: two devices pair, and the ShopSnap list and edit go from laptop to desktop over the network (C2-C5, A6, A8, A9)")
     func demo() throws {
         let result = try Baton.run("demo")
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.stdout.contains("desktop continues \"Groceries\": Ice cream, Apple, Nuts"))
-        #expect(result.stdout.contains("continues editing \"Cheese\""))
-        #expect(result.stdout.contains("Not built yet"))
-        #expect(result.stdout.contains("paired over TLS 1.3: 2 devices"))
-        let codes = result.stdout.split(separator: "\n").compactMap { line in line.range(of: "pairing code ").map { line[$0.upperBound...].prefix(6) } }
-        #expect(codes.count == 2 && codes[0] == codes[1], "both devices show the same code")
+        #expect(result.stdout.contains("paired over TLS 1.3"))
+        #expect(result.stdout.contains("desktop nearby: Shopping list (3 items) from laptop, would open in com.razeware.ShopSnap"))
+        #expect(result.stdout.contains("desktop ShopSnap: will continue com.razeware.shopsnap.view"))
+        #expect(result.stdout.contains("desktop ShopSnap: continued list: Ice cream, Apple, Nuts"))
+        #expect(result.stdout.contains("desktop ShopSnap: continued editing: Cheese (aged)"))
+        #expect(result.stdout.contains("laptop  ShopSnap: com.razeware.shopsnap.edit was continued on another device (A8)"))
+        #expect(result.stdout.contains("the state was asked for 1 time(s) for 7 keystrokes"), "A6: keystrokes coalesce")
+        #expect(result.stdout.contains("it is gone from the nearby list"))
+        #expect(result.stdout.contains("nothing nearby to continue [notFound]"))
         #expect(result.stdout.contains("[unsupportedURLScheme]"))
         #expect(result.stdout.contains("[payloadTooLarge]"))
         #expect(result.stdout.contains("[unsupportedPayloadVersion]"))

@@ -30,6 +30,8 @@ public final class Agent: @unchecked Sendable {
     var ipc: Channel?
     var adverts: AdvertSocket?
     var loops: [Task<Void, Never>] = []
+    /// Peers added while running (``addPeer(_:)``), beside the configured ones.
+    let extraPeers = NIOLockedValueBox<[String]>([])
     /// Called with every change of the nearby table (benchmarks and tests timestamp it).
     let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
 
@@ -218,14 +220,21 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Where unicast adverts go: `--peer` addresses and the recorded addresses of the other active members.
-    func refreshTargets() {
+    /// The agent addresses to advertise to and sync with: `--peer` addresses, peers added since, and the recorded
+    /// addresses of the other active members.
+    func syncTargets() -> [String] {
         var addresses = configuration.peers
+        for address in extraPeers.withLockedValue({ $0 }) where !addresses.contains(address) { addresses.append(address) }
         let roster = state.withLockedValue(\.roster)
         for (device, record) in (try? store.peers()) ?? [:] where device != identity.id && roster.isActive(device) {
             if let address = record.address, !addresses.contains(address) { addresses.append(address) }
         }
-        let resolved = addresses.compactMap(Self.socketAddress)
+        return addresses
+    }
+
+    /// Resolves the targets of unicast adverts.
+    func refreshTargets() {
+        let resolved = syncTargets().compactMap(Self.socketAddress)
         state.withLockedValue { $0.targets = resolved }
     }
 
@@ -246,12 +255,7 @@ public final class Agent: @unchecked Sendable {
     func syncLoop() async {
         var lastOutcome: [String: String] = [:]
         while !Task.isCancelled {
-            var targets = configuration.peers
-            let roster = state.withLockedValue(\.roster)
-            for (device, record) in (try? store.peers()) ?? [:] where device != identity.id && roster.isActive(device) {
-                if let address = record.address, !targets.contains(address) { targets.append(address) }
-            }
-            for target in targets {
+            for target in syncTargets() {
                 let outcome = await sync(with: target)
                 if lastOutcome[target] != outcome { log("\(target): \(outcome)") }
                 lastOutcome[target] = outcome

@@ -1,0 +1,108 @@
+import BatonRegistry
+import Foundation
+
+/// Several devices of one account on this machine, each with its own state folder and its own agent on loopback:
+/// the embedded mode (ISSUE 5 part 6) that tests, benchmarks and `baton demo` use. The agents run in this process
+/// and speak to each other exactly as separate machines do: sealed adverts by unicast UDP, TLS 1.3 sessions.
+public final class LocalDevices: Sendable {
+    /// Where the state folders live (removed by ``shutdown()``).
+    public let root: URL
+    /// The devices' agents, in the order of the names given.
+    public let agents: [Agent]
+
+    init(root: URL, agents: [Agent]) {
+        self.root = root
+        self.agents = agents
+    }
+
+    /// Makes identities for `names`, pairs the first device with each other one over TLS 1.3 on loopback (`paired`
+    /// sees each pairing code), starts an agent for each (ports picked by the system, multicast off, apps in this
+    /// process trusted), tells each agent where the others are, and syncs rosters so every device knows every other.
+    public static func start(
+        names: [String],
+        apps: AppRegistry,
+        configure: (inout AgentConfiguration) -> Void = { _ in },
+        paired: @Sendable (String, String, String) -> Void = { _, _, _ in }
+    ) async throws -> LocalDevices {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-devices-\(UUID().uuidString)")
+        let stores = names.map { AccountStore(folder: root.appendingPathComponent($0)) }
+        var identities: [DeviceIdentity] = []
+        for (store, name) in zip(stores, names) {
+            identities.append(try store.initialize(name: name).0)
+        }
+        for index in stores.indices.dropFirst() {
+            let code = try await pairOverLoopback(
+                waiting: (stores[0], identities[0]),
+                connecting: (stores[index], identities[index])
+            )
+            paired(names[0], names[index], code)
+        }
+        var agents: [Agent] = []
+        do {
+            for store in stores {
+                var configuration = AgentConfiguration(store: store)
+                configuration.host = "127.0.0.1"
+                configuration.port = 0
+                configuration.discoveryPort = nil
+                configuration.apps = apps
+                configuration.trustsThisProcess = true
+                configuration.socketPath = store.folder.appendingPathComponent("agent.sock").path
+                configuration.syncInterval = 60
+                configuration.log = { _ in }
+                configure(&configuration)
+                agents.append(try await Agent.start(configuration))
+            }
+            for agent in agents {
+                for other in agents where other !== agent {
+                    agent.addPeer("127.0.0.1:\(other.port)")
+                }
+            }
+            // Two rounds: the first brings every roster to the first device, the second back out to all.
+            for _ in 0..<2 {
+                for agent in agents { await agent.syncNow() }
+            }
+        } catch {
+            for agent in agents { await agent.shutdown() }
+            try? FileManager.default.removeItem(at: root)
+            throw error
+        }
+        return LocalDevices(root: root, agents: agents)
+    }
+
+    /// One pairing by numeric comparison, both people confirming: returns the code both sides showed.
+    static func pairOverLoopback(waiting: (AccountStore, DeviceIdentity), connecting: (AccountStore, DeviceIdentity)) async throws -> String {
+        let listener = try await AccountTransport.listen(host: "127.0.0.1", port: 0, identity: waiting.1, policy: .anyDevice)
+        async let served: Void = listener.serveUntilDone(timeout: 10) { session in
+            _ = try await AccountFlows.pair(initiator: false, over: session, identity: waiting.1, store: waiting.0) { _ in true }
+            return true
+        }
+        let result = try await AccountTransport.withSession(host: "127.0.0.1", port: listener.port, identity: connecting.1, policy: .anyDevice) { session in
+            try await AccountFlows.pair(initiator: true, over: session, identity: connecting.1, store: connecting.0) { _ in true }
+        }
+        try await served
+        return result.code
+    }
+
+    /// Stops every agent and removes the state folders.
+    public func shutdown() async {
+        for agent in agents { await agent.shutdown() }
+        try? FileManager.default.removeItem(at: root)
+    }
+}
+
+extension Agent {
+    /// Adds an agent address to advertise to and sync with (like `--peer`).
+    public func addPeer(_ address: String) {
+        extraPeers.withLockedValue { peers in
+            if !peers.contains(address) { peers.append(address) }
+        }
+        refreshTargets()
+    }
+
+    /// Syncs rosters with every known peer now, rather than at the next interval.
+    public func syncNow() async {
+        for target in syncTargets() {
+            _ = await sync(with: target)
+        }
+    }
+}
