@@ -128,6 +128,8 @@ public final class ShopSnapApp: BatonApplicationDelegate {
     public let detail = DetailViewController()
     /// Where the app reports what happens.
     public var report: (String) -> Void
+    /// Seconds the app blocks before giving its state (a busy app), for showing C8.
+    public var saveDelay: Double = 0
 
     public init(application: BatonApplication = .shared, report: @escaping (String) -> Void) {
         self.application = application
@@ -136,6 +138,7 @@ public final class ShopSnapApp: BatonApplicationDelegate {
     }
 
     public func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {
+        if saveDelay > 0 { Thread.sleep(forTimeInterval: saveDelay) }
         userActivity.addUserInfoEntries(from: [activityVersionKey: .string(activityVersionValue)])
     }
 

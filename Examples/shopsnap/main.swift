@@ -8,12 +8,17 @@ import ShopSnapKit
 //   shopsnap list ITEM...         show a shopping list and offer it to the other devices
 //   shopsnap edit ITEM [TYPED]    edit an item, typing TYPED one keystroke at a time
 //
+// While running it reads commands from standard input: `add ITEM` (the list changes: needsSave), `type TEXT` (more
+// keystrokes), `done` (the screen lets go of its activity, which is invalidated: B4), `quit`.
+//
 // It connects to the agent named by BATON_AGENT_SOCKET (set when the agent launches it) or the default one, as
-// BATON_BUNDLE_IDENTIFIER or com.razeware.ShopSnap, and exits when the agent goes away.
+// BATON_BUNDLE_IDENTIFIER or com.razeware.ShopSnap, and exits when the agent goes away. SHOPSNAP_SAVE_DELAY_MS makes
+// it slow to give its state (blocking, as a busy app would), to show what the other device sees then (C8).
 
 func say(_ line: String) {
-    print("shopsnap: \(line)")
-    fflush(nil)
+    // Straight to the file descriptor: fflush(nil) would also wait for the lock of stdin, which the thread reading
+    // commands holds while it waits for a line.
+    FileHandle.standardOutput.write(Data("shopsnap: \(line)\n".utf8))
 }
 
 @MainActor
@@ -56,10 +61,35 @@ func run() async -> Int32 {
         say("\(error)")
         return 1
     }
+    if let delay = ProcessInfo.processInfo.environment["SHOPSNAP_SAVE_DELAY_MS"].flatMap(Double.init) {
+        app.saveDelay = delay / 1000
+    }
+    let commands = AsyncStream<String> { continuation in
+        Thread.detachNewThread {
+            while let line = readLine() { continuation.yield(line) }
+            continuation.finish()
+        }
+    }
+    let watcher = Task { @MainActor in
+        for await line in commands {
+            let words = line.split(separator: " ", maxSplits: 1).map(String.init)
+            switch words.first {
+            case "add": app.list.add(words.count > 1 ? words[1] : "")
+            case "type": for character in words.count > 1 ? words[1] : "" { app.detail.type(character) }
+            case "done":
+                app.list.userActivity = nil
+                app.detail.finish()
+                say("done: the activity is invalidated")
+            case "quit": application.disconnect()
+            default: say("unknown command: \(line)")
+            }
+        }
+    }
     // Until the agent goes away.
     while application.isConnected {
-        try? await Task.sleep(for: .milliseconds(50))
+        try? await Task.sleep(for: .milliseconds(20))
     }
+    watcher.cancel()
     say("the agent went away")
     return 0
 }

@@ -3,7 +3,7 @@ import BatonCore
 import Foundation
 
 /// `baton bench`: measurements that compare Baton against a baseline measured in the same run.
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Baton against baselines measured in the same run.",
@@ -13,7 +13,7 @@ struct BenchCommand: ParsableCommand {
               swift run -c release baton bench plist
               swift run -c release baton bench route
             """,
-        subcommands: [Plist.self, Route.self]
+        subcommands: [Plist.self, Route.self, Handoff.self]
     )
 
     struct Plist: ParsableCommand {

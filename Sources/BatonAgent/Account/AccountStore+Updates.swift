@@ -24,13 +24,16 @@ extension AccountStore {
     /// Runs `body` holding an exclusive `flock` on the state folder's lock file: every read-modify-write of a state
     /// file goes through here, across processes.
     func withStateLock<T>(_ body: () throws -> T) throws -> T {
-        try createFolder()
+        try createFolderOnly()
         let lockPath = folder.appendingPathComponent("lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw AtomicFile.failure("cannot open \(lockPath)") }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX) == 0 else { throw AtomicFile.failure("cannot lock \(lockPath)") }
         defer { flock(descriptor, LOCK_UN) }
+        // Leftovers of interrupted writes are removed only under the lock: outside it, they may be another
+        // thread's write in progress.
+        AtomicFile.removeLeftovers(in: folder)
         return try body()
     }
 

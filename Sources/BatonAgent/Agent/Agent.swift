@@ -187,7 +187,8 @@ public final class Agent: @unchecked Sendable {
     func rosterChanged() {
         guard let roster = try? store.roster() else { return }
         let rotated = state.withLockedValue { state -> Bool in
-            let rotated = roster.accountKey.epoch != state.roster.accountKey.epoch
+            // A merge can change the key without a new epoch (two accounts' first keys meeting), so compare keys.
+            let rotated = roster.accountKey != state.roster.accountKey
             state.roster = roster
             if rotated {
                 state.keys = AdvertKeys(roster.accountKey)
@@ -199,7 +200,7 @@ public final class Agent: @unchecked Sendable {
             return rotated
         }
         if rotated {
-            log("account key now epoch \(roster.accountKey.epoch): adverts sealed anew")
+            log("account key changed (epoch \(roster.accountKey.epoch)): adverts sealed anew")
             rebuildHashIndex()
         }
         links.closeDisallowed()

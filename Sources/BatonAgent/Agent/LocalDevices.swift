@@ -21,7 +21,7 @@ public final class LocalDevices: Sendable {
     public static func start(
         names: [String],
         apps: AppRegistry,
-        configure: (inout AgentConfiguration) -> Void = { _ in },
+        configure: @Sendable (inout AgentConfiguration) -> Void = { _ in },
         paired: @Sendable (String, String, String) -> Void = { _, _, _ in }
     ) async throws -> LocalDevices {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-devices-\(UUID().uuidString)")
@@ -97,6 +97,11 @@ extension Agent {
             if !peers.contains(address) { peers.append(address) }
         }
         refreshTargets()
+    }
+
+    /// Closes every session with other devices (the next request opens a new one): for measuring cold handoffs.
+    public func closeLinks() {
+        links.closeAll()
     }
 
     /// Syncs rosters with every known peer now, rather than at the next interval.

@@ -107,12 +107,17 @@ public struct AccountStore: Sendable {
     // MARK: Files
 
     func createFolder() throws {
+        try createFolderOnly()
+        AtomicFile.removeLeftovers(in: folder)
+    }
+
+    /// Creates the folder without touching what is in it.
+    func createFolderOnly() throws {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw BatonAgentError(.stateUnwritable, "\(folder.path): cannot create the state folder")
         }
-        AtomicFile.removeLeftovers(in: folder)
     }
 
     func readFile(_ url: URL, what: String) throws -> Data {
