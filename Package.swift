@@ -78,6 +78,7 @@ let package = Package(
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonRegistry"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"]),
     ]

@@ -1,0 +1,410 @@
+import Foundation
+import Testing
+
+/// A throwaway LAN of Linux network namespaces built by `scripts/netns.sh` (read its header): hosts PREFIX-h1...hN
+/// with 10.77.0.K/24 on eth0, joined by a bridge that floods multicast unless it was built with --block-multicast.
+final class NamespaceLAN {
+    static let script = Baton.packageRoot.appendingPathComponent("scripts/netns.sh")
+
+    let prefix: String
+    private var processes: [HostProcess] = []
+
+    /// Why this machine cannot build namespace LANs (not root, no iproute2, no bridges...), or nil when it can.
+    static let unavailable: String? = {
+        guard getuid() == 0 else { return "needs root (uid is \(getuid()))" }
+        guard let check = try? NamespaceLAN.command(script, ["check"]) else { return "cannot run \(script.path)" }
+        switch check.status {
+        case 0: return nil
+        case 77: return check.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        default: return "netns.sh check failed with status \(check.status): \(check.output)"
+        }
+    }()
+
+    /// Cancels (skips) the running test, saying why, when the machine cannot build namespace LANs.
+    static func skipUnlessAvailable() throws {
+        guard let reason = unavailable else { return }
+        print("NamespaceTests skipped: \(reason)")
+        try Test.cancel("network namespaces unavailable: \(reason)")
+    }
+
+    /// A prefix for one test: `tag` plus this process id, so two test runs on one machine do not collide (1-6 chars).
+    static func prefix(_ tag: String) -> String {
+        tag + String(getpid() % 46_656, radix: 36)
+    }
+
+    /// Builds the LAN (tearing down an old one of the same prefix first).
+    init(prefix: String, hosts: Int, blockMulticast: Bool = false) throws {
+        self.prefix = prefix
+        let up = try Self.command(Self.script, ["up", prefix, "\(hosts)"] + (blockMulticast ? ["--block-multicast"] : []))
+        guard up.status == 0 else {
+            down()
+            throw CommandFailure("netns.sh up \(prefix) \(hosts) failed (\(up.status)): \(up.output)")
+        }
+    }
+
+    /// Stops every process started here (politely, then not), then deletes the namespaces and whatever still runs there.
+    func down() {
+        processes.forEach { $0.signal(SIGTERM) }
+        processes.forEach { $0.stop() }
+        processes = []
+        _ = try? Self.command(Self.script, ["down", prefix])
+    }
+
+    /// Runs `command` in host `host` to its end (at most 15 s), and returns what it printed.
+    func run(_ host: Int, _ command: [String], environment: [String: String] = [:]) throws -> Baton.Result {
+        try Self.command(Self.script, ["exec", prefix, "\(host)", "timeout", "15"] + command, environment: environment)
+    }
+
+    /// Starts `command` in host `host` in the background, its output collected in `log`.
+    func start(_ host: Int, _ command: [String], environment: [String: String] = [:], log: URL) throws -> HostProcess {
+        let process = try HostProcess(Self.script, ["exec", prefix, "\(host)"] + command, environment: environment, log: log)
+        processes.append(process)
+        return process
+    }
+
+    /// Stops one background process early (it stays on the list; stopping twice is harmless).
+    func stop(_ process: HostProcess) {
+        process.stop()
+    }
+
+    /// The kernel's count of UDP datagrams delivered to sockets in host `host` (Udp InDatagrams of /proc/net/snmp).
+    func udpDatagramsReceived(_ host: Int) throws -> Int? {
+        let snmp = try run(host, ["cat", "/proc/net/snmp"]).stdout.split(separator: "\n").filter { $0.hasPrefix("Udp: ") }
+        guard snmp.count >= 2 else { return nil }
+        let names = snmp[0].split(separator: " ")
+        let values = snmp[1].split(separator: " ")
+        guard let column = names.firstIndex(of: "InDatagrams"), column < values.count else { return nil }
+        return Int(values[column])
+    }
+
+    /// Runs an executable to its end and returns its output (both pipes read before waiting).
+    static func command(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> Baton.Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Baton.Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+}
+
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A process running in the background in one host of a ``NamespaceLAN``, its output collected in a file.
+final class HostProcess {
+    let process = Process()
+    let log: URL
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String], log: URL) throws {
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits until the output has a line satisfying `match`, and returns it; nil on timeout or when the process ended
+    /// without printing one.
+    func line(timeout: Double = 10, where match: (String) -> Bool) -> String? {
+        let end = Date().addingTimeInterval(timeout)
+        while true {
+            let running = process.isRunning
+            if let found = output.split(separator: "\n").map(String.init).first(where: match) { return found }
+            if !running || Date() >= end { return nil }
+            usleep(50_000)
+        }
+    }
+
+    func signal(_ number: Int32) {
+        if process.isRunning { kill(process.processIdentifier, number) }
+    }
+
+    /// SIGTERM (the agent says goodbye and closes its sockets), SIGKILL after 3 s, then reaps it.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let end = Date().addingTimeInterval(3)
+        while process.isRunning && Date() < end { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// Devices, agents and the ShopSnap example on a namespace LAN: what every test here sets up.
+final class NamespaceWorld {
+    static let shopsnap = Baton.executable.deletingLastPathComponent().appendingPathComponent("shopsnap")
+    static let bundle = "com.razeware.ShopSnap"
+
+    let root: URL
+    let apps: URL
+
+    init() throws {
+        root = try Baton.temporaryDirectory()
+        apps = root.appendingPathComponent("apps")
+        // The real example bundle, its executable a link to the built `shopsnap` (the agent checks the connecting
+        // process's /proc/PID/exe against it, and launches it to continue).
+        let bundle = apps.appendingPathComponent("ShopSnap.app")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        let example = Baton.packageRoot.appendingPathComponent("Examples/ShopSnap.app")
+        for file in ["Info.plist", "ShopSnap.entitlements"] {
+            try FileManager.default.copyItem(at: example.appendingPathComponent(file), to: bundle.appendingPathComponent(file))
+        }
+        try FileManager.default.createSymbolicLink(at: bundle.appendingPathComponent("shopsnap"), withDestinationURL: Self.shopsnap)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    func state(_ name: String) -> String { root.appendingPathComponent("state-\(name)").path }
+
+    /// The runtime folder of host `host` (XDG_RUNTIME_DIR: the agent's Unix socket goes there).
+    func runtime(_ host: Int) throws -> [String: String] {
+        let folder = root.appendingPathComponent("run-h\(host)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return ["XDG_RUNTIME_DIR": folder.path]
+    }
+
+    /// Initialises one device per name and makes them one account holding one roster, all in the root namespace
+    /// over loopback: the first device pairs with each other in turn, then its agent (on 127.0.0.1, no multicast)
+    /// syncs the earlier ones so everyone knows everyone. Finally forgets every peer address, so the agents in the
+    /// namespaces know nobody's address. Returns the state folders.
+    func account(_ names: [String]) throws -> [String] {
+        let states = names.map(state)
+        for (name, state) in zip(names, states) {
+            let made = try Baton.run("init", "--name", name, "--state", state)
+            guard made.status == 0 else { throw CommandFailure("init \(name): \(made.output)") }
+        }
+        var background: [BackgroundBaton] = []
+        defer { background.forEach { $0.stop() } }
+        for (index, state) in states.enumerated().dropFirst() {
+            let waiting = try BackgroundBaton(
+                ["pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--timeout", "20", "--state", states[0]],
+                log: root.appendingPathComponent("pair-\(index).log")
+            )
+            background.append(waiting)
+            guard let line = waiting.line(where: { $0.contains("on port") }),
+                let port = line.split(separator: " ").compactMap({ Int($0.trimmingCharacters(in: .punctuationCharacters)) }).first
+            else { throw CommandFailure("pair did not wait: \(waiting.output)") }
+            let paired = try Baton.run("pair", "127.0.0.1:\(port)", "--yes", "--state", state)
+            guard paired.status == 0 else { throw CommandFailure("pair \(names[index]): \(paired.output)") }
+            waiting.stop()
+        }
+        if states.count > 2 {
+            let agent = try BackgroundBaton(
+                [
+                    "agent", "--state", states[0], "--host", "127.0.0.1", "--port", "0", "--no-multicast", "--interval", "60",
+                    "--socket", root.appendingPathComponent("setup.sock").path,
+                ],
+                log: root.appendingPathComponent("setup-agent.log")
+            )
+            background.append(agent)
+            guard agent.line(where: { $0.contains("agent for") }) != nil,
+                let text = FileManager.default.contents(atPath: states[0] + "/agent-port"),
+                let port = Int(String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            else { throw CommandFailure("the setup agent did not start: \(agent.output)") }
+            for state in states.dropFirst().dropLast() {
+                let synced = try Baton.run("sync", "--peer", "127.0.0.1:\(port)", "--state", state)
+                guard synced.status == 0 else { throw CommandFailure("sync: \(synced.output)") }
+            }
+            agent.stop()
+        }
+        for state in states {
+            let devices = try Baton.run("devices", "--state", state)
+            guard devices.stdout.contains("\(names.count) active devices") else { throw CommandFailure("\(state): \(devices.output)") }
+            for file in ["peers.plist", "agent-port", "agent-socket"] {
+                try? FileManager.default.removeItem(atPath: state + "/" + file)
+            }
+        }
+        return states
+    }
+
+    /// Starts the agent of `state` in host `host` on 0.0.0.0:47810 with the test's apps, and waits until apps can
+    /// connect (it says so, and names the socket in STATE/agent-socket).
+    func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = []) throws -> HostProcess {
+        try? FileManager.default.removeItem(atPath: state + "/agent-socket")
+        let agent = try lan.start(
+            host,
+            [Baton.executable.path, "agent", "--state", state, "--host", "0.0.0.0", "--port", "47810", "--apps", apps.path] + extra,
+            environment: try runtime(host),
+            log: root.appendingPathComponent("agent-h\(host)-\(UUID().uuidString.prefix(4)).log")
+        )
+        guard agent.line(where: { $0.contains("apps connect at") }) != nil else {
+            throw CommandFailure("the agent in h\(host) did not start: \(agent.output)")
+        }
+        return agent
+    }
+
+    /// `shopsnap list ITEMS...` in host `host`, connected to the agent of `state`; waits until it offers the list.
+    func shopsnapList(_ lan: NamespaceLAN, _ host: Int, state: String, _ items: [String]) throws -> HostProcess {
+        guard let text = FileManager.default.contents(atPath: state + "/agent-socket") else { throw CommandFailure("no agent-socket in \(state)") }
+        let socket = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let app = try lan.start(
+            host,
+            ["env", "BATON_AGENT_SOCKET=\(socket)", Self.shopsnap.path, "list"] + items,
+            environment: try runtime(host),
+            log: root.appendingPathComponent("shopsnap-h\(host)-\(UUID().uuidString.prefix(4)).log")
+        )
+        guard app.line(where: { $0.contains("offering the list") }) != nil else {
+            throw CommandFailure("shopsnap in h\(host) did not offer its list: \(app.output)")
+        }
+        return app
+    }
+
+    /// `baton nearby --json` for `state`, asked in host `host`: the items, or nil when the command failed.
+    func nearby(_ lan: NamespaceLAN, _ host: Int, state: String) throws -> [[String: Any]]? {
+        let result = try lan.run(host, [Baton.executable.path, "nearby", "--json", "--state", state], environment: try runtime(host))
+        guard result.status == 0, let data = result.stdout.split(separator: "\n").last.map({ Data($0.utf8) }) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+    }
+
+    /// Whether `state`'s nearby list, asked in host `host`, is empty (false also when it could not be asked).
+    func seesNothing(_ lan: NamespaceLAN, _ host: Int, state: String) throws -> Bool {
+        try nearby(lan, host, state: state)?.isEmpty == true
+    }
+
+    /// Whether `state`'s nearby list, seen from host `host`, has `device`'s activity for ShopSnap.
+    func sees(_ lan: NamespaceLAN, _ host: Int, state: String, device: String) throws -> Bool {
+        try nearby(lan, host, state: state)?.contains { $0["deviceName"] as? String == device && $0["app"] as? String == Self.bundle } ?? false
+    }
+
+    /// Polls until `condition` holds (at most `timeout`), returning the seconds it took, or nil.
+    static func time(timeout: Double, _ condition: () throws -> Bool) rethrows -> Double? {
+        let start = Date()
+        return try eventually(timeout: timeout, condition) ? Date().timeIntervalSince(start) : nil
+    }
+}
+
+/// Several hosts on one LAN, each in its own network namespace with its own agent (`scripts/netns.sh`). Needs root;
+/// skipped with the reason when the machine cannot build namespaces.
+@Suite("Multi-host LANs in network namespaces", .serialized)
+struct NamespaceTests {
+    @Test("discovery crosses interfaces (C1, C2): three hosts on a bridge find each other by multicast alone")
+    func multicastDiscovery() throws {
+        try NamespaceLAN.skipUnlessAvailable()
+        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+        let started = Date()
+        let world = try NamespaceWorld()
+        defer { world.remove() }
+        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nm"), hosts: 3)
+        defer { lan.down() }
+
+        // One account, no addresses known to anyone, no --peer: only multicast can bring them together.
+        let states = try world.account(["laptop", "desktop", "server"])
+        let agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+        for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
+        let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+
+        let seen = try NamespaceWorld.time(timeout: 8) {
+            try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
+        }
+        #expect(seen != nil, "h2 and h3 see laptop's list by multicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+        guard seen != nil else { return }
+        let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
+        #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (over TLS) for the title: \(item)")
+
+        let continued = try lan.run(2, [Baton.executable.path, "continue", "--state", states[1]], environment: world.runtime(2))
+        #expect(continued.status == 0, "\(continued.output)")
+        #expect(continued.stdout.contains("continued in \(NamespaceWorld.bundle)"), "\(continued.output)")
+        // h2's agent launched ShopSnap, whose output is the agent's.
+        #expect(agents[1].line(timeout: 5) { $0.contains("shopsnap: continued list: Milk, Eggs") } != nil, "\(agents[1].output)")
+        #expect(list.line(timeout: 5) { $0.contains("was continued on another device") } != nil, "\(list.output)")
+        print("NamespaceTests[multicast]: h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    @Test("with multicast blocked, nothing is found without --peer, and --peer still works")
+    func blockedMulticastWithPeers() throws {
+        try NamespaceLAN.skipUnlessAvailable()
+        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+        let started = Date()
+        let world = try NamespaceWorld()
+        defer { world.remove() }
+        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nb"), hosts: 3, blockMulticast: true)
+        defer { lan.down() }
+        let states = try world.account(["laptop", "desktop", "server"])
+
+        // Without --peer the bridge drops every advert: nobody sees anything, and no UDP reaches h2 or h3 at all.
+        var agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+        var list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+        let leaked = try eventually(timeout: 2.5) {
+            try !world.seesNothing(lan, 2, state: states[1]) || !world.seesNothing(lan, 3, state: states[2])
+        }
+        let h2 = try lan.run(2, [Baton.executable.path, "nearby", "--state", states[1]], environment: world.runtime(2)).output
+        #expect(!leaked, "h2 and h3 saw something, or could not ask; h2: \(h2)")
+        #expect(try lan.udpDatagramsReceived(2) == 0, "multicast blocked: no datagram reached h2")
+        #expect(try lan.udpDatagramsReceived(3) == 0, "multicast blocked: no datagram reached h3")
+        for process in [list] + agents { lan.stop(process) }
+
+        // With --peer: unicast adverts and sessions. The receivers start first, so h1's first advert finds them.
+        agents = [
+            try world.agent(lan, 2, state: states[1], ["--peer", "10.77.0.1:47810"]),
+            try world.agent(lan, 3, state: states[2], ["--peer", "10.77.0.1:47810"]),
+            try world.agent(lan, 1, state: states[0], ["--peer", "10.77.0.2:47810", "--peer", "10.77.0.3:47810"]),
+        ]
+        list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+        let seen = try NamespaceWorld.time(timeout: 8) {
+            try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
+        }
+        #expect(seen != nil, "h2 and h3 see laptop's list by unicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+        guard seen != nil else { return }
+
+        let continued = try lan.run(3, [Baton.executable.path, "continue", "laptop", "--state", states[2]], environment: world.runtime(3))
+        #expect(continued.status == 0, "\(continued.output)")
+        #expect(agents[1].line(timeout: 5) { $0.contains("shopsnap: continued list: Milk, Eggs") } != nil, "\(agents[1].output)")
+        #expect(list.line(timeout: 5) { $0.contains("was continued on another device") } != nil, "\(list.output)")
+        print("NamespaceTests[blocked]: with --peer h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    @Test("a device outside the account on the same LAN gets the adverts but cannot open them (C1)")
+    func strangerSeesNothing() throws {
+        try NamespaceLAN.skipUnlessAvailable()
+        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+        let started = Date()
+        let world = try NamespaceWorld()
+        defer { world.remove() }
+        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("ns"), hosts: 3)
+        defer { lan.down() }
+
+        let states = try world.account(["laptop", "desktop"])
+        let stranger = world.state("stranger")
+        let made = try Baton.run("init", "--name", "stranger", "--state", stranger)
+        #expect(made.status == 0, "\(made.output)")
+        let agents = [
+            try world.agent(lan, 1, state: states[0]), try world.agent(lan, 2, state: states[1]), try world.agent(lan, 3, state: stranger),
+        ]
+        _ = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+
+        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+        #expect(seen != nil, "the member h2 sees laptop's list; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+        let leaked = try eventually(timeout: 2.5) { try !world.seesNothing(lan, 3, state: stranger) }
+        let h3 = try lan.run(3, [Baton.executable.path, "nearby", "--state", stranger], environment: world.runtime(3)).output
+        #expect(!leaked, "the stranger sees nothing: \(h3)")
+        // The adverts did reach the stranger's sockets (the same flood h2 gets); its agent could not open them.
+        #expect(try (lan.udpDatagramsReceived(3) ?? 0) > 0, "adverts reached h3")
+        let refused = try lan.run(3, [Baton.executable.path, "continue", "--state", stranger], environment: world.runtime(3))
+        #expect(refused.status != 0, "nothing to continue for the stranger: \(refused.output)")
+        print("NamespaceTests[stranger]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+}

@@ -1,0 +1,301 @@
+import Baton
+import BatonRegistry
+import Foundation
+import Testing
+
+/// Two embedded devices with an app registered on both, and an application object per device.
+@MainActor
+final class TwoDevices {
+    let devices: LocalDevices
+    let laptop = BatonApplication()
+    let desktop = BatonApplication()
+    let apps: URL
+    var desktopEvents: AsyncStream<ContinuationEvent>.Iterator
+
+    static let info = """
+        <plist version="1.0"><dict>
+        <key>CFBundleIdentifier</key><string>com.example.Notes</string>
+        <key>CFBundleExecutable</key><string>notes</string>
+        <key>BatonTeamIdentifier</key><string>NOTESTEAM1</string>
+        <key>NSUserActivityTypes</key><array><string>com.example.notes.edit</string></array>
+        <key>CFBundleDocumentTypes</key><array><dict>
+          <key>CFBundleTypeExtensions</key><array><string>note</string></array>
+          <key>NSUbiquitousDocumentUserActivityType</key><string>com.example.notes.document</string>
+        </dict></array>
+        </dict></plist>
+        """
+
+    init(saveDeadline: Double = 1) async throws {
+        apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
+        let bundle = apps.appendingPathComponent("Notes.app")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try Data(Self.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
+        devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
+            configuration.saveDeadline = saveDeadline
+        }
+        try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)
+        try await desktop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[1].socketPath)
+        desktopEvents = desktop.events.makeAsyncIterator()
+    }
+
+    /// Waits until the desktop agent lists something from the laptop.
+    func waitUntilNearby(_ present: Bool = true) async throws {
+        for _ in 0..<500 {
+            if await !devices.agents[1].nearbyItems().isEmpty == present { return }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        Issue.record("the nearby list never became \(present ? "non-empty" : "empty")")
+    }
+
+    /// Continues on the desktop and returns the events up to the one that ends the continuation.
+    func continueOnDesktop() async -> [ContinuationEvent] {
+        let outcome = await devices.agents[1].continueNearby(device: "laptop")
+        var seen: [ContinuationEvent] = []
+        guard outcome.failure == nil || outcome.failure != "notFound" else { return [] }
+        var events = desktopEvents
+        defer { desktopEvents = events }
+        while let event = await events.next(isolation: #isolation) {
+            seen.append(event)
+            if case .willContinue = event { continue }
+            break
+        }
+        return seen
+    }
+
+    func stop() async {
+        laptop.disconnect()
+        desktop.disconnect()
+        await devices.shutdown()
+        try? FileManager.default.removeItem(at: apps)
+    }
+}
+
+/// Records what the library calls, in order.
+@MainActor
+final class Recorder: UserActivityDelegate, BatonApplicationDelegate {
+    var calls: [String] = []
+    var restoreTargets: [UserActivityResponder] = []
+    var handles = true
+
+    func userActivityWillSave(_ userActivity: UserActivity) { calls.append("willSave") }
+    func userActivityWasContinued(_ userActivity: UserActivity) { calls.append("wasContinued") }
+    func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {
+        calls.append("didUpdate")
+        userActivity.userInfo["version"] = 2
+    }
+    func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool {
+        calls.append("will \(userActivityType)")
+        return true
+    }
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: UserActivity,
+        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+    ) -> Bool {
+        calls.append("continue \(userActivity.activityType)")
+        restorationHandler(restoreTargets)
+        return handles
+    }
+    func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error) {
+        calls.append("didFail \((error as? ContinuationError)?.code.name ?? "?")")
+    }
+}
+
+@MainActor
+final class Pane: ActivityResponder {
+    let key: String
+    var value: String
+    var restored: String?
+    var log: (String) -> Void
+
+    init(_ key: String, _ value: String, log: @escaping (String) -> Void) {
+        self.key = key
+        self.value = value
+        self.log = log
+    }
+
+    override func updateUserActivityState(_ activity: UserActivity) {
+        log("update \(key) (userInfo had \(activity.userInfo.count) keys)")
+        activity.userInfo[key] = .string(value)
+    }
+
+    override func restoreUserActivityState(_ activity: UserActivity) {
+        restored = activity.userInfo[key]?.stringValue
+    }
+}
+
+@Suite("UserActivity and the app library", .serialized)
+@MainActor
+struct UserActivityTests {
+    @Test("A1-A5: the type is checked, userInfo merges and replaces, only plist values and http(s) URLs are accepted")
+    func values() throws {
+        #expect(throws: BatonCoreError.self) { try UserActivity(activityType: "", application: BatonApplication()) }
+        let activity = try UserActivity(activityType: "com.example.notes.edit", application: BatonApplication())
+        activity.userInfo = ["a": 1]
+        activity.addUserInfoEntries(from: ["b": 2])
+        #expect(activity.userInfo == ["a": 1, "b": 2])
+        try activity.addUserInfoEntries(from: ["c": "three", "d": [1, 2] as [Any]] as [AnyHashable: Any])
+        #expect(activity.userInfo["c"] == "three" && activity.userInfo.count == 4)
+        activity.userInfo = ["z": true]
+        #expect(activity.userInfo == ["z": true], "assigning replaces (A4)")
+        #expect {
+            try activity.setUserInfo(["view": NSObject()])
+        } throws: { ($0 as? BatonCoreError)?.code == .unsupportedType && "\($0)".contains("view") }
+        #expect(activity.userInfo == ["z": true], "nothing changes on error")
+        #expect { try activity.setWebpageURL(URL(string: "file:///etc/passwd")) } throws: { ($0 as? BatonCoreError)?.code == .unsupportedURLScheme }
+        try activity.setWebpageURL(URL(string: "https://notes.example/1"))
+        #expect(activity.webpageURL?.host == "notes.example")
+    }
+
+    @Test("A6, A7, B2, B3: keystrokes only mark the state dirty; a fetch asks once: willSave, responders on an emptied userInfo, then didUpdate")
+    func savingOrder() async throws {
+        let world = try await TwoDevices()
+        let recorder = Recorder()
+        world.laptop.delegate = recorder
+        world.desktop.delegate = recorder
+        let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
+        activity.delegate = recorder
+        let title = Pane("title", "Groceries") { recorder.calls.append($0) }
+        let body = Pane("body", "Milk") { recorder.calls.append($0) }
+        title.userActivity = activity
+        body.userActivity = activity
+        activity.userInfo["stale"] = true
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        for character in " and eggs" {
+            body.value.append(character)
+            activity.needsSave = true
+        }
+        #expect(recorder.calls.isEmpty, "nothing is asked before another device needs the state")
+        let events = await world.continueOnDesktop()
+        let laptopCalls = recorder.calls.filter { !$0.hasPrefix("will ") && !$0.hasPrefix("continue ") }
+        #expect(
+            laptopCalls.prefix(4) == ["willSave", "update title (userInfo had 0 keys)", "update body (userInfo had 1 keys)", "didUpdate"],
+            "\(laptopCalls)"
+        )
+        guard case .continued(let continued) = events.last else {
+            Issue.record("not continued: \(events)")
+            return
+        }
+        #expect(continued.userInfo == ["title": "Groceries", "body": "Milk and eggs", "version": 2], "the stale key is gone (B2)")
+        #expect(!activity.needsSave, "reset after the save (A7)")
+        #expect(recorder.calls.contains("wasContinued"), "A8")
+        // Without a new needsSave, the next fetch sends the state as it is, asking no one.
+        recorder.calls = []
+        _ = await world.continueOnDesktop()
+        #expect(!recorder.calls.contains("willSave") && !recorder.calls.contains("didUpdate"), "\(recorder.calls)")
+        await world.stop()
+    }
+
+    @Test("B1, B4, A9: responders share an activity; when the last lets go it is invalidated and gone from the other device")
+    func sharedAndReleased() async throws {
+        let world = try await TwoDevices()
+        let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
+        let first = Pane("a", "1") { _ in }
+        var second: Pane? = Pane("b", "2") { _ in }
+        first.userActivity = activity
+        second?.userActivity = activity
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        first.userActivity = nil
+        #expect(activity.isValid && activity.isCurrent, "one holder is left")
+        second = nil
+        #expect(!activity.isValid && !activity.isCurrent, "the last holder went away: invalidated (B4)")
+        try await world.waitUntilNearby(false)
+        activity.becomeCurrent()
+        #expect(!activity.isCurrent, "an invalidated activity never becomes current again (A9)")
+        withExtendedLifetime(second) {}
+        await world.stop()
+    }
+
+    @Test("B5, B6, C7: a document's activity carries its URL; the other device opens the document and restores it")
+    func documents() async throws {
+        let world = try await TwoDevices()
+        let recorder = Recorder()
+        recorder.handles = false
+        world.desktop.delegate = recorder
+        try world.laptop.loadDocumentTypes(fromInfoPlistAt: world.apps.appendingPathComponent("Notes.app/Info.plist"))
+        final class NoteDocument: ActivityDocument {
+            var restoredFrom: URL?
+            override func restoreUserActivityState(_ activity: UserActivity) {
+                if case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey] { restoredFrom = url }
+            }
+        }
+        let url = URL(fileURLWithPath: "/home/me/Shared/list.note")
+        let document = try NoteDocument(fileURL: url, application: world.laptop)
+        #expect(document.activityType == "com.example.notes.document")
+        try document.open()
+        #expect(world.laptop.currentActivity?.userInfo[NSUserActivityDocumentURLKey] == .url(url))
+        try await world.waitUntilNearby()
+        var opened: NoteDocument?
+        world.desktop.documentOpener = { url in
+            opened = try? NoteDocument(fileURL: url, activityType: "com.example.notes.document", application: world.desktop)
+            return opened
+        }
+        let events = await world.continueOnDesktop()
+        #expect(events.count == 2, "\(events)")
+        #expect(opened?.restoredFrom == url, "the app did not handle it, so the document was opened and restored (B6)")
+        document.close()
+        #expect(world.laptop.currentActivity == nil, "closing the document invalidates its activity (B5)")
+        try await world.waitUntilNearby(false)
+        await world.stop()
+    }
+
+    @Test("C5, C8: an originating app that does not answer in time ends in exactly one didFail(appNotAnswering)")
+    func appNotAnswering() async throws {
+        let world = try await TwoDevices(saveDeadline: 0.2)
+        let recorder = Recorder()
+        world.desktop.delegate = recorder
+        // The laptop's "app" is a bare client that publishes an activity and never answers a save.
+        let silent = try await AgentClient.connect(path: world.devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
+        silent.send(.becomeCurrent(activity: 99, ActivityNotice(activityType: "com.example.notes.edit", title: "Silent")))
+        try await world.waitUntilNearby()
+        let started = Date()
+        let events = await world.continueOnDesktop()
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        #expect(recorder.calls == ["will com.example.notes.edit", "didFail appNotAnswering"], "\(recorder.calls)")
+        guard case .failed(_, let error) = events.last else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(error.code == .appNotAnswering)
+        silent.close()
+        await world.stop()
+    }
+
+    @Test("NSUserActivity: Apple-style code compiles and works, [AnyHashable: Any] userInfo and the delegate included")
+    func appleStyle() async throws {
+        final class Controller: NSUserActivityDelegate {
+            var saves = 0
+            func userActivityWillSave(_ userActivity: NSUserActivity) {
+                saves += 1
+                userActivity.addUserInfoEntries(from: ["saved": true])
+            }
+        }
+        let world = try await TwoDevices()
+        let controller = Controller()
+        let activity = NSUserActivity(activityType: "com.example.notes.edit")
+        activity.title = "Apple style"
+        activity.userInfo = ["items": ["Milk", "Eggs"], "count": 2]
+        activity.webpageURL = URL(string: "ftp://nope.example")
+        #expect(activity.webpageURL == nil, "refused, as Apple's would be")
+        activity.needsSave = true
+        activity.delegate = controller
+        #expect(activity.userInfo?["count"] as? Int == 2)
+        // The shared application is not connected; point the activity's app at the laptop's agent.
+        try await BatonApplication.shared.connect(bundleIdentifier: "com.example.Notes", socketPath: world.devices.agents[0].socketPath)
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let events = await world.continueOnDesktop()
+        guard case .continued(let continued) = events.last else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(controller.saves == 1)
+        #expect(continued.userInfo["saved"] == true && continued.userInfo["items"] == ["Milk", "Eggs"])
+        #expect(NSUserActivity(continued).userInfo?["count"] as? Int == 2)
+        activity.invalidate()
+        BatonApplication.shared.disconnect()
+        await world.stop()
+    }
+}
