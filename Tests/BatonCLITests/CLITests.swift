@@ -28,9 +28,10 @@ enum Baton {
         try run(arguments)
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL = Baton.executable) throws -> Result {
         let process = Process()
         process.executableURL = executable
+        process.standardInput = FileHandle.nullDevice
         process.arguments = arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }

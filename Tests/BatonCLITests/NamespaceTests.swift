@@ -77,26 +77,9 @@ final class NamespaceLAN {
         return Int(values[column])
     }
 
-    /// Runs an executable to its end and returns its output (both pipes read before waiting).
+    /// Runs an executable to its end and returns its output.
     static func command(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> Baton.Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Baton.Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+        try Baton.run(arguments, environment: environment, executable: executable)
     }
 }
 

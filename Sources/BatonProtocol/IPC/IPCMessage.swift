@@ -167,7 +167,7 @@ public enum IPCMessage: Sendable, Hashable {
             return makeMessage(
                 "current",
                 [
-                    "activity": .number(activity), "type": .string(notice.activityType), "title": notice.title.map(PropertyList.string),
+                    "activity": .number(activity), "type": .string(notice.activityType), "title": notice.title.map { .string(bounded($0, 1_024)) },
                     "host": notice.webpageHost.map(PropertyList.string), "streams": .bool(notice.supportsStreams),
                     "handoff": .bool(notice.isEligibleForHandoff), "expires": notice.expirationDate.map(PropertyList.date),
                 ]
@@ -175,13 +175,15 @@ public enum IPCMessage: Sendable, Hashable {
         case .resignCurrent(let activity): return makeMessage("resign", ["activity": .number(activity)])
         case .invalidate(let activity): return makeMessage("invalidate", ["activity": .number(activity)])
         case .saved(let request, let payload): return makeMessage("saved", ["req": .number(request), "payload": .data(payload)])
-        case .saveFailed(let request, let message): return makeMessage("saveFailed", ["req": .number(request), "message": .string(message)])
+        case .saveFailed(let request, let message):
+            return makeMessage("saveFailed", ["req": .number(request), "message": .string(bounded(message, 4_096))])
         case .listNearby(let request): return makeMessage("list", ["req": .number(request)])
         case .continueNearby(let request, let device):
             return makeMessage("continue", ["req": .number(request), "device": device.map(PropertyList.string)])
         case .watchNearby: return makeMessage("watch", [:])
         case .welcome(let device, let name): return makeMessage("welcome", ["device": .string(device), "name": .string(name)])
-        case .refused(let code, let message): return makeMessage("refused", ["code": .string(code), "message": .string(message)])
+        case .refused(let code, let message):
+            return makeMessage("refused", ["code": .string(bounded(code, 64)), "message": .string(bounded(message, 4_096))])
         case .save(let request, let activity, let deadline):
             return makeMessage("save", ["req": .number(request), "activity": .number(activity), "deadline": .number(deadline)])
         case .continued(let activity): return makeMessage("continued", ["activity": .number(activity)])
@@ -190,15 +192,15 @@ public enum IPCMessage: Sendable, Hashable {
         case .failed(let continuation, let type, let reason, let message):
             return makeMessage(
                 "failed",
-                ["cont": .number(continuation), "type": .string(type), "reason": .string(reason), "message": .string(message)]
+                ["cont": .number(continuation), "type": .string(type), "reason": .string(bounded(reason, 64)), "message": .string(bounded(message, 4_096))]
             )
         case .nearby(let request, let items): return makeMessage("nearby", ["req": .number(request), "items": .array(items.map(\.propertyList))])
         case .continueResult(let request, let outcome):
             return makeMessage(
                 "result",
                 [
-                    "req": .number(request), "app": .string(outcome.app), "reason": .string(outcome.reason),
-                    "failure": outcome.failure.map(PropertyList.string), "message": .string(outcome.message), "us": .number(outcome.microseconds),
+                    "req": .number(request), "app": .string(outcome.app), "reason": .string(bounded(outcome.reason, 4_096)),
+                    "failure": outcome.failure.map { .string(bounded($0, 64)) }, "message": .string(bounded(outcome.message, 4_096)), "us": .number(outcome.microseconds),
                 ]
             )
         case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
@@ -217,7 +219,8 @@ public enum IPCMessage: Sendable, Hashable {
         }
         switch fields.type {
         case "hello":
-            self = .hello(bundleIdentifier: try fields.optionalString("bundle", maximumLength: 255), version: Int(try fields.number("v")))
+            guard let version = Int(exactly: try fields.number("v")) else { throw fields.missing("v", "a version number") }
+            self = .hello(bundleIdentifier: try fields.optionalString("bundle", maximumLength: 255), version: version)
         case "current":
             let notice = ActivityNotice(
                 activityType: try fields.string("type", maximumLength: typeLimit),

@@ -82,6 +82,21 @@ struct MessageFields {
     }
 }
 
+/// `text` cut to at most `limit` UTF-8 bytes on a character boundary: what a sender does with free text (error
+/// messages, titles) so that a receiver, which refuses longer strings, never sees one.
+func bounded(_ text: String, _ limit: Int) -> String {
+    guard text.utf8.count > limit else { return text }
+    var result = ""
+    var used = 0
+    for character in text {
+        let size = character.utf8.count
+        guard used + size <= limit - 3 else { break }
+        result.append(character)
+        used += size
+    }
+    return result + "…"
+}
+
 /// Builds a message: its type under `t`, then the fields whose values are not nil.
 func makeMessage(_ type: String, _ fields: [String: PropertyList?]) -> PropertyList {
     var all: [String: PropertyList] = ["t": .string(type)]

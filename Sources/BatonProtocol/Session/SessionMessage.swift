@@ -50,7 +50,7 @@ public struct ActivitySummary: Sendable, Hashable {
 
     var fields: [String: PropertyList?] {
         [
-            "type": .string(activityType), "title": title.map(PropertyList.string), "bundle": .string(bundleIdentifier),
+            "type": .string(activityType), "title": title.map { .string(bounded($0, 1_024)) }, "bundle": .string(bundleIdentifier),
             "team": .string(team), "host": webpageHost.map(PropertyList.string),
         ]
     }
@@ -119,9 +119,9 @@ public enum SessionMessage: Sendable, Hashable {
         case .summary(let id, let summary):
             makeMessage("summary", summary.fields.merging(["id": .number(id)]) { $1 })
         case .failure(let id, let reason, let message):
-            makeMessage("fail", ["id": .number(id), "reason": .string(reason.rawValue), "message": .string(message)])
+            makeMessage("fail", ["id": .number(id), "reason": .string(reason.rawValue), "message": .string(bounded(message, 4_096))])
         case .error(let message):
-            makeMessage("error", ["message": .string(message)])
+            makeMessage("error", ["message": .string(bounded(message, 4_096))])
         }
     }
 

@@ -1,0 +1,518 @@
+import BatonCore
+import BatonProtocol
+import Foundation
+import Testing
+
+/// One of every session and IPC message, optional fields both present and absent (docs/PROTOCOL.md §6, §7).
+enum MessageSamples {
+    static let roster = Data("roster bytes".utf8)
+    static let activityType = "com.razeware.shopsnap.view"
+    static let summary = ActivitySummary(
+        activityType: activityType, title: "Groceries", bundleIdentifier: "com.razeware.shopsnap", team: "RAZE",
+        webpageHost: "shopsnap.example"
+    )
+    static let bareSummary = ActivitySummary(activityType: "a", title: nil, bundleIdentifier: "b", team: "T", webpageHost: nil)
+
+    static let session: [SessionMessage] =
+        [
+            .sync(id: 1, roster: roster, agentPort: 47_810),
+            .sync(id: nil, roster: roster, agentPort: nil),
+            .synced(id: 1, roster: roster, agentPort: 47_811),
+            .synced(id: 2, roster: Data(), agentPort: nil),
+            .fetch(id: 3, sequence: 1_800_000_000_000, deadlineMilliseconds: 1_000),
+            // Numbers above Int64.max travel as the 16-byte integer and come back unchanged.
+            .fetch(id: .max, sequence: UInt64(Int64.max) + 1, deadlineMilliseconds: 0),
+            .describe(id: 4, sequence: 9),
+            .cancel(id: 3),
+            .payload(id: 3, payload: Data([0x62, 0x70, 0x6C, 0x69])),
+            .summary(id: 4, summary),
+            .summary(id: 5, bareSummary),
+            .error(message: "this device is not a member of the account"),
+        ] + FetchFailure.allCases.map { .failure(id: 6, reason: $0, message: "because \($0)") }
+
+    static let item = NearbyItem(
+        device: "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA", deviceName: "laptop", sequence: 7,
+        ageMilliseconds: 850, app: "com.razeware.shopsnap", activityType: activityType, title: "Groceries"
+    )
+    static let bareItem = NearbyItem(device: "X", deviceName: "desktop", sequence: 0, ageMilliseconds: 0, app: "", activityType: nil, title: nil)
+
+    static let ipc: [IPCMessage] = [
+        .hello(bundleIdentifier: "com.razeware.shopsnap", version: IPCMessage.version),
+        .hello(bundleIdentifier: nil, version: IPCMessage.version),
+        .becomeCurrent(
+            activity: 1,
+            ActivityNotice(
+                activityType: activityType, title: "Groceries", webpageHost: "shopsnap.example", supportsStreams: true,
+                isEligibleForHandoff: false, expirationDate: Date(timeIntervalSince1970: 1_900_000_000.5)
+            )
+        ),
+        .becomeCurrent(activity: 2, ActivityNotice(activityType: "x")),
+        .resignCurrent(activity: 1),
+        .invalidate(activity: 1),
+        .saved(request: 5, payload: Data([1, 2, 3])),
+        .saveFailed(request: 5, message: "the activity no longer exists"),
+        .listNearby(request: 6),
+        .continueNearby(request: 7, device: "laptop"),
+        .continueNearby(request: 8, device: nil),
+        .watchNearby,
+        .welcome(device: "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA", deviceName: "desktop"),
+        .refused(code: "notPermitted", message: "process 42 runs /usr/bin/python3, not com.razeware.shopsnap's executable"),
+        .save(request: 5, activity: 1, deadlineMilliseconds: 1_000),
+        .continued(activity: 1),
+        .willContinue(continuation: 9, activityType: activityType),
+        .deliver(continuation: 9, payload: Data([4, 5, 6])),
+        .failed(continuation: 9, activityType: activityType, reason: "noApp", message: "no app continues it"),
+        .nearby(request: 6, [item, bareItem]),
+        .nearby(request: .max, []),
+        .continueResult(
+            request: 7,
+            ContinuationOutcome(app: "com.razeware.shopsnap", reason: "D1: same team", failure: nil, message: "continued", microseconds: 12_345)
+        ),
+        .continueResult(request: 8, ContinuationOutcome(app: "", reason: "", failure: "notFound", message: "nothing nearby", microseconds: 3)),
+        .nearbyChanged([item]),
+    ]
+
+    /// `items[0]` of an IPC message, as its property list.
+    static func itemPropertyList(_ item: NearbyItem) -> PropertyList {
+        IPCMessage.nearbyChanged([item]).propertyList["items"]?.arrayValue?.first ?? .null
+    }
+}
+
+/// One family of messages read by one decoder, with what the decoder must insist on: the table docs/PROTOCOL.md
+/// §6 and §7 document.
+struct MessageFamily: Sendable, CustomStringConvertible {
+    let description: String
+    let samples: [PropertyList]
+    /// Per message type (`t`), the fields without which the message is malformed.
+    let required: [String: Set<String>]
+    /// Per message type, string fields whose limit is below the default 4,096 UTF-8 bytes.
+    let limits: [String: [String: Int]]
+    /// Reads a message and writes it back.
+    let reread: @Sendable (PropertyList) throws -> PropertyList
+
+    static let defaultLimit = 4_096
+    static let typeLimit = ActivityPayload.maximumActivityTypeLength
+
+    static let session = MessageFamily(
+        description: "session",
+        samples: MessageSamples.session.map(\.propertyList),
+        required: [
+            "sync": ["roster"], "synced": ["id", "roster"], "fetch": ["id", "seq", "deadline"], "describe": ["id", "seq"],
+            "cancel": ["id"], "payload": ["id", "payload"], "summary": ["id", "type", "bundle", "team"],
+            "fail": ["id", "reason", "message"], "error": ["message"],
+        ],
+        limits: ["summary": ["type": typeLimit, "title": 1_024, "bundle": 255, "team": 64, "host": 255], "fail": ["reason": 64]],
+        reread: { try SessionMessage($0).propertyList }
+    )
+
+    static let ipc = MessageFamily(
+        description: "IPC",
+        samples: MessageSamples.ipc.map(\.propertyList),
+        required: [
+            "hello": ["v"], "current": ["activity", "type", "handoff"], "resign": ["activity"], "invalidate": ["activity"],
+            "saved": ["req", "payload"], "saveFailed": ["req", "message"], "list": ["req"], "continue": ["req"], "watch": [],
+            "welcome": ["device", "name"], "refused": ["code", "message"], "save": ["req", "activity", "deadline"],
+            "continued": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
+            "failed": ["cont", "type", "reason", "message"], "nearby": ["req", "items"],
+            "result": ["req", "app", "reason", "message", "us"], "changed": ["items"],
+        ],
+        limits: [
+            "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255], "continue": ["device": 1_024],
+            "welcome": ["device": 128], "refused": ["code": 64], "will": ["type": typeLimit], "failed": ["type": typeLimit, "reason": 64],
+            "result": ["app": 255, "failure": 64],
+        ],
+        reread: { try IPCMessage($0).propertyList }
+    )
+
+    /// The entries of `nearby` and `changed`, read through a `changed` message.
+    static let item = MessageFamily(
+        description: "nearby item",
+        samples: [MessageSamples.itemPropertyList(MessageSamples.item), MessageSamples.itemPropertyList(MessageSamples.bareItem)],
+        required: ["item": ["device", "name", "seq", "age", "app"]],
+        limits: ["item": ["device": 128, "name": 1_024, "app": 255, "type": typeLimit, "title": 1_024]],
+        reread: { item in
+            try IPCMessage(.dictionary(["t": "changed", "items": [item]])).propertyList["items"]?.arrayValue?.first ?? .null
+        }
+    )
+
+    static let all = [session, ipc, item]
+}
+
+/// Property-list and byte helpers shared by the message tests.
+enum MessageTestSupport {
+    /// What the agent's `MessageHandler` allows per frame (messages are flat; BatonAgent is not a dependency here).
+    static let frameLimits = PropertyListLimits(maximumDepth: 16)
+
+    static func fields(_ plist: PropertyList) -> [String: PropertyList] { plist.dictionaryValue ?? [:] }
+
+    static func type(_ plist: PropertyList) -> String { plist["t"]?.stringValue ?? "?" }
+
+    static func setting(_ plist: PropertyList, _ key: String, to value: PropertyList?) -> PropertyList {
+        var all = fields(plist)
+        all[key] = value
+        return .dictionary(all)
+    }
+
+    /// A value of another type than `value`, that no field accepts in its place.
+    static func wrongType(for value: PropertyList) -> PropertyList {
+        switch value {
+        case .string: .integer(7)
+        case .integer, .unsignedInteger: .string("7")
+        case .bool: .integer(1)
+        case .data, .date: .string("2030-01-01")
+        case .array: .dictionary([:])
+        default: .array([])
+        }
+    }
+
+    /// A string of exactly `bytes` UTF-8 bytes but fewer characters, so a limit counted in characters would show.
+    static func utf8String(bytes: Int) -> String {
+        String(repeating: "é", count: bytes / 2) + (bytes % 2 == 1 ? "a" : "")
+    }
+
+    static func hex(_ data: Data) -> String {
+        data.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func bytes(hex: String) -> Data {
+        let digits = Array(hex.utf8)
+        return Data(stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) })
+    }
+
+    /// A frame as both agents and the IPC socket write it: 4-byte big-endian length, then the binary property list.
+    static func frame(_ plist: PropertyList) throws -> Data {
+        let body = try BinaryPropertyListEncoder.encode(plist)
+        return Data(withUnsafeBytes(of: UInt32(body.count).bigEndian, Array.init)) + body
+    }
+}
+
+@Suite("Session and IPC messages: round trips, garbage, fuzzing (docs/PROTOCOL.md §6, §7)")
+struct SessionMessageTests {
+    typealias Support = MessageTestSupport
+
+    @Test("every session message round-trips through its property list and through bplist00 bytes")
+    func sessionRoundTrips() throws {
+        for message in MessageSamples.session {
+            #expect(try SessionMessage(message.propertyList) == message)
+            let bytes = try BinaryPropertyListEncoder.encode(message.propertyList)
+            #expect(bytes.starts(with: Array("bplist00".utf8)))
+            #expect(try SessionMessage(BinaryPropertyListDecoder.decode(bytes, limits: Support.frameLimits)) == message, "\(message)")
+            #expect(try BinaryPropertyListEncoder.encode(message.propertyList) == bytes, "deterministic bytes")
+        }
+        let types = Set(MessageSamples.session.map { Support.type($0.propertyList) })
+        #expect(types == ["sync", "synced", "fetch", "describe", "cancel", "payload", "summary", "fail", "error"])
+        #expect(SessionMessage.fetch(id: 3, sequence: 1, deadlineMilliseconds: 1).id == 3)
+        #expect(SessionMessage.sync(id: nil, roster: Data(), agentPort: nil).id == nil)
+        #expect(SessionMessage.error(message: "no").id == nil)
+    }
+
+    @Test("every IPC message round-trips through its property list and through bplist00 bytes")
+    func ipcRoundTrips() throws {
+        for message in MessageSamples.ipc {
+            #expect(try IPCMessage(message.propertyList) == message)
+            let bytes = try BinaryPropertyListEncoder.encode(message.propertyList)
+            #expect(try IPCMessage(BinaryPropertyListDecoder.decode(bytes, limits: Support.frameLimits)) == message, "\(message)")
+            #expect(try BinaryPropertyListEncoder.encode(message.propertyList) == bytes, "deterministic bytes")
+        }
+        let types = Set(MessageSamples.ipc.map { Support.type($0.propertyList) })
+        #expect(
+            types == [
+                "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
+                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed",
+            ]
+        )
+    }
+
+    @Test("C8: every failure reason travels by its raw value; one this build does not know reads as protocolViolation")
+    func failureReasons() throws {
+        for reason in FetchFailure.allCases {
+            let plist = SessionMessage.failure(id: 1, reason: reason, message: "m").propertyList
+            #expect(plist["reason"] == .string(reason.rawValue))
+            #expect(try SessionMessage(plist) == .failure(id: 1, reason: reason, message: "m"))
+        }
+        let newer: PropertyList = ["t": "fail", "id": 1, "reason": "quotaExceeded", "message": "m"]
+        #expect(try SessionMessage(newer) == .failure(id: 1, reason: .protocolViolation, message: "m"))
+    }
+
+    @Test("garbage that is not a message is malformedMessage for both decoders: no dictionary, no type, unknown type")
+    func notMessages() {
+        let garbage: [PropertyList] = [
+            "fetch", 1, .null, .data(Data("bplist00".utf8)), ["t", "fetch"], .set(["t"]), [:], ["id": 1], ["t": 1], ["t": .data(Data("fetch".utf8))],
+            ["t": ""], ["t": "nope"], ["t": "FETCH", "id": 1, "seq": 1, "deadline": 1], ["t": .string(String(repeating: "x", count: 100_000))],
+        ]
+        for plist in garbage {
+            let session = #expect(throws: BatonProtocolError.self, "\(plist)") { try SessionMessage(plist) }
+            #expect(session?.code == .malformedMessage)
+            let ipc = #expect(throws: BatonProtocolError.self, "\(plist)") { try IPCMessage(plist) }
+            #expect(ipc?.code == .malformedMessage)
+        }
+        // Each decoder knows only its own messages.
+        #expect(throws: BatonProtocolError.self) { try SessionMessage(IPCMessage.watchNearby.propertyList) }
+        #expect(throws: BatonProtocolError.self) { try IPCMessage(SessionMessage.cancel(id: 1).propertyList) }
+    }
+
+    @Test("a missing required field is malformedMessage naming it; a missing optional field reads as absent", arguments: MessageFamily.all)
+    func missingFields(family: MessageFamily) throws {
+        for sample in family.samples {
+            let type = Support.type(sample)
+            let required = try #require(family.required[type], "no table entry for \(type)")
+            for key in Support.fields(sample).keys where key != "t" {
+                let without = Support.setting(sample, key, to: nil)
+                if required.contains(key) {
+                    let error = #expect(throws: BatonProtocolError.self, "\(type) without \(key)") { try family.reread(without) }
+                    #expect(error?.code == .malformedMessage)
+                    #expect(error?.message.contains("\"\(key)\"") == true, "\(error?.message ?? "")")
+                } else {
+                    // Absent, or for the `streams` flag its default written out.
+                    let reread = try family.reread(without)[key]
+                    #expect(reread == nil || (key == "streams" && reread == false), "\(type): \(key) is optional")
+                }
+            }
+        }
+        // The table names only fields the samples carry, so each requirement above was exercised.
+        for (type, keys) in family.required {
+            let carried = family.samples.filter { Support.type($0) == type }.reduce(into: Set<String>()) { $0.formUnion(Support.fields($1).keys) }
+            #expect(keys.isSubset(of: carried), "\(type): \(keys.subtracting(carried)) never sampled")
+        }
+    }
+
+    @Test("a field of the wrong type is malformedMessage naming it, optional or not (the `streams` flag excepted)", arguments: MessageFamily.all)
+    func mistypedFields(family: MessageFamily) {
+        for sample in family.samples {
+            for (key, value) in Support.fields(sample) where key != "t" && key != "streams" {
+                let mistyped = Support.setting(sample, key, to: Support.wrongType(for: value))
+                let error = #expect(throws: BatonProtocolError.self, "\(Support.type(sample)).\(key)") { try family.reread(mistyped) }
+                #expect(error?.code == .malformedMessage)
+                #expect(error?.message.contains("\"\(key)\"") == true, "\(error?.message ?? "")")
+            }
+        }
+        // `streams` is a flag: anything but `true` reads as false (MessageFields.flag).
+        let current = IPCMessage.becomeCurrent(activity: 1, ActivityNotice(activityType: "a", supportsStreams: true)).propertyList
+        #expect((try? IPCMessage(Support.setting(current, "streams", to: "yes"))) == .becomeCurrent(activity: 1, ActivityNotice(activityType: "a")))
+    }
+
+    @Test("ids, sequences, deadlines and counts must be non-negative integers: -1 and 1.0 are malformedMessage", arguments: MessageFamily.all)
+    func negativeNumbers(family: MessageFamily) {
+        var checked = 0
+        for sample in family.samples {
+            for (key, value) in Support.fields(sample) {
+                switch value {
+                case .integer, .unsignedInteger:
+                    for bad: PropertyList in [.integer(-1), .integer(.min), .real(1)] {
+                        let error = #expect(throws: BatonProtocolError.self, "\(Support.type(sample)).\(key) = \(bad)") {
+                            try family.reread(Support.setting(sample, key, to: bad))
+                        }
+                        #expect(error?.code == .malformedMessage)
+                    }
+                    checked += 1
+                default: continue
+                }
+            }
+        }
+        #expect(checked >= 2)
+    }
+
+    @Test("strings are limited in UTF-8 bytes: at the limit they read, one byte over is malformedMessage", arguments: MessageFamily.all)
+    func overlongStrings(family: MessageFamily) throws {
+        var checked = 0
+        for sample in family.samples {
+            let type = Support.type(sample)
+            for (key, value) in Support.fields(sample) where key != "t" {
+                guard case .string = value else { continue }
+                let limit = family.limits[type]?[key] ?? MessageFamily.defaultLimit
+                let longest = Support.utf8String(bytes: limit)
+                #expect(try family.reread(Support.setting(sample, key, to: .string(longest)))[key] != nil, "\(type).\(key) of \(limit) bytes")
+                let error = #expect(throws: BatonProtocolError.self, "\(type).\(key) of \(limit + 1) bytes") {
+                    try family.reread(Support.setting(sample, key, to: .string(Support.utf8String(bytes: limit + 1))))
+                }
+                #expect(error?.code == .malformedMessage)
+                #expect(error?.message.contains("\(limit) bytes") == true, "\(error?.message ?? "")")
+                checked += 1
+            }
+        }
+        // Every limit in the table was met by some sample's field.
+        for (type, keys) in family.limits {
+            for key in keys.keys {
+                #expect(family.samples.contains { Support.type($0) == type && $0[key]?.stringValue != nil }, "\(type).\(key) never sampled")
+            }
+        }
+        #expect(checked >= 3)
+    }
+
+    @Test("agentPort must be a port number, 1 to 65535", arguments: ["sync", "synced"])
+    func agentPort(type: String) throws {
+        let base: PropertyList = ["t": .string(type), "id": 1, "roster": .data(MessageSamples.roster)]
+        for port: PropertyList in [1, 65_535] {
+            #expect(try SessionMessage(Support.setting(base, "agentPort", to: port)).propertyList["agentPort"] == port)
+        }
+        for port: PropertyList in [0, 65_536, -1, .unsignedInteger(.max), "47810", .real(47_810)] {
+            let error = #expect(throws: BatonProtocolError.self, "\(port)") { try SessionMessage(Support.setting(base, "agentPort", to: port)) }
+            #expect(error?.code == .malformedMessage)
+            #expect(error?.message.contains("agentPort") == true)
+        }
+    }
+
+    @Test("C3: a nearby list holds at most 1,024 items, each a dictionary", arguments: ["nearby", "changed"])
+    func nearbyLimits(type: String) throws {
+        let item = MessageSamples.itemPropertyList(MessageSamples.item)
+        let base: PropertyList = ["t": .string(type), "req": 1]
+        let full = try IPCMessage(Support.setting(base, "items", to: .array(Array(repeating: item, count: 1_024))))
+        #expect(full.propertyList["items"]?.arrayValue?.count == 1_024)
+        let bad: [PropertyList] = [
+            .array(Array(repeating: item, count: 1_025)), .array([item, "item"]), .array([item, [:]]),
+            .array([Support.setting(item, "t", to: nil)]), .set([item]),
+        ]
+        for items in bad {
+            let error = #expect(throws: BatonProtocolError.self) { try IPCMessage(Support.setting(base, "items", to: items)) }
+            #expect(error?.code == .malformedMessage)
+        }
+    }
+
+    @Test("a hello whose version does not fit in an Int is malformedMessage, not a trap")
+    func helloVersionOverflow() {
+        let hello: PropertyList = ["t": "hello", "v": .unsignedInteger(UInt64(Int.max) + 1)]
+        let error = #expect(throws: BatonProtocolError.self) { try IPCMessage(hello) }
+        #expect(error?.code == .malformedMessage)
+    }
+
+    @Test("C8: the fail an agent sends for an app's long saveFailed text is one the other agent can read (senders bound free text)")
+    func wrappedSaveFailure() throws {
+        let fromApp = try IPCMessage(IPCMessage.saveFailed(request: 1, message: String(repeating: "x", count: 4_096)).propertyList)
+        guard case .saveFailed(_, let text) = fromApp else { Issue.record("not a saveFailed: \(fromApp)"); return }
+        // What the originating agent answers the fetch with (Agent+Apps.swift, finishSave; PeerLink answers it as is).
+        // Whether the fix truncates in the agent or in SessionMessage, this is the message that must stay readable.
+        let sent = SessionMessage.failure(id: 1, reason: .appNotAnswering, message: "the app could not give its state: \(text)")
+        let bytes = try BinaryPropertyListEncoder.encode(sent.propertyList)
+        let received = try SessionMessage(BinaryPropertyListDecoder.decode(bytes, limits: Support.frameLimits))
+        guard case .failure(1, .appNotAnswering, _) = received else { Issue.record("read as \(received)"); return }
+    }
+
+    @Test("fuzz: mutated frames only ever throw a typed error or decode to a message that reads back as itself", arguments: 0..<16)
+    func byteMutations(seed: UInt64) throws {
+        var random = SeededRandom(state: seed)
+        let frames = try (MessageFamily.session.samples + MessageFamily.ipc.samples).map { [UInt8](try BinaryPropertyListEncoder.encode($0)) }
+        var decoded = 0
+        var refused = 0
+        for _ in 0..<300 {
+            var bytes = frames[Int(random.next() % UInt64(frames.count))]
+            for _ in 0...(random.next() % 4) {
+                let index = Int(random.next() % UInt64(bytes.count))
+                switch random.next() % 6 {
+                case 0: bytes[index] ^= UInt8(1 << (random.next() % 8))
+                case 1: bytes[index] = UInt8(truncatingIfNeeded: random.next())
+                case 2: bytes[index] = [0x00, 0x0F, 0x10, 0x13, 0x14, 0x5F, 0x6F, 0xAF, 0xDF, 0xFF][Int(random.next() % 10)]
+                case 3: bytes.removeSubrange(index...)
+                case 4: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: index)
+                default: bytes.swapAt(index, Int(random.next() % UInt64(bytes.count)))
+                }
+                if bytes.isEmpty { break }
+            }
+            let plist: PropertyList
+            do {
+                plist = try BinaryPropertyListDecoder.decode(Data(bytes), limits: Support.frameLimits)
+            } catch is BatonCoreError {
+                refused += 1
+                continue
+            }
+            for family in [MessageFamily.session, .ipc] {
+                switch Self.outcome(family, plist) {
+                case .decoded: decoded += 1
+                case .refused: refused += 1
+                }
+            }
+        }
+        #expect(decoded > 0 && refused > 0, "\(decoded) decoded, \(refused) refused")
+    }
+
+    @Test("fuzz: messages with fields removed, retyped, swapped between types and stuffed only ever throw or decode", arguments: 0..<16)
+    func fieldMutations(seed: UInt64) {
+        var random = SeededRandom(state: seed)
+        let samples = MessageFamily.session.samples + MessageFamily.ipc.samples
+        let types = samples.map(Support.type)
+        let keys = Array(Set(samples.flatMap { Support.fields($0).keys })).sorted()
+        let item = MessageSamples.itemPropertyList(MessageSamples.item)
+        let values: [PropertyList] = [
+            .integer(-1), 0, 1, 65_536, .integer(.max), .unsignedInteger(.max), .real(.nan), .real(-0.5), "", "com.x",
+            .string(String(repeating: "é", count: 3_000)), true, false, .data(Data()), .data(Data(repeating: 0xFF, count: 64)),
+            .date(.distantPast), .date(Date(timeIntervalSince1970: .greatestFiniteMagnitude)), .null, .set([1, "a"]),
+            .url(URL(string: "https://example.com")!), .uuid(UUID()), [], [item], [item, item, 3], [:], ["t": "item"],
+            .array(Array(repeating: item, count: 1_100)),
+        ]
+        var outcomes: [Outcome: Int] = [:]
+        for _ in 0..<400 {
+            var plist = samples[Int(random.next() % UInt64(samples.count))]
+            for _ in 0...(random.next() % 3) {
+                let key = keys[Int(random.next() % UInt64(keys.count))]
+                switch random.next() % 4 {
+                case 0: plist = Support.setting(plist, key, to: nil)
+                case 1: plist = Support.setting(plist, "t", to: .string(types[Int(random.next() % UInt64(types.count))]))
+                default: plist = Support.setting(plist, key, to: values[Int(random.next() % UInt64(values.count))])
+                }
+            }
+            for family in [MessageFamily.session, .ipc] {
+                outcomes[Self.outcome(family, plist), default: 0] += 1
+            }
+        }
+        #expect(outcomes[.decoded, default: 0] > 0 && outcomes[.refused, default: 0] > 0, "\(outcomes)")
+    }
+
+    enum Outcome: Hashable { case decoded, refused }
+
+    /// Reads `plist` with `family`'s decoder: a message must read back as itself; a refusal must be malformedMessage.
+    static func outcome(_ family: MessageFamily, _ plist: PropertyList, sourceLocation: SourceLocation = #_sourceLocation) -> Outcome {
+        do {
+            let once = try family.reread(plist)
+            #expect(try family.reread(once) == once, "\(family) reads its own output back", sourceLocation: sourceLocation)
+            return .decoded
+        } catch let error as BatonProtocolError {
+            #expect(error.code == .malformedMessage, "\(error)", sourceLocation: sourceLocation)
+            return .refused
+        } catch {
+            Issue.record("untyped error \(error) for \(plist)", sourceLocation: sourceLocation)
+            return .refused
+        }
+    }
+}
+
+@Suite("Session and IPC test vectors (docs/PROTOCOL.md §6, §7)")
+struct SessionVectorTests {
+    typealias Support = MessageTestSupport
+
+    /// The documented frames: length prefix and bplist00. Python's `plistlib.loads(frame[4:])` reads them as
+    /// `{'deadline': 1000, 'id': 7, 'seq': 1800000000000, 't': 'fetch'}`,
+    /// `{'id': 7, 'message': 'that activity is no longer current', 'reason': 'notCurrent', 't': 'fail'}` and
+    /// `{'activity': 1, 'handoff': True, 'streams': False, 't': 'current', 'title': 'Groceries', 'type': 'com.razeware.shopsnap.view'}`.
+    static let fetch =
+        "0000006062706c6973743030d4010305070204060858646561646c696e651103e852696410075373657113000001a318"
+        + "5c5000517455666574636808111a1d2022262f3100000000000001010000000000000009000000000000000000000000"
+        + "00000037"
+    static let fail =
+        "0000008562706c6973743030d401030507020406085269641007576d6573736167655f10227468617420616374697669"
+        + "7479206973206e6f206c6f6e6765722063757272656e7456726561736f6e5a6e6f7443757272656e745174546661696c"
+        + "081114161e434a5557000000000000010100000000000000090000000000000000000000000000005c"
+    static let current =
+        "0000009b62706c6973743030d601030507090b020406080a0c58616374697669747910015768616e646f666609577374"
+        + "7265616d730851745763757272656e74557469746c655947726f63657269657354747970655f101a636f6d2e72617a65"
+        + "776172652e73686f70736e61702e7669657708151e2028293132343c424c510000000000000101000000000000000d00"
+        + "00000000000000000000000000006e"
+
+    @Test("fetch, fail and an IPC current encode to the documented frames, and the frames decode to them")
+    func vectors() throws {
+        let vectors: [(PropertyList, String, (PropertyList) throws -> PropertyList)] = [
+            (SessionMessage.fetch(id: 7, sequence: 1_800_000_000_000, deadlineMilliseconds: 1_000).propertyList, Self.fetch, { try SessionMessage($0).propertyList }),
+            (SessionMessage.failure(id: 7, reason: .notCurrent, message: "that activity is no longer current").propertyList, Self.fail, { try SessionMessage($0).propertyList }),
+            (
+                IPCMessage.becomeCurrent(activity: 1, ActivityNotice(activityType: MessageSamples.activityType, title: "Groceries")).propertyList,
+                Self.current, { try IPCMessage($0).propertyList }
+            ),
+        ]
+        for (plist, expected, reread) in vectors {
+            let frame = try Support.frame(plist)
+            #expect(Support.hex(frame) == expected)
+            let documented = Support.bytes(hex: expected)
+            let length = documented.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+            #expect(length == documented.count - 4)
+            #expect(try reread(BinaryPropertyListDecoder.decode(Data(documented.dropFirst(4)), limits: Support.frameLimits)) == plist)
+        }
+    }
+}
