@@ -176,7 +176,7 @@ struct AccountSessionTests {
             }
         }
         #expect(try await syncFromB().activeMembers.count == 2)
-        try a.store.updateRoster { $0.revoke(b.identity.id, by: a.identity.id, at: Date(), newKey: AccountStore.randomKey()) }
+        _ = try a.store.updateRoster { $0.revoke(b.identity.id, by: a.identity.id, at: Date(), newKey: AccountStore.randomKey()) }
         let refused = await Result { try await syncFromB() }
         let error = try #require(refused.failure as? BatonAgentError)
         #expect(error.code == .peerRefused, "\(error.message)")
