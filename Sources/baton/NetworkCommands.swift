@@ -18,12 +18,7 @@ struct PeerAddress: ExpressibleByArgument, CustomStringConvertible {
     let port: Int
 
     init?(argument: String) {
-        guard let colon = argument.lastIndex(of: ":"), let port = Int(argument[argument.index(after: colon)...]), (1...65_535).contains(port) else {
-            return nil
-        }
-        var host = String(argument[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { return nil }
+        guard let (host, port) = Agent.splitHostPort(argument) else { return nil }
         self.host = host
         self.port = port
     }
@@ -35,12 +30,6 @@ struct PeerAddress: ExpressibleByArgument, CustomStringConvertible {
 func agentPort(_ store: AccountStore) -> Int? {
     guard let data = FileManager.default.contents(atPath: store.folder.appendingPathComponent("agent-port").path) else { return nil }
     return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-}
-
-/// The agent addresses of the account's other active devices, as last recorded.
-func knownPeerAddresses(_ store: AccountStore, excluding me: DeviceID) -> [String] {
-    guard let roster = try? store.roster(), let peers = try? store.peers() else { return [] }
-    return peers.filter { $0.key != me && roster.isActive($0.key) }.compactMap(\.value.address).sorted()
 }
 
 /// One sync session with `address`; returns the merged roster.
@@ -236,7 +225,7 @@ struct SyncCommand: AsyncParsableCommand {
         let store = state.store
         let identity = try reportingAgentErrors { try store.identity() }
         var targets = peers.map(\.description)
-        for address in knownPeerAddresses(store, excluding: identity.id) where !targets.contains(address) {
+        for address in store.knownPeerAddresses(excluding: identity.id) where !targets.contains(address) {
             targets.append(address)
         }
         guard !targets.isEmpty else {

@@ -3,41 +3,6 @@ import BatonProtocol
 import Foundation
 import Testing
 
-/// A `baton` process running in the background, its output collected in a file.
-final class BackgroundBaton {
-    let process = Process()
-    let log: URL
-
-    init(_ arguments: [String], log: URL) throws {
-        self.log = log
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.executableURL = Baton.executable
-        process.arguments = arguments
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// Waits until the output has a line satisfying `match`, and returns it.
-    func line(timeout: Double = 10, where match: (String) -> Bool) -> String? {
-        let end = Date().addingTimeInterval(timeout)
-        while Date() < end {
-            if let found = output.split(separator: "\n").map(String.init).first(where: match) { return found }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-}
-
 func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
@@ -52,7 +17,7 @@ struct AccountNetworkCLITests {
     @Test("A pairs with B, B invites C, all converge; A removes C; C is refused everywhere and cannot read the new key's seals")
     func threeDevices() throws {
         let root = try Baton.temporaryDirectory()
-        var background: [BackgroundBaton] = []
+        var background: [Background] = []
         defer {
             background.forEach { $0.stop() }
             try? FileManager.default.removeItem(at: root)
@@ -63,7 +28,7 @@ struct AccountNetworkCLITests {
         }
 
         // A waits to pair; B connects. Both must show the same code.
-        let waiting = try BackgroundBaton(["pair", "--port", "0", "--yes", "--state", states[0]], log: root.appendingPathComponent("pair-a.log"))
+        let waiting = try Background(baton: ["pair", "--port", "0", "--yes", "--state", states[0]], log: root.appendingPathComponent("pair-a.log"))
         background.append(waiting)
         let portLine = try #require(waiting.line { $0.contains("on port") })
         let pairPort = try #require(portLine.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .punctuationCharacters)) }.first)
@@ -74,8 +39,8 @@ struct AccountNetworkCLITests {
         #expect(codeA != nil && codeA == codeB.map(String.init))
 
         // B invites C (the headless machine joins with the token).
-        let inviting = try BackgroundBaton(
-            ["invite", "--port", "0", "--address", "127.0.0.1", "--state", states[1]], log: root.appendingPathComponent("invite-b.log")
+        let inviting = try Background(
+            baton: ["invite", "--port", "0", "--address", "127.0.0.1", "--state", states[1]], log: root.appendingPathComponent("invite-b.log")
         )
         background.append(inviting)
         let token = try #require(inviting.line { $0.hasPrefix("baton1-") })
@@ -87,7 +52,7 @@ struct AccountNetworkCLITests {
         // Agents; one sync each way tells them where the others listen, then they keep each other in step.
         var ports: [Int] = []
         for (index, state) in states.enumerated() {
-            let agent = try BackgroundBaton(["agent", "--port", "0", "--interval", "0.3", "--no-multicast", "--state", state], log: root.appendingPathComponent("agent-\(index).log"))
+            let agent = try Background(baton: ["agent", "--port", "0", "--interval", "0.3", "--no-multicast", "--state", state], log: root.appendingPathComponent("agent-\(index).log"))
             background.append(agent)
             let line = try #require(agent.line { $0.contains("agent for") })
             ports.append(try #require(line.split(separator: ":").last.flatMap { Int($0.split(separator: ";").first ?? "") }))

@@ -1,64 +1,6 @@
 import Foundation
 import Testing
 
-/// Any process in the background, its output in a file, its input a pipe the test writes to.
-final class Background {
-    let process = Process()
-    let log: URL
-    let input = Pipe()
-
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], log: URL) throws {
-        self.log = log
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = input
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    func lines(containing text: String) -> [String] {
-        output.split(separator: "\n").map(String.init).filter { $0.contains(text) }
-    }
-
-    /// Waits until a line contains `text`; returns it.
-    @discardableResult
-    func waitFor(_ text: String, timeout: Double = 10, poll: useconds_t = 20_000) -> String? {
-        let end = Date().addingTimeInterval(timeout)
-        repeat {
-            if let line = lines(containing: text).first { return line }
-            usleep(poll)
-        } while Date() < end
-        return nil
-    }
-
-    func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
-    }
-
-    func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-
-    /// Waits for the process to end, at most `timeout` seconds; returns whether it did.
-    func waitForExit(timeout: Double) -> Bool {
-        let end = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < end { usleep(10_000) }
-        return !process.isRunning
-    }
-}
-
 /// Devices as separate processes on loopback: state folders, paired, each with its agent; and ShopSnap.
 final class HandoffWorld {
     let root: URL
@@ -87,7 +29,7 @@ final class HandoffWorld {
 
     /// `waiting` and `connecting` pair, both confirming.
     func pair(_ waiting: String, _ connecting: String) throws {
-        let wait = try BackgroundBaton(["pair", "--port", "0", "--yes", "--state", state(waiting)], log: root.appendingPathComponent("pair-\(connecting).log"))
+        let wait = try Background(baton: ["pair", "--port", "0", "--yes", "--state", state(waiting)], log: root.appendingPathComponent("pair-\(connecting).log"))
         defer { wait.stop() }
         let line = try #require(wait.line { $0.contains("on port") })
         let port = try #require(line.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .punctuationCharacters)) }.first)
@@ -117,7 +59,8 @@ final class HandoffWorld {
         let agent = try Background(Baton.executable, arguments + extra, log: root.appendingPathComponent("agent-\(name).log"))
         background.append(agent)
         let line = try #require(agent.waitFor("agent for"), "\(agent.output)")
-        agentPorts[name] = try #require(line.split(separator: ":").last.flatMap { Int($0.split(separator: ";").first ?? "") })
+        let port: Int = try #require(line.split(separator: ":").last.flatMap { Int(String($0.split(separator: ";").first ?? "")) })
+        agentPorts[name] = port
         agents[name] = agent
         try #require(agent.waitFor("apps connect at") != nil)
     }

@@ -7,7 +7,7 @@ final class NamespaceLAN {
     static let script = Baton.packageRoot.appendingPathComponent("scripts/netns.sh")
 
     let prefix: String
-    private var processes: [HostProcess] = []
+    private var processes: [Background] = []
 
     /// Why this machine cannot build namespace LANs (not root, no iproute2, no bridges...), or nil when it can.
     static let unavailable: String? = {
@@ -56,14 +56,14 @@ final class NamespaceLAN {
     }
 
     /// Starts `command` in host `host` in the background, its output collected in `log`.
-    func start(_ host: Int, _ command: [String], environment: [String: String] = [:], log: URL) throws -> HostProcess {
-        let process = try HostProcess(Self.script, ["exec", prefix, "\(host)"] + command, environment: environment, log: log)
+    func start(_ host: Int, _ command: [String], environment: [String: String] = [:], log: URL) throws -> Background {
+        let process = try Background(Self.script, ["exec", prefix, "\(host)"] + command, environment: environment, log: log)
         processes.append(process)
         return process
     }
 
     /// Stops one background process early (it stays on the list; stopping twice is harmless).
-    func stop(_ process: HostProcess) {
+    func stop(_ process: Background) {
         process.stop()
     }
 
@@ -88,52 +88,6 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A process running in the background in one host of a ``NamespaceLAN``, its output collected in a file.
-final class HostProcess {
-    let process = Process()
-    let log: URL
-
-    init(_ executable: URL, _ arguments: [String], environment: [String: String], log: URL) throws {
-        self.log = log
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// Waits until the output has a line satisfying `match`, and returns it; nil on timeout or when the process ended
-    /// without printing one.
-    func line(timeout: Double = 10, where match: (String) -> Bool) -> String? {
-        let end = Date().addingTimeInterval(timeout)
-        while true {
-            let running = process.isRunning
-            if let found = output.split(separator: "\n").map(String.init).first(where: match) { return found }
-            if !running || Date() >= end { return nil }
-            usleep(50_000)
-        }
-    }
-
-    func signal(_ number: Int32) {
-        if process.isRunning { kill(process.processIdentifier, number) }
-    }
-
-    /// SIGTERM (the agent says goodbye and closes its sockets), SIGKILL after 3 s, then reaps it.
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let end = Date().addingTimeInterval(3)
-        while process.isRunning && Date() < end { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-}
 
 /// Devices, agents and the ShopSnap example on a namespace LAN: what every test here sets up.
 final class NamespaceWorld {
@@ -180,11 +134,11 @@ final class NamespaceWorld {
             let made = try Baton.run("init", "--name", name, "--state", state)
             guard made.status == 0 else { throw CommandFailure("init \(name): \(made.output)") }
         }
-        var background: [BackgroundBaton] = []
+        var background: [Background] = []
         defer { background.forEach { $0.stop() } }
         for (index, state) in states.enumerated().dropFirst() {
-            let waiting = try BackgroundBaton(
-                ["pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--timeout", "20", "--state", states[0]],
+            let waiting = try Background(
+                baton: ["pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--timeout", "20", "--state", states[0]],
                 log: root.appendingPathComponent("pair-\(index).log")
             )
             background.append(waiting)
@@ -196,8 +150,8 @@ final class NamespaceWorld {
             waiting.stop()
         }
         if states.count > 2 {
-            let agent = try BackgroundBaton(
-                [
+            let agent = try Background(
+                baton: [
                     "agent", "--state", states[0], "--host", "127.0.0.1", "--port", "0", "--no-multicast", "--interval", "60",
                     "--socket", root.appendingPathComponent("setup.sock").path,
                 ],
@@ -226,7 +180,7 @@ final class NamespaceWorld {
 
     /// Starts the agent of `state` in host `host` on 0.0.0.0:47810 with the test's apps, and waits until apps can
     /// connect (it says so, and names the socket in STATE/agent-socket).
-    func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = []) throws -> HostProcess {
+    func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = []) throws -> Background {
         try? FileManager.default.removeItem(atPath: state + "/agent-socket")
         let agent = try lan.start(
             host,
@@ -241,7 +195,7 @@ final class NamespaceWorld {
     }
 
     /// `shopsnap list ITEMS...` in host `host`, connected to the agent of `state`; waits until it offers the list.
-    func shopsnapList(_ lan: NamespaceLAN, _ host: Int, state: String, _ items: [String]) throws -> HostProcess {
+    func shopsnapList(_ lan: NamespaceLAN, _ host: Int, state: String, _ items: [String]) throws -> Background {
         guard let text = FileManager.default.contents(atPath: state + "/agent-socket") else { throw CommandFailure("no agent-socket in \(state)") }
         let socket = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let app = try lan.start(

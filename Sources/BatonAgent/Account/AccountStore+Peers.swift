@@ -24,6 +24,12 @@ extension AccountStore {
         return peers
     }
 
+    /// The agent addresses of the account's other active devices, as last recorded.
+    public func knownPeerAddresses(excluding me: DeviceID) -> [String] {
+        guard let roster = try? roster(), let peers = try? peers() else { return [] }
+        return peers.filter { $0.key != me && roster.isActive($0.key) }.compactMap(\.value.address).sorted()
+    }
+
     /// Records a successful session with `id`, and its agent's address when known.
     public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws {
         try withStateLock {

@@ -41,12 +41,8 @@ extension Agent {
             let networkChanged = ticks % 2 == 0 && (adverts?.refreshMemberships(log: configuration.log) ?? false)
             if networkChanged { log("network interfaces changed: advertising again") }
             if ticks % 5 == 0 { refreshTargets() }
-            let current = state.withLockedValue { state in
-                state.current.flatMap { current in
-                    current.notice.expirationDate.map { $0 <= Date() } == true ? nil : current
-                }
-            }
-            if let current, current.notice.isEligibleForHandoff {
+            let current = state.withLockedValue(\.current)
+            if let current, current.isOffered(at: Date()) {
                 sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
             }
             let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }

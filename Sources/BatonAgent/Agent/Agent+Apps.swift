@@ -97,14 +97,13 @@ extension Agent: IPCHandler {
 
     /// A9, C2: the device's one current activity; any other stops being current. Advertised at once.
     func becomeCurrent(connection: IPCConnection, bundle: String, team: String, activity: UInt64, notice: ActivityNotice) {
-        let (current, replaced) = state.withLockedValue { state -> (CurrentActivity, CurrentActivity?) in
+        let current = state.withLockedValue { state -> CurrentActivity in
             if var same = state.current, same.connection === connection, same.activity == activity {
                 // The same activity again (a new title, say): same sequence, so other devices refresh, not replace.
                 same.notice = notice
                 state.current = same
-                return (same, nil)
+                return same
             }
-            let replaced = state.current
             // Sequences only grow, across restarts too (milliseconds since 1970 as a floor), so a receiver never
             // mistakes a new activity for an old one.
             state.lastSequence = max(state.lastSequence + 1, Self.now())
@@ -117,10 +116,9 @@ extension Agent: IPCHandler {
                 notice: notice
             )
             state.current = current
-            return (current, replaced)
+            return current
         }
-        _ = replaced
-        if notice.isEligibleForHandoff, !(notice.expirationDate.map { $0 <= Date() } ?? false) {
+        if current.isOffered(at: Date()) {
             sendAdvert(sequence: current.sequence, notice: notice, team: team, isCurrent: true)
         } else {
             sendGoodbye(current)

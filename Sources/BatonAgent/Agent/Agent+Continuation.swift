@@ -98,7 +98,7 @@ extension Agent: PeerLinkResponder {
             case .success(let running): connection = running
             case .failure(let failure): return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
             }
-            guard beginContinuation(id, bundle: app.bundleIdentifier, type: type, connection: connection) else {
+            guard beginContinuation(id, type: type, connection: connection) else {
                 return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
             }
             switch await fetch(entry) {
@@ -152,7 +152,7 @@ extension Agent: PeerLinkResponder {
             case .success(let running): connection = running
             case .failure(let failure): return outcome(bundle, decision.reason, failure.reason, failure.message)
             }
-            guard beginContinuation(id, bundle: bundle, type: type, connection: connection) else {
+            guard beginContinuation(id, type: type, connection: connection) else {
                 return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
             }
             var delivered = payload
@@ -195,10 +195,9 @@ extension Agent: PeerLinkResponder {
 
     /// Sends `willContinue` (C5: at once, before the state arrives) for continuation `id`. False when it was
     /// cancelled meanwhile (C6), in which case the app hears nothing of it.
-    func beginContinuation(_ id: UInt64, bundle: String, type: String, connection: IPCConnection) -> Bool {
+    func beginContinuation(_ id: UInt64, type: String, connection: IPCConnection) -> Bool {
         let open = state.withLockedValue { state -> Bool in
             guard !state.stopped, state.continuations[id] != nil else { return false }
-            state.continuations[id]?.bundle = bundle
             state.continuations[id]?.activityType = type
             state.continuations[id]?.connection = connection
             return true

@@ -42,12 +42,16 @@ public final class Agent: @unchecked Sendable {
         var activity: UInt64
         var sequence: UInt64
         var notice: ActivityNotice
+
+        /// Whether it is advertised at `now`: eligible for handoff and not expired (A10).
+        func isOffered(at now: Date) -> Bool {
+            notice.isEligibleForHandoff && !(notice.expirationDate.map { $0 <= now } ?? false)
+        }
     }
 
     /// A continuation on this device between its start and its one ending (C5).
     struct PendingContinuation {
         var activityType: String
-        var bundle: String?
         /// The app, once it was told `willContinue`.
         var connection: IPCConnection?
         /// Stops its work (C6).
@@ -225,10 +229,8 @@ public final class Agent: @unchecked Sendable {
     /// addresses of the other active members.
     func syncTargets() -> [String] {
         var addresses = configuration.peers
-        for address in extraPeers.withLockedValue({ $0 }) where !addresses.contains(address) { addresses.append(address) }
-        let roster = state.withLockedValue(\.roster)
-        for (device, record) in (try? store.peers()) ?? [:] where device != identity.id && roster.isActive(device) {
-            if let address = record.address, !addresses.contains(address) { addresses.append(address) }
+        for address in extraPeers.withLockedValue({ $0 }) + store.knownPeerAddresses(excluding: identity.id) where !addresses.contains(address) {
+            addresses.append(address)
         }
         return addresses
     }

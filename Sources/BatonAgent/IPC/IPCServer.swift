@@ -25,12 +25,12 @@ public struct PeerCredentials: Sendable, Hashable {
     }
 
     /// The credentials of the process connected to `channel`.
-    static func ofPeer(_ channel: Channel) async throws -> PeerCredentials {
+    static func of(_ channel: Channel) -> EventLoopFuture<PeerCredentials> {
         guard let provider = channel as? SocketOptionProvider else {
-            throw BatonAgentError(.protocolViolation, "the connection has no socket to ask for peer credentials")
+            return channel.eventLoop.makeFailedFuture(BatonAgentError(.protocolViolation, "the connection has no socket to ask for peer credentials"))
         }
         // SOL_SOCKET = 1 and SO_PEERCRED = 17 on Linux.
-        return try await provider.unsafeGetSocketOption(level: SocketOptionLevel(1), name: SocketOptionName(17)).get()
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(1), name: SocketOptionName(17))
     }
 
     /// The executable the process runs, with symbolic links resolved: `/proc/PID/exe`. Nil when the process is gone
@@ -137,11 +137,7 @@ enum IPCServer {
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
                         try channel.pipeline.syncOperations.addHandler(messages)
                     }.flatMap {
-                        let provider = channel as? SocketOptionProvider
-                        let credentials: EventLoopFuture<PeerCredentials> =
-                            provider?.unsafeGetSocketOption(level: SocketOptionLevel(1), name: SocketOptionName(17))
-                            ?? channel.eventLoop.makeFailedFuture(BatonAgentError(.protocolViolation, "no peer credentials"))
-                        return credentials.map { credentials in
+                        PeerCredentials.of(channel).map { credentials in
                             messages.attach(IPCConnection(channel: channel, credentials: credentials, handler: handler))
                         }
                     }
