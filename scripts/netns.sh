@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throwaway multi-host test LANs built from Linux network namespaces (needs root and iproute2, nothing else).
 #
-#   scripts/netns.sh up PREFIX N [--block-multicast]   build the LAN (tears down an old PREFIX-* first)
+#   scripts/netns.sh up PREFIX N [--block-multicast] [--ipv6-only]
+#                                                       build the LAN (tears down an old PREFIX-* first)
 #   scripts/netns.sh down PREFIX                        kill processes in, and delete, every PREFIX-* namespace
 #   scripts/netns.sh exec PREFIX K CMD...               run CMD in host K (environment and cwd pass through)
 #   scripts/netns.sh check                              exit 0 if this machine can do it, else say why, exit 77
@@ -12,6 +13,8 @@
 # EUI-64 link-local fe80::77:ff:fe00:KK (KK in hex). DAD is off in the hosts, so addresses are usable at once.
 # Hosts have lo up and routes 224.0.0.0/4 and default on eth0, so a socket bound to 0.0.0.0 can send to or
 # join an IPv4 group without naming an interface. IPv6 link-local multicast needs the scope id (eth0).
+# --ipv6-only leaves IPv4 out: no 10.77.0.K, no IPv4 routes; the hosts have only their link-local addresses,
+# like a LAN with no DHCP server, so anything that works there works over IPv6 link-local alone.
 #
 # Multicast: br0 runs with mcast_snooping 0, so it keeps no group table and floods all multicast to all ports.
 # --block-multicast also turns the per-port flag mcast_flood off on every hK. The bridge forwards a frame whose
@@ -24,7 +27,7 @@
 set -euo pipefail
 
 die() { echo "netns.sh: $*" >&2; exit 1; }
-usage() { die "usage: $0 up PREFIX N [--block-multicast] | down PREFIX | exec PREFIX K CMD... | check"; }
+usage() { die "usage: $0 up PREFIX N [--block-multicast] [--ipv6-only] | down PREFIX | exec PREFIX K CMD... | check"; }
 nsx() { ip netns exec "$@"; }
 
 check_prefix() {
@@ -60,7 +63,7 @@ cmd_down() {
 mac_of() { printf '02:77:00:00:00:%02x' "$1"; }
 ll_of() { printf 'fe80::77:ff:fe00:%x' "$1"; }
 
-add_host() {  # add_host PREFIX K BLOCK
+add_host() {  # add_host PREFIX K BLOCK IPV6ONLY
     local hub="$1-hub" ns="$1-h$2"
     ip netns add "$ns"
     nsx "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 \
@@ -70,10 +73,12 @@ add_host() {  # add_host PREFIX K BLOCK
     [[ "$3" == 1 ]] && bridge -n "$hub" link set dev "h$2" mcast_flood off
     ip -n "$hub" link set "h$2" up
     ip -n "$ns" link set lo up
-    ip -n "$ns" addr add "10.77.0.$2/24" dev eth0
+    [[ "$4" == 1 ]] || ip -n "$ns" addr add "10.77.0.$2/24" dev eth0
     ip -n "$ns" link set eth0 up
-    ip -n "$ns" route add 224.0.0.0/4 dev eth0
-    ip -n "$ns" route add default dev eth0
+    if [[ "$4" != 1 ]]; then
+        ip -n "$ns" route add 224.0.0.0/4 dev eth0
+        ip -n "$ns" route add default dev eth0
+    fi
 }
 
 wait_ready() {  # wait_ready NS: the link-local address exists and is not tentative (bounded at ~5 s)
@@ -88,11 +93,12 @@ wait_ready() {  # wait_ready NS: the link-local address exists and is not tentat
 
 cmd_up() {
     check_prefix "${1:-}"
-    local prefix="$1" n="${2:-}" block=0 k j
+    local prefix="$1" n="${2:-}" block=0 v6only=0 k j flag
     [[ "$n" =~ ^[0-9]+$ ]] && ((10#$n >= 1 && 10#$n <= 254)) || die "N must be 1-254, got '$n'"
     n=$((10#$n))
-    case "${3:-}" in "") ;; --block-multicast) block=1 ;; *) usage ;; esac
-    [[ $# -le 3 ]] || usage
+    for flag in "${@:3}"; do
+        case "$flag" in --block-multicast) block=1 ;; --ipv6-only) v6only=1 ;; *) usage ;; esac
+    done
     cmd_down "$prefix"
     UP_PREFIX="$prefix"
     trap 'rc=$?; ((rc == 0)) || { echo "netns.sh: up failed, tearing down $UP_PREFIX-*" >&2; cmd_down "$UP_PREFIX"; }' EXIT
@@ -101,7 +107,7 @@ cmd_up() {
     nsx "$prefix-hub" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
     ip -n "$prefix-hub" link add br0 type bridge stp_state 0 mcast_snooping 0
     ip -n "$prefix-hub" link set br0 up
-    for ((k = 1; k <= n; k++)); do add_host "$prefix" "$k" "$block"; done
+    for ((k = 1; k <= n; k++)); do add_host "$prefix" "$k" "$block" "$v6only"; done
     for ((k = 1; k <= n; k++)); do wait_ready "$prefix-h$k"; done
     if ((block)); then
         for ((k = 1; k <= n; k++)); do

@@ -23,7 +23,7 @@ struct PeerAddress: ExpressibleByArgument, CustomStringConvertible {
         self.port = port
     }
 
-    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    var description: String { Agent.joinHostPort(host, port) }
 }
 
 /// The port the agent of this state folder announced, if it runs.
@@ -267,8 +267,8 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "The port for sessions (TCP) and unicast adverts (UDP); 0 picks a free one.")
     var port = 47810
 
-    @Option(help: "The address to listen on.")
-    var host = "0.0.0.0"
+    @Option(help: "The address to listen on; :: is every IPv4 and IPv6 address (0.0.0.0 where IPv6 is off).")
+    var host = AgentConfiguration.anyHost
 
     @Option(name: .customLong("peer"), help: "Another agent's HOST:PORT to advertise to and sync with; repeatable.")
     var peers: [PeerAddress] = []

@@ -32,10 +32,12 @@ final class NamespaceLAN {
         tag + String(getpid() % 46_656, radix: 36)
     }
 
-    /// Builds the LAN (tearing down an old one of the same prefix first).
-    init(prefix: String, hosts: Int, blockMulticast: Bool = false) throws {
+    /// Builds the LAN (tearing down an old one of the same prefix first); `ipv6Only` leaves IPv4 out, so hosts have
+    /// only their link-local addresses fe80::77:ff:fe00:K on eth0.
+    init(prefix: String, hosts: Int, blockMulticast: Bool = false, ipv6Only: Bool = false) throws {
         self.prefix = prefix
-        let up = try Self.command(Self.script, ["up", prefix, "\(hosts)"] + (blockMulticast ? ["--block-multicast"] : []))
+        let flags = (blockMulticast ? ["--block-multicast"] : []) + (ipv6Only ? ["--ipv6-only"] : [])
+        let up = try Self.command(Self.script, ["up", prefix, "\(hosts)"] + flags)
         guard up.status == 0 else {
             down()
             throw CommandFailure("netns.sh up \(prefix) \(hosts) failed (\(up.status)): \(up.output)")
@@ -178,13 +180,13 @@ final class NamespaceWorld {
         return states
     }
 
-    /// Starts the agent of `state` in host `host` on 0.0.0.0:47810 with the test's apps, and waits until apps can
-    /// connect (it says so, and names the socket in STATE/agent-socket).
+    /// Starts the agent of `state` in host `host` on its default address (`::`, IPv4 and IPv6) port 47810 with the
+    /// test's apps, and waits until apps can connect (it says so, and names the socket in STATE/agent-socket).
     func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = []) throws -> Background {
         try? FileManager.default.removeItem(atPath: state + "/agent-socket")
         let agent = try lan.start(
             host,
-            [Baton.executable.path, "agent", "--state", state, "--host", "0.0.0.0", "--port", "47810", "--apps", apps.path] + extra,
+            [Baton.executable.path, "agent", "--state", state, "--port", "47810", "--apps", apps.path] + extra,
             environment: try runtime(host),
             log: root.appendingPathComponent("agent-h\(host)-\(UUID().uuidString.prefix(4)).log")
         )
@@ -227,6 +229,17 @@ final class NamespaceWorld {
         try nearby(lan, host, state: state)?.contains { $0["deviceName"] as? String == device && $0["app"] as? String == Self.bundle } ?? false
     }
 
+    /// `baton continue [DEVICE]` for `state` in host `host`, then expects both ends of a handoff of ShopSnap's list
+    /// of Milk and Eggs: the agent there launched ShopSnap with the list, and the originating `list` heard it went.
+    func expectHandoff(_ lan: NamespaceLAN, _ host: Int, state: String, device: String? = nil, agent: Background, list: Background) throws {
+        let continued = try lan.run(host, [Baton.executable.path, "continue"] + (device.map { [$0] } ?? []) + ["--state", state], environment: runtime(host))
+        #expect(continued.status == 0, "\(continued.output)")
+        #expect(continued.stdout.contains("continued in \(Self.bundle)"), "\(continued.output)")
+        // The agent launched ShopSnap, whose output is the agent's.
+        #expect(agent.line(timeout: 5) { $0.contains("shopsnap: continued list: Milk, Eggs") } != nil, "\(agent.output)")
+        #expect(list.line(timeout: 5) { $0.contains("was continued on another device") } != nil, "\(list.output)")
+    }
+
     /// Polls until `condition` holds (at most `timeout`), returning the seconds it took, or nil.
     static func time(timeout: Double, _ condition: () throws -> Bool) rethrows -> Double? {
         let start = Date()
@@ -262,13 +275,37 @@ struct NamespaceTests {
         let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
         #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (over TLS) for the title: \(item)")
 
-        let continued = try lan.run(2, [Baton.executable.path, "continue", "--state", states[1]], environment: world.runtime(2))
-        #expect(continued.status == 0, "\(continued.output)")
-        #expect(continued.stdout.contains("continued in \(NamespaceWorld.bundle)"), "\(continued.output)")
-        // h2's agent launched ShopSnap, whose output is the agent's.
-        #expect(agents[1].line(timeout: 5) { $0.contains("shopsnap: continued list: Milk, Eggs") } != nil, "\(agents[1].output)")
-        #expect(list.line(timeout: 5) { $0.contains("was continued on another device") } != nil, "\(list.output)")
+        try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
         print("NamespaceTests[multicast]: h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    @Test("an IPv6-only LAN (C1, C2): hosts with link-local addresses alone find each other and hand off")
+    func ipv6LinkLocalDiscovery() throws {
+        try NamespaceLAN.skipUnlessAvailable()
+        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+        let started = Date()
+        let world = try NamespaceWorld()
+        defer { world.remove() }
+        // No IPv4 at all: no address, no route. Only the IPv6 link-local group can carry adverts, and only a
+        // scoped link-local address (fe80::77:ff:fe00:1%eth0) can carry the session back to the advertiser.
+        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("n6"), hosts: 2, ipv6Only: true)
+        defer { lan.down() }
+        let addresses = try lan.run(1, ["ip", "-o", "addr", "show", "dev", "eth0"]).stdout
+        #expect(!addresses.contains("inet "), "h1 has no IPv4 address: \(addresses)")
+
+        let states = try world.account(["laptop", "desktop"])
+        let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+        for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
+        let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+
+        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+        #expect(seen != nil, "h2 sees laptop's list over IPv6 link-local; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+        guard seen != nil else { return }
+        let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
+        #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (TLS to fe80::...%eth0) for the title: \(item)")
+
+        try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
+        print("NamespaceTests[ipv6]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
     @Test("with multicast blocked, nothing is found without --peer, and --peer still works")
@@ -307,10 +344,7 @@ struct NamespaceTests {
         #expect(seen != nil, "h2 and h3 see laptop's list by unicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
         guard seen != nil else { return }
 
-        let continued = try lan.run(3, [Baton.executable.path, "continue", "laptop", "--state", states[2]], environment: world.runtime(3))
-        #expect(continued.status == 0, "\(continued.output)")
-        #expect(agents[1].line(timeout: 5) { $0.contains("shopsnap: continued list: Milk, Eggs") } != nil, "\(agents[1].output)")
-        #expect(list.line(timeout: 5) { $0.contains("was continued on another device") } != nil, "\(list.output)")
+        try world.expectHandoff(lan, 3, state: states[2], device: "laptop", agent: agents[1], list: list)
         print("NamespaceTests[blocked]: with --peer h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 

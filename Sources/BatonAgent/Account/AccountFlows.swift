@@ -195,7 +195,7 @@ extension AccountFlows {
         guard merged.isActive(peer) else {
             throw BatonAgentError(.peerRefused, "\(peer.short) has been removed from the account")
         }
-        let address = dialed ?? zip(host, agentPort).map { $0.contains(":") ? "[\($0)]:\($1)" : "\($0):\($1)" }
+        let address = dialed ?? zip(host, agentPort).map(Agent.joinHostPort)
         try store.recordPeer(peer, address: address)
         return merged
     }

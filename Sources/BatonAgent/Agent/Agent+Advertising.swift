@@ -52,7 +52,7 @@ extension Agent {
 
     /// One datagram from the network: through the receiver's checks into the nearby table.
     func receiveAdvert(_ datagram: Data, from source: SocketAddress) {
-        let host = source.ipAddress ?? "?"
+        let host = source.hostText ?? "?"
         let now = Self.now()
         let change: (DeviceID, NearbyTable.Change)? = state.withLockedValue { state in
             let roster = state.roster

@@ -9,7 +9,7 @@ extension Agent: PeerLinkResponder {
         switch request {
         case .sync(let roster, let agentPort):
             do {
-                _ = try AccountFlows.absorbSync(roster: roster, agentPort: agentPort, from: link.peer, host: link.channel.remoteAddress?.ipAddress, dialed: nil, store: store)
+                _ = try AccountFlows.absorbSync(roster: roster, agentPort: agentPort, from: link.peer, host: link.channel.remoteAddress?.hostText, dialed: nil, store: store)
                 rosterChanged()
                 return .synced(roster: try store.roster().encoded(), agentPort: port)
             } catch {

@@ -123,11 +123,20 @@ public final class Agent: @unchecked Sendable {
     }
 
     func open() async throws {
-        let listener = try await links.listen(host: configuration.host, port: configuration.port)
+        var host = configuration.host
+        let listener: Channel
+        do {
+            listener = try await links.listen(host: host, port: configuration.port)
+        } catch where host == AgentConfiguration.anyHost {
+            // No IPv6 on this machine (or the port is taken, in which case IPv4 fails the same way and says so).
+            host = "0.0.0.0"
+            listener = try await links.listen(host: host, port: configuration.port)
+            log("cannot listen on [::]:\(configuration.port) (\(error)); IPv4 only")
+        }
         self.listener = listener
         port = listener.localAddress?.port ?? configuration.port
         adverts = try await AdvertSocket.open(
-            host: configuration.host,
+            host: host,
             port: port,
             discoveryPort: configuration.discoveryPort,
             log: configuration.log
@@ -138,8 +147,8 @@ public final class Agent: @unchecked Sendable {
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)
-        log("agent for \(identity.name) (\(identity.id.short)) on \(configuration.host):\(port); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
-        log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts?.multicast == nil ? "off" : "on port \(configuration.discoveryPort ?? 0)")")
+        log("agent for \(identity.name) (\(identity.id.short)) on \(Self.joinHostPort(host, port)); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
+        log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts?.multicastIsOn == true ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
         refreshTargets()
         loops.append(Task { [weak self] in await self?.advertLoop() })
         loops.append(Task { [weak self] in await self?.syncLoop() })
@@ -245,6 +254,11 @@ public final class Agent: @unchecked Sendable {
     static func socketAddress(_ text: String) -> SocketAddress? {
         guard let (host, port) = splitHostPort(text) else { return nil }
         return try? SocketAddress.makeAddressResolvingHost(host, port: port)
+    }
+
+    /// `host:port`, with the host in brackets when it is IPv6 (`[fe80::1%eth0]:47810`): what ``splitHostPort(_:)`` reads.
+    public static func joinHostPort(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// Splits `host:port` or `[v6]:port`.

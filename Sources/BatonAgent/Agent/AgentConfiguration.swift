@@ -5,8 +5,12 @@ import Foundation
 public struct AgentConfiguration: Sendable {
     /// The device's state folder.
     public var store: AccountStore
-    /// The address sessions and unicast adverts are received on.
-    public var host = "0.0.0.0"
+    /// The address sessions and unicast adverts are received on. The default, `::`, takes IPv4 and IPv6 on one
+    /// socket (IPv6 is needed to be dialled back at a link-local address found by IPv6 multicast); where IPv6 is
+    /// off, the agent falls back to `0.0.0.0`.
+    public var host = AgentConfiguration.anyHost
+    /// Every address, IPv4 and IPv6.
+    public static let anyHost = "::"
     /// The port for sessions (TCP) and unicast adverts (UDP); 0 picks a free one.
     public var port = 47810
     /// The shared port for multicast adverts on the LAN; nil turns multicast off (unicast only).

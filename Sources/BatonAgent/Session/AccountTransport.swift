@@ -262,7 +262,7 @@ public final class SessionConnection: MessageChannel {
 
     public var peerCertificate: Data? { presented.withLockedValue { $0 } }
 
-    public var peerHost: String? { channel.remoteAddress?.ipAddress }
+    public var peerHost: String? { channel.remoteAddress?.hostText }
 
     public func send(_ message: PropertyList) async throws {
         let bytes = try BinaryPropertyListEncoder.encode(message)
