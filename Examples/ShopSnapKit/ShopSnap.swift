@@ -60,15 +60,20 @@ public final class ListViewController: ActivityResponder {
     public func show(_ items: [String], in application: BatonApplication) throws {
         self.items = items
         let activity = try UserActivity(activityType: activityTypeView, application: application)
-        activity.title = "Shopping list (\(items.count) items)"
+        activity.title = Self.title(items)
         userActivity = activity
         activity.becomeCurrent()
+    }
+
+    /// What other devices list for a list of `items`: "Shopping list (1 item)", "Shopping list (3 items)".
+    static func title(_ items: [String]) -> String {
+        "Shopping list (\(items.count) \(items.count == 1 ? "item" : "items"))"
     }
 
     /// Adds an item: the state changed, so the next save will ask for it (A6).
     public func add(_ item: String) {
         items.append(item)
-        userActivity?.title = "Shopping list (\(items.count) items)"
+        userActivity?.title = Self.title(items)
         userActivity?.needsSave = true
     }
 

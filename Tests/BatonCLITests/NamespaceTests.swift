@@ -279,7 +279,7 @@ struct NamespaceTests {
         print("NamespaceTests[multicast]: h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
-    @Test("an IPv6-only LAN (C1, C2): hosts with link-local addresses alone find each other and hand off")
+    @Test("an IPv6-only LAN (C1, C2): link-local multicast alone, then a scoped link-local --peer, find and hand off")
     func ipv6LinkLocalDiscovery() throws {
         try NamespaceLAN.skipUnlessAvailable()
         try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
@@ -305,6 +305,18 @@ struct NamespaceTests {
         #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (TLS to fe80::...%eth0) for the title: \(item)")
 
         try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
+        for process in [list] + agents { lan.stop(process) }
+
+        // Unicast only, to a scoped link-local --peer: adverts and the session both go to fe80::...%eth0.
+        let unicast = [
+            try world.agent(lan, 2, state: states[1], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:1%eth0]:47810"]),
+            try world.agent(lan, 1, state: states[0], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:2%eth0]:47810"]),
+        ]
+        let second = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+        let seenByUnicast = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+        #expect(seenByUnicast != nil, "h2 sees laptop's list by link-local unicast; agents:\n\(unicast.map(\.output).joined(separator: "\n"))")
+        guard seenByUnicast != nil else { return }
+        try world.expectHandoff(lan, 2, state: states[1], agent: unicast[0], list: second)
         print("NamespaceTests[ipv6]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
