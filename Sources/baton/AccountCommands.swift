@@ -26,8 +26,8 @@ struct InitCommand: ParsableCommand {
         commandName: "init",
         abstract: "Give this device its identity and a one-device account.",
         discussion: """
-            Creates a key pair and a self-signed certificate (the device id is its SHA-256), and an account holding
-            only this device. Pair other devices with `baton pair` or `baton invite`. An existing identity is never
+            Creates a key pair and a self-signed certificate (the device id is its SHA-256), and an account holding \
+            only this device. Pair other devices with `baton pair` or `baton invite`. An existing identity is never \
             replaced.
             """
     )
@@ -50,7 +50,7 @@ struct DevicesCommand: AsyncParsableCommand {
         commandName: "devices",
         abstract: "List the devices of this account: which are reachable, and when each was last seen.",
         discussion: """
-            Each other device whose agent address is known is probed with a short sync session (at most
+            Each other device whose agent address is known is probed with a short sync session (at most \
             --probe-seconds), which also brings the rosters in step. Use --offline to list from the local roster only.
             """
     )
@@ -131,8 +131,8 @@ struct RemoveCommand: ParsableCommand {
         commandName: "remove",
         abstract: "Remove a device from the account.",
         discussion: """
-            The device is revoked and the account key rotated at once on this device; the other members learn both
-            the next time they meet this one. From then on the removed device can open no session with them and read
+            The device is revoked and the account key rotated at once on this device; the other members learn both \
+            the next time they meet this one. From then on the removed device can open no session with them and read \
             none of their adverts.
             """
     )

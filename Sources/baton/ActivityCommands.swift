@@ -48,8 +48,8 @@ struct NearbyCommand: AsyncParsableCommand {
         commandName: "nearby",
         abstract: "Show the activities other devices of the account offer now.",
         discussion: """
-            Asks this device's agent (which must be running: `baton agent`). Each line is one device's current
-            activity: the device, the app here that would continue it, its title (asked of the originating device),
+            Asks this device's agent (which must be running: `baton agent`). Each line is one device's current \
+            activity: the device, the app here that would continue it, its title (asked of the originating device), \
             and how long it has been offered. With --watch, prints the list again whenever it changes.
             """
     )
@@ -104,9 +104,9 @@ struct ContinueCommand: AsyncParsableCommand {
         commandName: "continue",
         abstract: "Continue an activity another device offers, in the right app here.",
         discussion: """
-            Without DEVICE, continues the most recent offer; otherwise the one from DEVICE (a name or an id prefix, as
-            `baton nearby` shows them). The agent picks the app (same team, claims the type), launches it if it is not
-            running, and fetches the state straight from the originating device. Exits 1 when the continuation
+            Without DEVICE, continues the most recent offer; otherwise the one from DEVICE (a name or an id prefix, as \
+            `baton nearby` shows them). The agent picks the app (same team, claims the type), launches it if it is not \
+            running, and fetches the state straight from the originating device. Exits 1 when the continuation \
             fails, saying why (device gone, app not answering, no app here, ...).
             """
     )

@@ -25,8 +25,8 @@ struct AppsCommand: ParsableCommand {
         commandName: "apps",
         abstract: "List, inspect and route to the installed apps.",
         discussion: """
-            Apps are folders named Name.app holding an Info.plist, the executable it names, and optionally
-            Name.entitlements. Baton looks in each folder of BATON_APPS_PATH, then $XDG_DATA_HOME/baton/apps
+            Apps are folders named Name.app holding an Info.plist, the executable it names, and optionally \
+            Name.entitlements. Baton looks in each folder of BATON_APPS_PATH, then $XDG_DATA_HOME/baton/apps \
             (~/.local/share/baton/apps), then baton/apps in each of $XDG_DATA_DIRS (/usr/local/share, /usr/share).
             """,
         subcommands: [List.self, Inspect.self, Route.self]
@@ -114,10 +114,10 @@ struct AppsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Say which app would continue an activity, and why.",
             discussion: """
-                Association files for web-to-app routing (E3, E4) are given with --association DOMAIN=FILE, as the
+                Association files for web-to-app routing (E3, E4) are given with --association DOMAIN=FILE, as the \
                 agent would have them cached. Example:
-                  baton apps route --type NSUserActivityTypeBrowsingWeb --url https://wwdc.io/x \\
-                      --association wwdc.io=apple-app-site-association
+                  baton apps route --type NSUserActivityTypeBrowsingWeb \\
+                    --url https://wwdc.io/x --association wwdc.io=apple-app-site-association
                 """
         )
 
@@ -190,8 +190,8 @@ struct AasaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Say which apps a file approves for a URL, per service, and why.",
             discussion: """
-                Without --app, every app the file names is checked. A CMS-signed file (the 2014 form,
-                application/pkcs7-mime) is verified first: its certificate must chain to a trusted root and be valid
+                Without --app, every app the file names is checked. A CMS-signed file (the 2014 form, \
+                application/pkcs7-mime) is verified first: its certificate must chain to a trusted root and be valid \
                 for the URL's host (or --domain).
                 """
         )

@@ -7,8 +7,8 @@ struct BatonCommand: AsyncParsableCommand {
         commandName: "baton",
         abstract: "Handoff for Swift on Linux: continue an activity from one of your machines on another.",
         discussion: """
-            Start with `baton demo` to see an activity handed from one device to another on this machine.
-            App developers check their Info.plist files with `baton plist lint` and their bundles with
+            Start with `baton demo` to see an activity handed from one device to another on this machine. \
+            App developers check their Info.plist files with `baton plist lint` and their bundles with \
             `baton apps inspect`; `baton apps route` says which app would continue an activity, and why.
             """,
         version: "0.1.0",

@@ -8,10 +8,11 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Measure Baton against baselines measured in the same run.",
         discussion: """
-            Machines here are shared and noisy, so every figure is reported as a ratio against a baseline measured
+            Machines here are shared and noisy, so every figure is reported as a ratio against a baseline measured \
             in the same run, samples interleaved. Build in release mode for meaningful numbers:
               swift run -c release baton bench plist
               swift run -c release baton bench route
+              swift run -c release baton bench handoff
             """,
         subcommands: [Plist.self, Route.self, Handoff.self]
     )
@@ -20,7 +21,7 @@ struct BenchCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Binary property-list codec: Baton's against Foundation's PropertyListSerialization.",
             discussion: """
-                Encodes and decodes a 3 KB userInfo (the size Apple's guide advises) and a 256 KB one (a large
+                Encodes and decodes a 3 KB userInfo (the size Apple's guide advises) and a 256 KB one (a large \
                 payload) with both codecs. Target: Baton at least 3x faster in every row.
                 """
         )

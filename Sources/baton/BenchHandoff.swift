@@ -12,12 +12,12 @@ extension BenchCommand {
         static let configuration = CommandConfiguration(
             abstract: "Handoff latency on loopback: advert to nearby, and continue to delivery, cold and warm.",
             discussion: """
-                Two devices of one account run embedded agents on loopback, with ShopSnap-style apps on both.
-                Measures (p50 and p99): becomeCurrent until the other agent's nearby table has it; continue until the
-                continuing app's delegate has the activity with a 3 KB userInfo, on a reused session (warm) and on a
-                new one (cold: TCP, TLS 1.3 handshake, fetch). Baselines from the same run: one 88-byte UDP datagram
-                between two sockets, and a 3 KB request/response over plain TCP (kept open, and newly connected).
-                Targets: visible p50 < 5 ms; warm p50 < 2 ms and p99 < 10 ms; cold p50 < 15 ms. Apple's design
+                Two devices of one account run embedded agents on loopback, with ShopSnap-style apps on both. \
+                Measures (p50 and p99): becomeCurrent until the other agent's nearby table has it; continue until the \
+                continuing app's delegate has the activity with a 3 KB userInfo, on a reused session (warm) and on a \
+                new one (cold: TCP, TLS 1.3 handshake, fetch). Baselines from the same run: one 88-byte UDP datagram \
+                between two sockets, and a 3 KB request/response over plain TCP (kept open, and newly connected). \
+                Targets: visible p50 < 5 ms; warm p50 < 2 ms and p99 < 10 ms; cold p50 < 15 ms. Apple's design \
                 waits at least 500 ms between adverts and up to 1 s for the app's state.
                 """
         )

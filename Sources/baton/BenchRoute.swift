@@ -7,8 +7,8 @@ extension BenchCommand {
         static let configuration = CommandConfiguration(
             abstract: "Activity routing: 10,000 decisions against 500 installed apps.",
             discussion: """
-                A mix of 80% typed activities of known teams, 10% unclaimed ones with a webpage URL and 10% web pages
-                for approved associated domains, routed with the indexed router and, as the baseline, with a linear scan
+                A mix of 80% typed activities of known teams, 10% unclaimed ones with a webpage URL and 10% web pages \
+                for approved associated domains, routed with the indexed router and, as the baseline, with a linear scan \
                 over every app. Target: under 2 µs per decision.
                 """
         )

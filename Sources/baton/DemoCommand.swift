@@ -12,10 +12,10 @@ struct DemoCommand: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Hand a ShopSnap shopping list from one device to another on this machine.",
         discussion: """
-            Plays the seeds' ShopSnap tutorial with two devices, "laptop" and "desktop": each gets an identity, they
-            pair over TLS 1.3, each runs an agent on loopback (in this process, the embedded mode; the network path
-            is the same as between machines), and ShopSnap runs on both. The laptop shows a list (view activity) and
-            then edits an item (edit activity, needsSave on every keystroke); the desktop sees each in its nearby
+            Plays the seeds' ShopSnap tutorial with two devices, "laptop" and "desktop": each gets an identity, they \
+            pair over TLS 1.3, each runs an agent on loopback (in this process, the embedded mode; the network path \
+            is the same as between machines), and ShopSnap runs on both. The laptop shows a list (view activity) and \
+            then edits an item (edit activity, needsSave on every keystroke); the desktop sees each in its nearby \
             list and continues it. Prints the timeline with timings.
             """
     )

@@ -53,9 +53,9 @@ struct PairCommand: AsyncParsableCommand {
         commandName: "pair",
         abstract: "Pair this device with another by comparing a six-digit code.",
         discussion: """
-            On one device run `baton pair` (it waits for the other); on the other run `baton pair HOST:PORT` with the
-            first device's address. Both show a code derived from both certificates and the session: if the codes
-            match, answer yes on both. A device in the middle would make them differ. Afterwards both devices hold the
+            On one device run `baton pair` (it waits for the other); on the other run `baton pair HOST:PORT` with the \
+            first device's address. Both show a code derived from both certificates and the session: if the codes \
+            match, answer yes on both. A device in the middle would make them differ. Afterwards both devices hold the \
             same account roster and key.
             """
     )
@@ -123,7 +123,7 @@ struct InviteCommand: AsyncParsableCommand {
         commandName: "invite",
         abstract: "Print a one-time token that lets a headless machine join, and wait for it.",
         discussion: """
-            The token holds this device's address, its device id (the joiner accepts no other certificate), a 128-bit
+            The token holds this device's address, its device id (the joiner accepts no other certificate), a 128-bit \
             secret and an expiry. It works once. On the new machine: baton join TOKEN.
             """
     )
@@ -252,12 +252,12 @@ struct AgentCommand: AsyncParsableCommand {
         commandName: "agent",
         abstract: "Run this device's agent: advertise, show and continue activities, keep the account in step.",
         discussion: """
-            Apps connect to the agent over a Unix socket in $XDG_RUNTIME_DIR/baton/ (checked with the kernel's peer
-            credentials against the registered bundle). The current activity is advertised in sealed datagrams: by
-            multicast on the LAN (port --discovery-port) and by unicast to the known peers and to every --peer, which
-            is how devices on other subnets, over a VPN, or on one machine find each other. Other devices fetch the
-            state over TLS 1.3 sessions that only the account's devices can open. Rosters are synced with known peers
-            every --interval seconds. Logs go to standard error; they never contain key material.
+            Apps connect to the agent over a Unix socket in $XDG_RUNTIME_DIR/baton/ (checked with the kernel's peer \
+            credentials against the registered bundle). The current activity is advertised in sealed datagrams: by \
+            multicast on the LAN (IPv4, and IPv6 link-local on every interface; port --discovery-port) and by unicast to the known peers and to every --peer, which \
+            is how devices on other subnets, over a VPN, or on one machine find each other. Other devices fetch the \
+            state over TLS 1.3 sessions that only the account's devices can open. Rosters are synced with known peers \
+            every --interval seconds. Logs go to standard error; they never contain key material. \
             Stop with Ctrl-C: the current activity's goodbye goes out first.
             """
     )

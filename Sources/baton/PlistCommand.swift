@@ -8,7 +8,7 @@ struct PlistCommand: ParsableCommand {
         commandName: "plist",
         abstract: "Check, convert and print property lists (binary and XML).",
         discussion: """
-            Reads binary (bplist00) and XML property lists with the same strict, bounded codec the agent uses, so a
+            Reads binary (bplist00) and XML property lists with the same strict, bounded codec the agent uses, so a \
             file that passes `baton plist lint` is a file Baton will load. Errors name the file and the line or byte.
             """,
         subcommands: [Lint.self, Convert.self, Print.self]
@@ -49,8 +49,8 @@ struct PlistCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Convert a property list to binary, XML or JSON.",
             discussion: """
-                Without -o the file is replaced in place, as plutil does. Output is written atomically: a crash leaves
-                either the old file or the new one, never half of either. JSON cannot hold data, dates, sets, URLs
+                Without -o the file is replaced in place, as plutil does. Output is written atomically: a crash leaves \
+                either the old file or the new one, never half of either. JSON cannot hold data, dates, sets, URLs \
                 or UUIDs; converting a file that has them to JSON fails and names the value.
                 """
         )
