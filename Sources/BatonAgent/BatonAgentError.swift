@@ -1,3 +1,6 @@
+import Foundation
+import NIOCore
+
 /// The one error type of `BatonAgent`: state on disk, sessions, pairing.
 ///
 /// Compare ``code`` (stable) rather than ``message`` (for people); messages name the file or peer concerned.
@@ -21,6 +24,10 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let statePermissions = Code("statePermissions")
         /// A state file or folder cannot be written.
         public static let stateUnwritable = Code("stateUnwritable")
+        /// A port or socket path is taken by another program (or another agent on the same state).
+        public static let addressInUse = Code("addressInUse")
+        /// An address cannot be listened on: not on this machine, or its family (IPv6) is off.
+        public static let addressUnavailable = Code("addressUnavailable")
         /// No device in the roster matches the name or id given.
         public static let unknownDevice = Code("unknownDevice")
         /// The peer cannot be reached (refused, unreachable, closed before answering).
@@ -49,4 +56,13 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var description: String { "\(message) [\(code)]" }
+
+    /// The error for a failed bind of `what` (`host:port` or a socket path): ``Code/addressInUse`` when the kernel
+    /// says so, ``Code/addressUnavailable`` otherwise.
+    static func cannotListen(on what: String, _ error: Error) -> BatonAgentError {
+        if let io = error as? IOError, io.errnoCode == EADDRINUSE {
+            return BatonAgentError(.addressInUse, "cannot listen on \(what): it is in use (is another agent running?)")
+        }
+        return BatonAgentError(.addressUnavailable, "cannot listen on \(what): \(error)")
+    }
 }

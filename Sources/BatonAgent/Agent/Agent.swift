@@ -127,8 +127,8 @@ public final class Agent: @unchecked Sendable {
         let listener: Channel
         do {
             listener = try await links.listen(host: host, port: configuration.port)
-        } catch where host == AgentConfiguration.anyHost {
-            // No IPv6 on this machine (or the port is taken, in which case IPv4 fails the same way and says so).
+        } catch let error as BatonAgentError where host == AgentConfiguration.anyHost && error.code == .addressUnavailable {
+            // No IPv6 on this machine: IPv4 only.
             host = "0.0.0.0"
             listener = try await links.listen(host: host, port: configuration.port)
             log("cannot listen on [::]:\(configuration.port) (\(error)); IPv4 only")

@@ -72,7 +72,7 @@ final class AdvertSocket: @unchecked Sendable {
         do {
             unicast = try await bootstrap().bind(host: host, port: port).get()
         } catch {
-            throw BatonAgentError(.stateUnwritable, "cannot open the advert port \(Agent.joinHostPort(host, port))/udp: \(error)")
+            throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port) + "/udp (adverts)", error)
         }
         var multicast: Channel?
         var multicast6: Channel?

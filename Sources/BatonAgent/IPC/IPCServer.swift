@@ -147,7 +147,7 @@ enum IPCServer {
             chmod(path, 0o600)
             return channel
         } catch {
-            throw BatonAgentError(.stateUnwritable, "cannot listen on \(path): \(error)")
+            throw BatonAgentError.cannotListen(on: path, error)
         }
     }
 }

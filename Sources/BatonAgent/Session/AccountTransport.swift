@@ -230,7 +230,7 @@ public enum AccountTransport {
                 }
             return Listener(server: server, presented: presented, handshakes: handshakes)
         } catch {
-            throw BatonAgentError(.stateUnwritable, "cannot listen on \(host):\(port): \(error)")
+            throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port), error)
         }
     }
 }

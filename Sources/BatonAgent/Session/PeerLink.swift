@@ -300,7 +300,7 @@ final class PeerLinks: @unchecked Sendable {
                 .bind(host: host, port: port)
                 .get()
         } catch {
-            throw BatonAgentError(.stateUnwritable, "cannot listen on \(host):\(port): \(error)")
+            throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port), error)
         }
     }
 
