@@ -118,6 +118,31 @@ struct AccountNetworkCLITests {
         }
         #expect(!logs.contains("PRIVATE KEY"))
     }
+
+    @Test("a second agent on a port in use, or on an address not on this machine, stops at once saying which")
+    func portInUse() throws {
+        let root = try Baton.temporaryDirectory()
+        var background: [Background] = []
+        defer {
+            background.forEach { $0.stop() }
+            try? FileManager.default.removeItem(at: root)
+        }
+        let states = ["a", "b"].map { root.appendingPathComponent($0).path }
+        for state in states { #expect(try Baton.run("init", "--state", state).status == 0) }
+        let first = try Background(baton: ["agent", "--port", "0", "--no-multicast", "--state", states[0]], log: root.appendingPathComponent("a.log"))
+        background.append(first)
+        let line = try #require(first.line { $0.contains("agent for") })
+        // The default address is :: (IPv4 and IPv6), so the log shows it in brackets.
+        #expect(line.contains(" on [::]:"), "\(line)")
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.split(separator: ";").first ?? "") })
+
+        let second = try Baton.run("agent", "--port", "\(port)", "--no-multicast", "--state", states[1])
+        #expect(second.status == 1, "\(second.output)")
+        #expect(second.stderr.contains("cannot listen on [::]:\(port): it is in use (is another agent running?) [addressInUse]"), "\(second.output)")
+        let elsewhere = try Baton.run("agent", "--host", "192.0.2.1", "--port", "0", "--no-multicast", "--state", states[1])
+        #expect(elsewhere.status == 1, "\(elsewhere.output)")
+        #expect(elsewhere.stderr.contains("cannot listen on 192.0.2.1:0") && elsewhere.stderr.contains("[addressUnavailable]"), "\(elsewhere.output)")
+    }
 }
 
 func hex(_ bytes: some Sequence<UInt8>) -> String {
