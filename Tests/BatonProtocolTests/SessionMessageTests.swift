@@ -234,11 +234,12 @@ struct SessionMessageTests {
         #expect(try SessionMessage(newer) == .failure(id: 1, reason: .protocolViolation, message: "m"))
     }
 
-    @Test("garbage that is not a message is malformedMessage for both decoders: no dictionary, no type, unknown type")
-    func notMessages() {
+    @Test("garbage that is not a message is malformedMessage for both decoders: no dictionary, no type, a bad type")
+    func notMessages() throws {
         let garbage: [PropertyList] = [
             "fetch", 1, .null, .data(Data("bplist00".utf8)), ["t", "fetch"], .set(["t"]), [:], ["id": 1], ["t": 1], ["t": .data(Data("fetch".utf8))],
-            ["t": ""], ["t": "nope"], ["t": "FETCH", "id": 1, "seq": 1, "deadline": 1], ["t": .string(String(repeating: "x", count: 100_000))],
+            ["t": ""], ["t": .string(String(repeating: "x", count: 65))], ["t": .string(String(repeating: "x", count: 100_000))],
+            ["t": "stream", "id": "1"], ["t": "stream", "id": -1],
         ]
         for plist in garbage {
             let session = #expect(throws: BatonProtocolError.self, "\(plist)") { try SessionMessage(plist) }
@@ -246,9 +247,14 @@ struct SessionMessageTests {
             let ipc = #expect(throws: BatonProtocolError.self, "\(plist)") { try IPCMessage(plist) }
             #expect(ipc?.code == .malformedMessage)
         }
-        // Each decoder knows only its own messages.
-        #expect(throws: BatonProtocolError.self) { try SessionMessage(IPCMessage.watchNearby.propertyList) }
-        #expect(throws: BatonProtocolError.self) { try IPCMessage(SessionMessage.cancel(id: 1).propertyList) }
+        // The app socket knows exactly its own messages (both ends ship together); the session decoder reads
+        // another well-formed type as a newer peer's message, which the multiplexer answers without closing.
+        for plist: PropertyList in [["t": "nope"], ["t": "FETCH", "id": 1, "seq": 1, "deadline": 1], SessionMessage.cancel(id: 1).propertyList] {
+            #expect(throws: BatonProtocolError.self, "\(plist)") { try IPCMessage(plist) }
+        }
+        #expect(try SessionMessage(["t": "nope"]) == .unknown(type: "nope", id: nil))
+        #expect(try SessionMessage(["t": "FETCH", "id": 1, "seq": 1, "deadline": 1]) == .unknown(type: "FETCH", id: 1))
+        #expect(try SessionMessage(IPCMessage.watchNearby.propertyList) == .unknown(type: "watch", id: nil))
     }
 
     @Test("a missing required field is malformedMessage naming it; a missing optional field reads as absent", arguments: MessageFamily.all)

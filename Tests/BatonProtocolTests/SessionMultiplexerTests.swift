@@ -171,6 +171,24 @@ struct SessionMultiplexerTests {
         #expect(try multiplexer.receive(.cancel(id: 77)) == .ignore, "a cancel for nothing in flight, say one racing its answer")
     }
 
+    @Test("a newer peer's request type is answered unsupported and the session goes on; a newer notice is ignored")
+    func newerPeer() throws {
+        var multiplexer = SessionMultiplexer()
+        let answer = try multiplexer.receive(try SessionMessage(["t": "streams", "id": 9, "seq": 3]))
+        guard case .respond(.failure(9, .unsupported, let text)) = answer else {
+            Issue.record("expected an unsupported failure for id 9, got \(answer)")
+            return
+        }
+        #expect(text.contains("streams"))
+        #expect(try multiplexer.receive(try SessionMessage(["t": "hint", "note": "x"])) == .ignore)
+        // Nothing was left in flight, and the session still answers known requests.
+        #expect(try multiplexer.receive(.describe(id: 9, sequence: 3)) == .request(id: 9, .describe(sequence: 3)))
+        // An older peer reads the reason `unsupported` it does not know as protocolViolation, and still fails only
+        // that request.
+        let reason = SessionMessage.failure(id: 9, reason: .unsupported, message: text).propertyList["reason"]
+        #expect(reason == .string("unsupported"))
+    }
+
     @Test("the answer to a request is sent exactly once, in the shape of its reply")
     func answerOnce() throws {
         var multiplexer = SessionMultiplexer()

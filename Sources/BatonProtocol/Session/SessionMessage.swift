@@ -24,6 +24,8 @@ public enum FetchFailure: String, Sendable, Hashable, CaseIterable {
     case refused
     /// Something unreadable came back.
     case protocolViolation
+    /// The other device does not know this kind of request (it runs an older protocol): the session stays up.
+    case unsupported
 }
 
 /// What the originating device tells about its current activity when asked (C3: app, title, device).
@@ -89,6 +91,10 @@ public enum SessionMessage: Sendable, Hashable {
     case failure(id: UInt64, reason: FetchFailure, message: String)
     /// The whole session is refused (kept from the account flows' `error` message).
     case error(message: String)
+    /// A well-formed message of a type this version does not know (a newer peer's). With an id it is a request,
+    /// answered by ``failure(id:reason:message:)`` with ``FetchFailure/unsupported``; without one it is ignored.
+    /// Either way the session goes on: that is what lets a later version add requests (docs/PROTOCOL.md §6).
+    case unknown(type: String, id: UInt64?)
 
     /// The request id the message belongs to, if any.
     public var id: UInt64? {
@@ -98,6 +104,7 @@ public enum SessionMessage: Sendable, Hashable {
             .summary(let id, _), .failure(let id, _, _):
             id
         case .error: nil
+        case .unknown(_, let id): id
         }
     }
 
@@ -122,6 +129,8 @@ public enum SessionMessage: Sendable, Hashable {
             makeMessage("fail", ["id": .number(id), "reason": .string(reason.rawValue), "message": .string(bounded(message, 4_096))])
         case .error(let message):
             makeMessage("error", ["message": .string(bounded(message, 4_096))])
+        case .unknown(let type, let id):
+            makeMessage(type, ["id": id.map(PropertyList.number)])
         }
     }
 
@@ -151,7 +160,9 @@ public enum SessionMessage: Sendable, Hashable {
                 message: try fields.string("message")
             )
         case "error": self = .error(message: try fields.string("message"))
-        default: throw fields.unexpected()
+        default:
+            guard (1...64).contains(fields.type.utf8.count) else { throw fields.unexpected() }
+            self = .unknown(type: fields.type, id: try fields.optionalNumber("id"))
         }
     }
 }

@@ -102,6 +102,10 @@ public struct SessionMultiplexer: Sendable {
             return try finish(id, .failed(reason, text))
         case .error(let text):
             return .refused(text)
+        case .unknown(let type, let id):
+            // A newer peer's request: say so and carry on; a newer peer's notice (no id): nothing to do.
+            guard let id else { return .ignore }
+            return .respond(.failure(id: id, reason: .unsupported, message: "this device does not know \"\(type)\" requests"))
         }
     }
 
