@@ -88,32 +88,62 @@ extension Agent: PeerLinkResponder {
         state.withLockedValue { $0.continuations[id] = PendingContinuation(activityType: "") }
 
         let task = Task<ContinuationOutcome, Never> { [self] in
-            guard let routed, let app = registry.app(bundleIdentifier: routed.bundle) else {
+            let result: ContinuationOutcome
+            if let routed, let app = registry.app(bundleIdentifier: routed.bundle) {
+                result = await continueRouted(entry, app: app, routed: routed, id: id, outcome: outcome)
+            } else {
                 // No app here claims the advertised hash: the state itself says whether a web page takes it (E1-E3).
-                return await continueByPayload(entry, id: id, outcome: outcome)
+                result = await continueByPayload(entry, id: id, outcome: outcome)
             }
-            let type = routed.decision.deliveredActivityType ?? routed.type
-            let connection: IPCConnection
-            switch await ensureRunning(app) {
-            case .success(let running): connection = running
-            case .failure(let failure): return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
-            }
-            guard beginContinuation(id, type: type, connection: connection) else {
-                return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
-            }
-            switch await fetch(entry) {
-            case .success(let payload):
-                guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
-                    return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
-                }
-                return outcome(app.bundleIdentifier, routed.decision.reason, nil, "continued in \(app.bundleIdentifier) (\(payload.count) bytes of state)")
-            case .failure(let failure):
-                _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: failure.reason, message: failure.message))
-                return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
-            }
+            settle(id, result)
+            return result
         }
         state.withLockedValue { $0.continuations[id]?.cancel = { task.cancel() } }
         return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+    }
+
+    /// An app here claims the advertised type (D1): launch it, tell it at once, fetch the state, deliver (C4, C5).
+    func continueRouted(
+        _ entry: NearbyTable.Entry,
+        app: AppRecord,
+        routed: (bundle: String, team: String, type: String, decision: RouteDecision),
+        id: UInt64,
+        outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome
+    ) async -> ContinuationOutcome {
+        let type = routed.decision.deliveredActivityType ?? routed.type
+        let connection: IPCConnection
+        switch await ensureRunning(app) {
+        case .success(let running): connection = running
+        case .failure(let failure): return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
+        }
+        guard beginContinuation(id, type: type, connection: connection) else {
+            return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+        }
+        switch await fetch(entry) {
+        case .success(let payload):
+            guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
+                return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            }
+            return outcome(app.bundleIdentifier, routed.decision.reason, nil, "continued in \(app.bundleIdentifier) (\(payload.count) bytes of state)")
+        case .failure(let failure):
+            _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: failure.reason, message: failure.message))
+            return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
+        }
+    }
+
+    /// C5 as a guarantee, whatever path continuation `id` took: forgets it, and if an app was told `willContinue`
+    /// and has heard no ending (a path that returned without one), tells it `failed` with the outcome's reason.
+    func settle(_ id: UInt64, _ result: ContinuationOutcome) {
+        let pending = state.withLockedValue { $0.continuations.removeValue(forKey: id) }
+        guard let pending, let connection = pending.connection else { return }
+        connection.send(
+            .failed(
+                continuation: id,
+                activityType: pending.activityType,
+                reason: result.failure ?? FetchFailure.protocolViolation.rawValue,
+                message: result.message
+            )
+        )
     }
 
     /// No app claims the advertised type: fetch the state and route by what it says (web pages: E1, E2, E3).
@@ -162,7 +192,11 @@ extension Agent: PeerLinkResponder {
                 web.title = payload.title
                 delivered = web
             }
-            guard let data = try? delivered.encoded(), endContinuation(id, with: .deliver(continuation: id, payload: data)) else {
+            guard let data = try? delivered.encoded() else {
+                // settle() tells the app, which was told willContinue.
+                return outcome(bundle, decision.reason, FetchFailure.protocolViolation.rawValue, "the state cannot be encoded again for \(bundle)")
+            }
+            guard endContinuation(id, with: .deliver(continuation: id, payload: data)) else {
                 return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
             }
             return outcome(bundle, decision.reason, nil, "continued in \(bundle)")
