@@ -132,13 +132,14 @@ struct AccountNetworkCLITests {
         let first = try Background(baton: ["agent", "--port", "0", "--no-multicast", "--state", states[0]], log: root.appendingPathComponent("a.log"))
         background.append(first)
         let line = try #require(first.line { $0.contains("agent for") })
-        // The default address is :: (IPv4 and IPv6), so the log shows it in brackets.
-        #expect(line.contains(" on [::]:"), "\(line)")
+        // The default address is :: (IPv4 and IPv6), shown in brackets; 0.0.0.0 only on a machine without IPv6.
+        let host = line.contains(" on [::]:") ? "[::]" : "0.0.0.0"
+        #expect(line.contains(" on \(host):"), "\(line)")
         let port = try #require(line.split(separator: ":").last.flatMap { Int($0.split(separator: ";").first ?? "") })
 
         let second = try Baton.run("agent", "--port", "\(port)", "--no-multicast", "--state", states[1])
         #expect(second.status == 1, "\(second.output)")
-        #expect(second.stderr.contains("cannot listen on [::]:\(port): it is in use (is another agent running?) [addressInUse]"), "\(second.output)")
+        #expect(second.stderr.contains("cannot listen on \(host):\(port): it is in use (is another agent running?) [addressInUse]"), "\(second.output)")
         let elsewhere = try Baton.run("agent", "--host", "192.0.2.1", "--port", "0", "--no-multicast", "--state", states[1])
         #expect(elsewhere.status == 1, "\(elsewhere.output)")
         #expect(elsewhere.stderr.contains("cannot listen on 192.0.2.1:0") && elsewhere.stderr.contains("[addressUnavailable]"), "\(elsewhere.output)")
