@@ -131,7 +131,7 @@ public final class Agent: @unchecked Sendable {
             // No IPv6 on this machine: IPv4 only.
             host = "0.0.0.0"
             listener = try await links.listen(host: host, port: configuration.port)
-            log("cannot listen on [::]:\(configuration.port) (\(error)); IPv4 only")
+            log("\(error.message); IPv4 only")
         }
         self.listener = listener
         port = listener.localAddress?.port ?? configuration.port
@@ -305,10 +305,12 @@ public final class Agent: @unchecked Sendable {
 }
 
 extension PeerLinks {
-    /// The open link to whichever device answers at `host:port`, or a new one.
+    /// The open link to whichever device answers at `host:port` (one this side dialled: named as ``connect``
+    /// names it), or a new one.
     func connectReusing(host: String, port: Int) async throws -> PeerLink {
+        let name = Agent.joinHostPort(host, port)
         let open = links.withLockedValue { links in
-            links.values.first { $0.isOpen && $0.peerName == "\(host):\(port)" }
+            links.values.first { $0.isOpen && $0.peerName == name }
         }
         if let open { return open }
         return try await connect(host: host, port: port)

@@ -108,6 +108,7 @@ public enum AccountTransport {
         policy: PeerPolicy,
         _ body: (SessionConnection) async throws -> Result
     ) async throws -> Result {
+        let name = Agent.joinHostPort(host, port)
         let context = try NIOSSLContext(configuration: try tlsConfiguration(identity: identity, server: false))
         let presented = NIOLockedValueBox<Data?>(nil)
         let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
@@ -129,11 +130,11 @@ public enum AccountTransport {
                     }
                 }
         } catch {
-            throw BatonAgentError(.peerUnreachable, "cannot reach \(host):\(port): \(error)")
+            throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
         }
         return try await channel.executeThenClose { inbound, outbound in
-            try await waitForHandshake(handshake.withLockedValue { $0 }, peer: "\(host):\(port)")
-            return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: channel.channel, presented: presented, peerName: "\(host):\(port)"))
+            try await waitForHandshake(handshake.withLockedValue { $0 }, peer: name)
+            return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: channel.channel, presented: presented, peerName: name))
         }
     }
 

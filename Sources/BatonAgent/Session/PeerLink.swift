@@ -212,6 +212,7 @@ final class PeerLinks: @unchecked Sendable {
     /// A new connection to `host:port`, accepting any device `policy` allows (used for `--peer` addresses, whose
     /// device is learnt from its certificate).
     func connect(host: String, port: Int, policy: PeerPolicy? = nil) async throws -> PeerLink {
+        let name = Agent.joinHostPort(host, port)
         let presented = NIOLockedValueBox<Data?>(nil)
         let handler = MessageHandler()
         let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
@@ -236,15 +237,15 @@ final class PeerLinks: @unchecked Sendable {
                 .connect(host: host, port: port)
                 .get()
         } catch {
-            throw BatonAgentError(.peerUnreachable, "cannot reach \(host):\(port): \(error)")
+            throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
         }
         do {
-            try await AccountTransport.waitForHandshake(handshake.withLockedValue { $0 }, peer: "\(host):\(port)")
+            try await AccountTransport.waitForHandshake(handshake.withLockedValue { $0 }, peer: name)
         } catch {
             channel.close(promise: nil)
             throw error
         }
-        return try await adopt(channel, handler: handler, presented: presented, name: "\(host):\(port)")
+        return try await adopt(channel, handler: handler, presented: presented, name: name)
     }
 
     /// Makes a link of a verified channel and records it.
