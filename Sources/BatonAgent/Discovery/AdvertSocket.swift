@@ -36,14 +36,19 @@ final class AdvertSocket: @unchecked Sendable {
     let unicast: Channel
     let multicast: Channel?
     let multicast6: Channel?
-    let discoveryPort: Int
+    /// The IPv4 group on the discovery port, when its socket is open.
+    let group4Address: SocketAddress?
+    /// The IPv6 group on the discovery port (unscoped: ``scoped(_:interface:)`` names the interface), when its
+    /// socket is open.
+    let group6Address: SocketAddress?
     let joined = NIOLockedValueBox(Memberships())
 
     private init(unicast: Channel, multicast: Channel?, multicast6: Channel?, discoveryPort: Int) {
         self.unicast = unicast
         self.multicast = multicast
         self.multicast6 = multicast6
-        self.discoveryPort = discoveryPort
+        group4Address = multicast == nil ? nil : try? SocketAddress(ipAddress: Self.group, port: discoveryPort)
+        group6Address = multicast6 == nil ? nil : try? SocketAddress(ipAddress: Self.group6, port: discoveryPort)
     }
 
     /// Whether adverts go to a group at all (either family's socket opened).
@@ -124,14 +129,14 @@ final class AdvertSocket: @unchecked Sendable {
         if multicast6 == nil { current.v6 = [:] }
         let previous = joined.withLockedValue { $0 }
         guard current != previous else { return false }
-        if let multicast = multicast as? MulticastChannel, let group = try? SocketAddress(ipAddress: Self.group, port: discoveryPort) {
+        if let multicast = multicast as? MulticastChannel, let group = group4Address {
             for (name, device) in current.v4 where previous.v4[name] == nil {
                 multicast.joinGroup(group, device: device).whenComplete { result in
                     if case .failure(let error) = result { log("multicast on \(name): cannot join \(Self.group): \(error)") }
                 }
             }
         }
-        if let multicast6 = multicast6 as? MulticastChannel, let group = try? SocketAddress(ipAddress: Self.group6, port: discoveryPort) {
+        if let multicast6 = multicast6 as? MulticastChannel, let group = group6Address {
             for (name, device) in current.v6 where previous.v6[name]?.interfaceIndex != device.interfaceIndex {
                 multicast6.joinGroup(group, device: device).whenComplete { result in
                     if case .failure(let error) = result { log("multicast on \(name): cannot join \(Self.group6): \(error)") }
@@ -151,10 +156,10 @@ final class AdvertSocket: @unchecked Sendable {
             unicast.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
         }
         let memberships = joined.withLockedValue { $0 }
-        if let multicast, !memberships.v4.isEmpty, let group = try? SocketAddress(ipAddress: Self.group, port: discoveryPort) {
+        if let multicast, !memberships.v4.isEmpty, let group = group4Address {
             multicast.writeAndFlush(AddressedEnvelope(remoteAddress: group, data: buffer), promise: nil)
         }
-        if let multicast6, let group = try? SocketAddress(ipAddress: Self.group6, port: discoveryPort) {
+        if let multicast6, let group = group6Address {
             for device in memberships.v6.values {
                 guard let scoped = Self.scoped(group, interface: device.interfaceIndex) else { continue }
                 multicast6.writeAndFlush(AddressedEnvelope(remoteAddress: scoped, data: buffer), promise: nil)
