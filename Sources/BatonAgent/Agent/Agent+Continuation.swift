@@ -134,16 +134,9 @@ extension Agent: PeerLinkResponder {
     /// C5 as a guarantee, whatever path continuation `id` took: forgets it, and if an app was told `willContinue`
     /// and has heard no ending (a path that returned without one), tells it `failed` with the outcome's reason.
     func settle(_ id: UInt64, _ result: ContinuationOutcome) {
-        let pending = state.withLockedValue { $0.continuations.removeValue(forKey: id) }
-        guard let pending, let connection = pending.connection else { return }
-        connection.send(
-            .failed(
-                continuation: id,
-                activityType: pending.activityType,
-                reason: result.failure ?? FetchFailure.protocolViolation.rawValue,
-                message: result.message
-            )
-        )
+        let type = state.withLockedValue { $0.continuations[id]?.activityType } ?? ""
+        let reason = result.failure ?? FetchFailure.protocolViolation.rawValue
+        _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: reason, message: result.message))
     }
 
     /// No app claims the advertised type: fetch the state and route by what it says (web pages: E1, E2, E3).
