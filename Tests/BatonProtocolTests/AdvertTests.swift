@@ -8,6 +8,7 @@ struct AdvertTests {
     static let keys = AdvertKeys(account)
     static let laptop = DeviceID(certificateDER: Data("laptop".utf8))
     static let desktop = DeviceID(certificateDER: Data("desktop".utf8))
+    static let third = DeviceID(certificateDER: Data("third".utf8))
     static let now: UInt64 = 1_800_000_000_000
 
     static func advert(sequence: UInt64 = 7, flags: Advert.Flags = [.isCurrent, .hasWebpageURL], at time: UInt64 = now) -> Advert {
@@ -75,19 +76,42 @@ struct AdvertTests {
         #expect(receiver.receive(try stranger.seal(Self.advert()), from: "10.0.0.66", now: Self.now, isMember: members) == .notForUs)
     }
 
-    @Test("receiver: a flooding source is dropped unopened; other sources are unaffected")
+    @Test("receiver: garbage from a member's own address never suppresses its real adverts (issue 10 item 5)")
+    func floodFromMemberAddress() throws {
+        var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+        var generator = SystemRandomNumberGenerator()
+        var accepted = 0
+        // 10 s of 200 random 88-byte datagrams a second from the laptop's address, its real advert once a second.
+        for second in 0..<10 {
+            for index in 0..<200 {
+                let noise = Data((0..<AdvertKeys.datagramLength).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                let now = Self.now + UInt64(second * 1_000 + index * 5)
+                #expect(receiver.receive(noise, from: "10.0.0.2", now: now, isMember: { _ in true }) == .notForUs)
+            }
+            let now = Self.now + UInt64(second * 1_000 + 999)
+            let real = try Self.keys.seal(Self.advert(at: now))
+            if receiver.receive(real, from: "10.0.0.2", now: now, isMember: { _ in true }) == .accepted(Self.advert(at: now)) { accepted += 1 }
+        }
+        #expect(accepted == 10, "every real advert accepted despite 2,000 forged datagrams from its address")
+    }
+
+    @Test("receiver: a member sending valid adverts beyond its allowance is limited; others are unaffected")
     func rateLimit() throws {
         var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
-        let noise = Data(repeating: 1, count: AdvertKeys.datagramLength)
         var limited = 0
         for index in 0..<1_000 {
-            if receiver.receive(noise, from: "10.6.6.6", now: Self.now + UInt64(index), isMember: { _ in true }) == .rateLimited { limited += 1 }
+            let advert = Self.advert(at: Self.now + UInt64(index))
+            if receiver.receive(try Self.keys.seal(advert), from: "10.0.0.2", now: Self.now + UInt64(index), isMember: { _ in true }) == .rateLimited {
+                limited += 1
+            }
         }
         #expect(limited > 800, "\(limited) of 1,000 in one second dropped")
-        let real = try Self.keys.seal(Self.advert(at: Self.now + 1_000))
-        #expect(receiver.receive(real, from: "10.0.0.2", now: Self.now + 1_000, isMember: { _ in true }) == .accepted(Self.advert(at: Self.now + 1_000)))
-        // The flooder recovers at the sustained rate.
-        #expect(receiver.receive(noise, from: "10.6.6.6", now: Self.now + 3_000, isMember: { _ in true }) == .notForUs)
+        var other = Self.advert(at: Self.now + 1_000)
+        other.device = Self.third
+        #expect(receiver.receive(try Self.keys.seal(other), from: "10.0.0.2", now: Self.now + 1_000, isMember: { _ in true }) == .accepted(other))
+        // The member recovers at the sustained rate.
+        let later = Self.advert(at: Self.now + 3_000)
+        #expect(receiver.receive(try Self.keys.seal(later), from: "10.0.0.2", now: Self.now + 3_000, isMember: { _ in true }) == .accepted(later))
     }
 
     @Test("receiver: after a key rotation only the new key's adverts are accepted")

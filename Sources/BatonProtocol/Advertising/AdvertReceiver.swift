@@ -2,9 +2,15 @@ import Foundation
 
 /// What a device does with each datagram that arrives on the advert port: a pure state machine, time passed in.
 ///
-/// In order, so that a stranger's datagram costs as little as possible: a per-source rate limit (before any
-/// decryption), one attempt to open it under the current account key, the device's own adverts dropped, a timestamp
-/// window, a nonce cache against replays within that window, and membership of the sender.
+/// In order: one attempt to open it under the current account key (a stranger's datagram costs that and nothing
+/// more), the device's own adverts dropped, a timestamp window, a nonce cache against replays within that window,
+/// membership of the sender, and a rate limit per sending device.
+///
+/// Every datagram of the right size is opened, whoever sent it. Opening a seal costs about a microsecond, less than
+/// the system call that received the datagram, so a limit before it would save nothing worth having, and it would
+/// let anyone who can send from (or spoof) a member's address silence that member (ISSUE 10 item 5). The rate
+/// limit counts authenticated adverts, by the device that sealed them: it bounds what a misbehaving member can do
+/// to the nearby table, and a stranger cannot spend a member's allowance.
 public struct AdvertReceiver: Sendable {
     /// Bounds, each with its reason.
     public struct Limits: Sendable {
@@ -12,11 +18,13 @@ public struct AdvertReceiver: Sendable {
         public var replayWindowMilliseconds: UInt64 = 30_000
         /// Nonces remembered within the window. A member sends a few per second; this is room for thousands.
         public var nonceCacheCapacity = 8_192
-        /// Datagrams per second from one source address, sustained, and the burst allowed above it.
-        public var perSourceRate = 50.0
-        public var perSourceBurst = 100.0
-        /// Sources tracked for rate limiting; the least recently seen are forgotten beyond this.
-        public var trackedSources = 1_024
+        /// Authenticated adverts per second from one member device, sustained, and the burst allowed above it. A
+        /// member sends one a second, plus one per change of its current activity.
+        public var perDeviceRate = 50.0
+        public var perDeviceBurst = 100.0
+        /// Devices tracked for rate limiting; the least recently seen are forgotten beyond this. Only members that
+        /// sealed a valid advert are tracked, so strangers cannot fill it.
+        public var trackedDevices = 1_024
 
         /// The defaults.
         public init() {}
@@ -36,7 +44,7 @@ public struct AdvertReceiver: Sendable {
         case replayed
         /// The sender is not an active member.
         case notMember(DeviceID)
-        /// The source sent too many datagrams; dropped unopened.
+        /// A member device sent more valid adverts than its allowance; dropped after opening.
         case rateLimited
     }
 
@@ -51,7 +59,7 @@ public struct AdvertReceiver: Sendable {
     var nonces: [[UInt8]: UInt64] = [:]
     var nonceOrder: [([UInt8], UInt64)] = []
     var nonceOrderStart = 0
-    var buckets: [String: Bucket] = [:]
+    var buckets: [DeviceID: Bucket] = [:]
 
     /// A receiver for device `me`, opening with `keys`.
     public init(me: DeviceID, keys: AdvertKeys, limits: Limits = Limits()) {
@@ -67,7 +75,6 @@ public struct AdvertReceiver: Sendable {
 
     /// Handles one datagram from `source` (an address) at `now` (milliseconds since 1970).
     public mutating func receive(_ datagram: Data, from source: String, now: UInt64, isMember: (DeviceID) -> Bool) -> Outcome {
-        guard admit(source, now: now) else { return .rateLimited }
         guard let (advert, nonce) = keys.open(datagram) else { return .notForUs }
         guard advert.device != me else { return .own }
         let skew = advert.timestamp > now ? advert.timestamp - now : now - advert.timestamp
@@ -76,19 +83,20 @@ public struct AdvertReceiver: Sendable {
         guard nonces[nonce] == nil else { return .replayed }
         remember(nonce, until: advert.timestamp + limits.replayWindowMilliseconds)
         guard isMember(advert.device) else { return .notMember(advert.device) }
+        guard admit(advert.device, now: now) else { return .rateLimited }
         return .accepted(advert)
     }
 
-    /// Token bucket per source address.
-    mutating func admit(_ source: String, now: UInt64) -> Bool {
-        var bucket = buckets[source] ?? Bucket(tokens: limits.perSourceBurst, updated: now)
+    /// Token bucket per authenticated sending device.
+    mutating func admit(_ source: DeviceID, now: UInt64) -> Bool {
+        var bucket = buckets[source] ?? Bucket(tokens: limits.perDeviceBurst, updated: now)
         let elapsed = Double(now > bucket.updated ? now - bucket.updated : 0) / 1000
-        bucket.tokens = min(limits.perSourceBurst, bucket.tokens + elapsed * limits.perSourceRate)
+        bucket.tokens = min(limits.perDeviceBurst, bucket.tokens + elapsed * limits.perDeviceRate)
         bucket.updated = now
         let allowed = bucket.tokens >= 1
         if allowed { bucket.tokens -= 1 }
-        if buckets[source] == nil, buckets.count >= limits.trackedSources {
-            // Forget the source idle longest; a flood of spoofed sources costs this bounded table, nothing more.
+        if buckets[source] == nil, buckets.count >= limits.trackedDevices {
+            // Forget the device idle longest.
             if let oldest = buckets.min(by: { $0.value.updated < $1.value.updated })?.key { buckets[oldest] = nil }
         }
         buckets[source] = bucket
