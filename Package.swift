@@ -80,6 +80,6 @@ let package = Package(
         .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
         .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonRegistry"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
-        .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"], exclude: ["Fixtures"]),
     ]
 )

@@ -42,6 +42,10 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let pairingDeclined = Code("pairingDeclined")
         /// The invite token was refused: unknown, used, or expired.
         public static let inviteRejected = Code("inviteRejected")
+        /// A program could not be started: no descriptors, memory or processes left, or not executable.
+        public static let launchFailed = Code("launchFailed")
+        /// A runtime folder or socket belongs to another user, or others may write it (ISSUE 10 item 3).
+        public static let notOwned = Code("notOwned")
     }
 
     /// What kind of failure this is.

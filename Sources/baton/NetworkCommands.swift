@@ -204,7 +204,7 @@ struct JoinCommand: AsyncParsableCommand {
                 try await AccountFlows.join(over: session, token: invite, identity: identity, store: store)
             }
         }
-        try? store.recordPeer(invite.inviter, address: nil)
+        _ = try? store.recordPeer(invite.inviter, address: nil)
         say("Joined. The account has \(roster.activeMembers.count) devices: \(roster.activeMembers.map(\.name).joined(separator: ", ")).")
     }
 }
@@ -294,10 +294,14 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Seconds between re-advertisements of the current activity.")
     var advertInterval = 1.0
 
+    @Option(help: "Seconds an app launched to continue an activity may take to connect.")
+    var launchTimeout = 10.0
+
     func validate() throws {
         guard interval >= 0.1 else { throw ValidationError("--interval must be at least 0.1 seconds.") }
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
         guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
+        guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
     }
 
@@ -311,6 +315,7 @@ struct AgentCommand: AsyncParsableCommand {
         configuration.socketPath = socket
         configuration.saveDeadline = saveDeadline
         configuration.advertInterval = advertInterval
+        configuration.launchTimeout = launchTimeout
         if !appFolders.isEmpty {
             configuration.apps = AppRegistry.load(searchPaths: appFolders.map { URL(fileURLWithPath: $0) })
         }

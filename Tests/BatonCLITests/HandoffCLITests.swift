@@ -52,6 +52,17 @@ final class HandoffWorld {
         return folder.path
     }
 
+    /// A folder with a ShopSnap.app whose registered executable is `/bin/sleep`: the real shopsnap binary, or any
+    /// other program, is then an impostor.
+    func sleepingApps() throws -> String {
+        let apps = root.appendingPathComponent("apps-sleep")
+        let bundle = apps.appendingPathComponent("ShopSnap.app")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Baton.packageRoot.appendingPathComponent("Examples/ShopSnap.app/Info.plist"), to: bundle.appendingPathComponent("Info.plist"))
+        try FileManager.default.createSymbolicLink(at: bundle.appendingPathComponent("shopsnap"), withDestinationURL: URL(fileURLWithPath: "/bin/sleep"))
+        return apps.path
+    }
+
     /// Starts `name`'s agent on a free port (no multicast: tests stay on loopback), advertising to `peers`.
     func agent(_ name: String, peers: [String] = [], apps: String, extra: [String] = []) throws {
         var arguments = ["agent", "--port", "0", "--host", "127.0.0.1", "--no-multicast", "--interval", "0.5", "--state", state(name), "--apps", apps]
@@ -211,12 +222,7 @@ struct HandoffCLITests {
         let world = try HandoffWorld()
         try world.device("laptop")
         // ShopSnap.app's registered executable is /bin/sleep here, so the real shopsnap binary is an impostor.
-        let apps = world.root.appendingPathComponent("apps-impostor")
-        let bundle = apps.appendingPathComponent("ShopSnap.app")
-        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: Baton.packageRoot.appendingPathComponent("Examples/ShopSnap.app/Info.plist"), to: bundle.appendingPathComponent("Info.plist"))
-        try FileManager.default.createSymbolicLink(at: bundle.appendingPathComponent("shopsnap"), withDestinationURL: URL(fileURLWithPath: "/bin/sleep"))
-        try world.agent("laptop", apps: apps.path)
+        try world.agent("laptop", apps: try world.sleepingApps())
         let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let impostor = try Background(world.shopsnap, ["list", "Stolen"], environment: ["BATON_AGENT_SOCKET": socket], log: world.root.appendingPathComponent("impostor.log"))
         world.background.append(impostor)

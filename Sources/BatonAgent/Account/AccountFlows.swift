@@ -181,7 +181,15 @@ extension AccountFlows {
     /// The receiving half of a sync, shared by the one-shot exchange and the agent's multiplexed sessions: merges
     /// the peer's roster, checks the peer is still active (it may have learnt of its removal just now), and records
     /// where its agent listens (`dialed`, the address connected to, or the peer's host with the port it announced).
-    public static func absorbSync(roster: Data, agentPort: Int?, from peer: DeviceID, host: String?, dialed: String?, store: AccountStore) throws -> Roster {
+    public static func absorbSync(
+        roster: Data,
+        agentPort: Int?,
+        from peer: DeviceID,
+        host: String?,
+        dialed: String?,
+        store: AccountStore,
+        log: (String) -> Void = { _ in }
+    ) throws -> Roster {
         let theirs: Roster
         do {
             theirs = try Roster(decoding: roster)
@@ -196,7 +204,9 @@ extension AccountFlows {
             throw BatonAgentError(.peerRefused, "\(peer.short) has been removed from the account")
         }
         let address = dialed ?? zip(host, agentPort).map(Agent.joinHostPort)
-        try store.recordPeer(peer, address: address)
+        if try store.recordPeer(peer, address: address) {
+            log("\(store.peersURL.path) was damaged: set aside as peers.plist.damaged, and rebuilt from syncs")
+        }
         return merged
     }
 }

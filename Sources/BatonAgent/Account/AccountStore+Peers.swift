@@ -31,9 +31,24 @@ extension AccountStore {
     }
 
     /// Records a successful session with `id`, and its agent's address when known.
-    public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws {
+    ///
+    /// The peer list is a cache, rebuilt from syncs: a damaged `peers.plist` does not stop anything (ISSUE 10 item
+    /// 8). It is set aside as `peers.plist.damaged` and a new list started; the result says so, for the log.
+    /// - Returns: true when a damaged list was set aside.
+    @discardableResult
+    public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws -> Bool {
         try withStateLock {
-            var peers = try self.peers()
+            var peers: [DeviceID: PeerRecord]
+            var rebuilt = false
+            do {
+                peers = try self.peers()
+            } catch let error as BatonAgentError where error.code == .stateCorrupt {
+                let aside = folder.appendingPathComponent("peers.plist.damaged")
+                try? FileManager.default.removeItem(at: aside)
+                try? FileManager.default.moveItem(at: peersURL, to: aside)
+                peers = [:]
+                rebuilt = true
+            }
             var record = peers[id] ?? PeerRecord()
             if let address { record.address = address }
             record.lastSeen = seen
@@ -46,6 +61,7 @@ extension AccountStore {
                 entries[peer.description] = .dictionary(entry)
             }
             try AtomicFile.store(try BinaryPropertyListEncoder.encode(.dictionary(entries)), at: peersURL)
+            return rebuilt
         }
     }
 }

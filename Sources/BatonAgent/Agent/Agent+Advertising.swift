@@ -40,7 +40,11 @@ extension Agent {
             ticks += 1
             let networkChanged = ticks % 2 == 0 && (adverts?.refreshMemberships(log: configuration.log) ?? false)
             if networkChanged { log("network interfaces changed: advertising again") }
-            if ticks % 5 == 0 { refreshTargets() }
+            if ticks % 5 == 0 {
+                refreshTargets()
+                links.sweep()
+                reapChildren()
+            }
             let current = state.withLockedValue(\.current)
             if let current, current.isOffered(at: Date()) {
                 sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)

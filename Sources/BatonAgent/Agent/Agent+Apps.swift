@@ -63,7 +63,7 @@ extension Agent: IPCHandler {
             return connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
         }
         guard let bundle else {
-            connection.identity.withLockedValue { $0 = .control }
+            connection.identify(.control)
             return connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
         }
         guard let app = registry.app(bundleIdentifier: bundle) else {
@@ -74,25 +74,62 @@ extension Agent: IPCHandler {
         }
         let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
         if !inProcess {
-            let running = PeerCredentials.executable(of: credentials.pid)
             let registered = app.executableURL.map(resolvedPath)
-            guard let running, running == registered else {
+            let running = PeerCredentials.executable(of: credentials.pid)
+            guard let registered, let running, running == registered else {
                 return connection.refuse(
                     "notPermitted",
                     "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
                 )
             }
+            // ISSUE 10 item 4: the process that connected must be the one that says hello, unchanged: same start time
+            // (not a recycled pid), and the registered executable already when the connection was accepted (a
+            // process that connects and then execs the app's binary, handing the socket to a child, is refused).
+            guard connection.process.isStill(running: registered), connection.process.executable == registered else {
+                return connection.refuse(
+                    "notPermitted",
+                    "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s executable"
+                )
+            }
         }
-        connection.identity.withLockedValue { $0 = .app(bundle: bundle, team: team) }
-        let (previous, waiters) = state.withLockedValue { state in
-            let previous = state.apps[bundle]
+        enum Claim {
+            case taken(by: IPCConnection)
+            case claimed(waiters: [CheckedContinuation<IPCConnection?, Never>])
+        }
+        let claim = state.withLockedValue { state -> Claim in
+            // A live app is never silently replaced by a second connection: only by the same process reconnecting,
+            // or once the first process has gone.
+            if let previous = state.apps[bundle], previous !== connection, previous.channel.isActive,
+                previous.process.pid != connection.process.pid, previous.process.isAlive
+            {
+                return .taken(by: previous)
+            }
             state.apps[bundle] = connection
-            return (previous, state.launchWaiters.removeValue(forKey: bundle) ?? [])
+            return .claimed(waiters: state.launchWaiters.removeValue(forKey: bundle) ?? [])
         }
-        if let previous, previous !== connection { previous.refuse("replaced", "another process of \(bundle) connected") }
+        let waiters: [CheckedContinuation<IPCConnection?, Never>]
+        switch claim {
+        case .taken(let previous):
+            return connection.refuse(
+                "alreadyConnected",
+                "\(bundle) is already connected to this agent (pid \(previous.process.pid)); quit it first, one process per app"
+            )
+        case .claimed(let woken):
+            waiters = woken
+        }
+        connection.identify(.app(bundle: bundle, team: team))
         connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
         for waiter in waiters { waiter.resume(returning: connection) }
         log("app \(bundle) connected (pid \(credentials.pid))")
+    }
+
+    /// Whether the process behind an app's connection is still the one that said hello, running the app's
+    /// executable (ISSUE 10 item 4: checked again before state is delivered to it).
+    func isStillTheApp(_ connection: IPCConnection) -> Bool {
+        guard case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) else { return false }
+        if configuration.trustsThisProcess, connection.process.pid == getpid() { return true }
+        guard let registered = registry.app(bundleIdentifier: bundle)?.executableURL.map(resolvedPath) else { return false }
+        return connection.process.isStill(running: registered)
     }
 
     /// A9, C2: the device's one current activity; any other stops being current. Advertised at once.
@@ -174,6 +211,14 @@ extension Agent: IPCHandler {
 
     // MARK: Launching
 
+    /// Reaps the programs this agent started that have ended, so none is left a zombie.
+    func reapChildren() {
+        state.withLockedValue { state in
+            state.launched = state.launched.filter { Launcher.isRunning($0.value) }
+            state.spawned = state.spawned.filter(Launcher.isRunning)
+        }
+    }
+
     /// The connection of `bundle`, launching its executable when it is not running (C5) and waiting for it to
     /// connect, at most the launch timeout.
     func ensureRunning(_ app: AppRecord) async -> Result<IPCConnection, ContinuationFailure> {
@@ -185,22 +230,22 @@ extension Agent: IPCHandler {
         }
         let connection: IPCConnection? = await withCheckedContinuation { waiter in
             state.withLockedValue { $0.launchWaiters[app.bundleIdentifier, default: []].append(waiter) }
-            let alreadyLaunched = state.withLockedValue { $0.launched[app.bundleIdentifier]?.isRunning ?? false }
+            let alreadyLaunched = state.withLockedValue { $0.launched[app.bundleIdentifier].map(Launcher.isRunning) ?? false }
             if !alreadyLaunched {
-                let process = Process()
-                process.executableURL = executable
                 var environment = ProcessInfo.processInfo.environment
                 environment["BATON_AGENT_SOCKET"] = socketPath
                 environment["BATON_BUNDLE_IDENTIFIER"] = app.bundleIdentifier
                 environment["BATON_LAUNCHED"] = "1"
-                process.environment = environment
                 do {
-                    try process.run()
-                    state.withLockedValue { $0.launched[app.bundleIdentifier] = process }
-                    log("launched \(app.bundleIdentifier) (pid \(process.processIdentifier))")
+                    let pid = try Launcher.spawn(executable.path, environment: environment)
+                    state.withLockedValue { $0.launched[app.bundleIdentifier] = pid }
+                    log("launched \(app.bundleIdentifier) (pid \(pid))")
                 } catch {
-                    log("cannot launch \(executable.path): \(error)")
-                    let waiters = state.withLockedValue { $0.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? [] }
+                    log("cannot launch \(app.bundleIdentifier): \(error)")
+                    let waiters = state.withLockedValue { state in
+                        state.launchFailures[app.bundleIdentifier] = "\(error)"
+                        return state.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? []
+                    }
                     for waiter in waiters { waiter.resume(returning: nil) }
                     return
                 }
@@ -212,6 +257,9 @@ extension Agent: IPCHandler {
             }
         }
         guard let connection else {
+            if let failure = state.withLockedValue({ $0.launchFailures.removeValue(forKey: app.bundleIdentifier) }) {
+                return .failure(ContinuationFailure("launchFailed", failure))
+            }
             return .failure(
                 ContinuationFailure("launchFailed", "\(app.bundleIdentifier) did not connect within \(PeerLink.format(configuration.launchTimeout)) of being launched")
             )

@@ -9,11 +9,23 @@ extension Agent: PeerLinkResponder {
         switch request {
         case .sync(let roster, let agentPort):
             do {
-                _ = try AccountFlows.absorbSync(roster: roster, agentPort: agentPort, from: link.peer, host: link.channel.remoteAddress?.hostText, dialed: nil, store: store)
+                _ = try AccountFlows.absorbSync(
+                    roster: roster,
+                    agentPort: agentPort,
+                    from: link.peer,
+                    host: link.channel.remoteAddress?.hostText,
+                    dialed: nil,
+                    store: store,
+                    log: configuration.log
+                )
                 rosterChanged()
                 return .synced(roster: try store.roster().encoded(), agentPort: port)
+            } catch let error as BatonAgentError where error.code == .peerRefused || error.code == .protocolViolation {
+                return .failed(.refused, error.message)
             } catch {
-                return .failed(.refused, "\(error)")
+                // The reason names files on this device: it stays in this device's log (ISSUE 10 item 8).
+                log("sync from \(link.peer.short) failed: \(error)")
+                return .failed(.refused, "\(identity.name) cannot merge rosters now (its account state cannot be read or written; its log says why)")
             }
         case .describe(let sequence):
             guard let current = currentActivity(sequence: sequence) else {
@@ -121,8 +133,8 @@ extension Agent: PeerLinkResponder {
         }
         switch await fetch(entry) {
         case .success(let payload):
-            guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
-                return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            if let (reason, message) = deliver(id, payload, to: connection, type: type) {
+                return outcome(app.bundleIdentifier, routed.decision.reason, reason, message)
             }
             return outcome(app.bundleIdentifier, routed.decision.reason, nil, "continued in \(app.bundleIdentifier) (\(payload.count) bytes of state)")
         case .failure(let failure):
@@ -158,11 +170,10 @@ extension Agent: PeerLinkResponder {
             return outcome("", decision.reason, "noApp", "no app on this device continues \(payload.activityType) (D1, D3)")
         case .browser(let browser, let url):
             if let browser { return outcome(browser, decision.reason, "noApp", "the default browser app is not connected") }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = configuration.browserCommand + [url.absoluteString]
             do {
-                try process.run()
+                let command = configuration.browserCommand
+                let pid = try Launcher.spawn("/usr/bin/env", arguments: command + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
+                state.withLockedValue { _ = $0.spawned.insert(pid) }
             } catch {
                 return outcome("browser", decision.reason, "launchFailed", "cannot open \(url.absoluteString): \(error)")
             }
@@ -189,8 +200,8 @@ extension Agent: PeerLinkResponder {
                 // settle() tells the app, which was told willContinue.
                 return outcome(bundle, decision.reason, FetchFailure.protocolViolation.rawValue, "the state cannot be encoded again for \(bundle)")
             }
-            guard endContinuation(id, with: .deliver(continuation: id, payload: data)) else {
-                return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+            if let (reason, message) = deliver(id, data, to: connection, type: type) {
+                return outcome(bundle, decision.reason, reason, message)
             }
             return outcome(bundle, decision.reason, nil, "continued in \(bundle)")
         }
@@ -232,6 +243,22 @@ extension Agent: PeerLinkResponder {
         guard open else { return false }
         connection.send(.willContinue(continuation: id, activityType: type))
         return true
+    }
+
+    /// Delivers the state of continuation `id` to the app told `willContinue` (C5), after checking that the process
+    /// is still the app that said hello (ISSUE 10 item 4). Returns the failure (reason, message) when not delivered.
+    func deliver(_ id: UInt64, _ payload: Data, to connection: IPCConnection, type: String) -> (String, String)? {
+        guard isStillTheApp(connection) else {
+            let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
+            log("continuation \(id): \(message)")
+            _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: "notPermitted", message: message))
+            connection.refuse("notPermitted", "this process is no longer the app that connected")
+            return ("notPermitted", message)
+        }
+        guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
+            return (FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
+        }
+        return nil
     }
 
     /// Sends the one message that ends continuation `id` (C5: exactly one of deliver or failed after

@@ -74,7 +74,11 @@ public final class Agent: @unchecked Sendable {
         var launchWaiters: [String: [CheckedContinuation<IPCConnection?, Never>]] = [:]
         var summaries: [DeviceID: (sequence: UInt64, summary: ActivitySummary)] = [:]
         var targets: [SocketAddress] = []
-        var launched: [String: Process] = [:]
+        /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
+        var launched: [String: pid_t] = [:]
+        var spawned: Set<pid_t> = []
+        /// Why the last launch of an app failed, for the continuation waiting on it.
+        var launchFailures: [String: String] = [:]
         var stopped = false
     }
 
@@ -290,7 +294,15 @@ public final class Agent: @unchecked Sendable {
             let reply = await link.request(.sync(roster: roster, agentPort: self.port), timeout: AccountFlows.stepTimeout)
             switch reply {
             case .synced(let theirs, let theirPort):
-                let merged = try AccountFlows.absorbSync(roster: theirs, agentPort: theirPort, from: link.peer, host: host, dialed: address, store: store)
+                let merged = try AccountFlows.absorbSync(
+                    roster: theirs,
+                    agentPort: theirPort,
+                    from: link.peer,
+                    host: host,
+                    dialed: address,
+                    store: store,
+                    log: configuration.log
+                )
                 rosterChanged()
                 return "synced: \(merged.activeMembers.count) devices, key epoch \(merged.accountKey.epoch)"
             case .failed(let reason, let text):
@@ -301,18 +313,5 @@ public final class Agent: @unchecked Sendable {
         } catch {
             return "\(error)"
         }
-    }
-}
-
-extension PeerLinks {
-    /// The open link to whichever device answers at `host:port` (one this side dialled: named as ``connect``
-    /// names it), or a new one.
-    func connectReusing(host: String, port: Int) async throws -> PeerLink {
-        let name = Agent.joinHostPort(host, port)
-        let open = links.withLockedValue { links in
-            links.values.first { $0.isOpen && $0.peerName == name }
-        }
-        if let open { return open }
-        return try await connect(host: host, port: port)
     }
 }

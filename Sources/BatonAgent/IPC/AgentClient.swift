@@ -35,6 +35,9 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
     /// - Throws: ``BatonAgentError`` `peerUnreachable` when no agent listens at `path` (with how to start one),
     ///   `peerRefused` with the agent's reason when it refuses this process.
     public static func connect(path: String, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
+        // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
+        // credentials of the process that listens on it.
+        try RuntimeFolder.checkSocket(path)
         let handler = MessageHandler()
         let channel: Channel
         do {
@@ -50,6 +53,14 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
                 .get()
         } catch {
             throw BatonAgentError(.peerUnreachable, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+        }
+        let owner = try? await PeerCredentials.of(channel).get()
+        guard let owner, owner.uid == getuid() else {
+            channel.close(promise: nil)
+            throw BatonAgentError(
+                .notOwned,
+                "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
+            )
         }
         let client = AgentClient(channel: channel)
         let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { client.greet(nil) }

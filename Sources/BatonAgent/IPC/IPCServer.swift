@@ -33,6 +33,17 @@ public struct PeerCredentials: Sendable, Hashable {
         return provider.unsafeGetSocketOption(level: SocketOptionLevel(1), name: SocketOptionName(17))
     }
 
+    /// When process `pid` started (clock ticks after boot, field 22 of `/proc/PID/stat`): with the pid, it names one
+    /// process for its whole life, which a recycled pid does not. Nil when the process is gone.
+    public static func startTime(of pid: Int32) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // After the command name (which may hold spaces and parentheses): field 3 (state) onwards.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
     /// The executable the process runs, with symbolic links resolved: `/proc/PID/exe`. Nil when the process is gone
     /// or not ours to inspect.
     public static func executable(of pid: Int32) -> String? {
@@ -59,23 +70,66 @@ protocol IPCHandler: AnyObject, Sendable {
     func ipcClosed(_ connection: IPCConnection)
 }
 
+/// One process as the agent first saw it: its pid, when it started, and what it ran (ISSUE 10 item 4).
+struct ProcessStamp: Sendable, Hashable {
+    var pid: Int32
+    var startTime: UInt64?
+    var executable: String?
+
+    /// The process behind `pid` now.
+    static func of(_ pid: Int32) -> ProcessStamp {
+        ProcessStamp(pid: pid, startTime: PeerCredentials.startTime(of: pid), executable: PeerCredentials.executable(of: pid))
+    }
+
+    /// Whether the same process (same pid and start time: not a recycled pid) still runs `executable`.
+    func isStill(running executable: String) -> Bool {
+        let now = ProcessStamp.of(pid)
+        return startTime != nil && now.startTime == startTime && now.executable == executable
+    }
+
+    /// Whether the same process still runs, whatever its executable.
+    var isAlive: Bool {
+        startTime != nil && PeerCredentials.startTime(of: pid) == startTime
+    }
+}
+
 /// One app (or command line) connected to the agent.
 final class IPCConnection: MessageSink, @unchecked Sendable {
     let channel: Channel
     let credentials: PeerCredentials
+    /// The connecting process as it was when the connection was accepted, before it could say anything. An app's
+    /// identity is bound to this process for the connection's life.
+    let process: ProcessStamp
     let handler: IPCHandler
     /// Set once the hello is accepted: the app's bundle identifier, or nil for a control client.
     let identity = NIOLockedValueBox<Identity?>(nil)
+    /// Called once, when the client has said who it is or has gone, whichever is first (the server counts the
+    /// connections that have not said hello).
+    let settled = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
     enum Identity: Sendable, Hashable {
         case app(bundle: String, team: String)
         case control
     }
 
-    init(channel: Channel, credentials: PeerCredentials, handler: IPCHandler) {
+    init(channel: Channel, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil) {
         self.channel = channel
         self.credentials = credentials
+        self.process = process ?? ProcessStamp.of(credentials.pid)
         self.handler = handler
+    }
+
+    /// Records who the client is, after its hello was accepted.
+    func identify(_ who: Identity) {
+        identity.withLockedValue { $0 = who }
+        settle()
+    }
+
+    func settle() {
+        settled.withLockedValue { settled in
+            defer { settled = nil }
+            return settled
+        }?()
     }
 
     /// Sends a message.
@@ -102,6 +156,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     }
 
     func closed() {
+        settle()
         handler.ipcClosed(self)
     }
 }
@@ -109,16 +164,20 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
 /// The agent's Unix socket (ISSUE 5 part 6): a folder only the user can enter, a socket only the user can open, and
 /// each peer's credentials taken from the kernel before it may say anything.
 enum IPCServer {
+    /// Bounds on clients that have not said who they are.
+    enum Limits {
+        /// How long a client may take to send its hello after connecting. A real one sends it at once.
+        static let helloDeadline = TimeAmount.seconds(5)
+        /// Connections that have not said hello yet, at once. Apps and command lines say hello within
+        /// milliseconds, so a handful is normal; past this, new connections are closed at once.
+        static let unauthenticatedConnections = 32
+    }
+
     /// Listens at `path`, replacing a stale socket left by an agent that died; refuses when another agent answers
     /// there.
     static func listen(path: String, handler: IPCHandler, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> Channel {
         let folder = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder)
-        } catch {
-            throw BatonAgentError(.stateUnwritable, "cannot make the socket folder \(folder): \(error)")
-        }
+        try RuntimeFolder.prepare(folder, below: AgentConfiguration.fallbackRuntimeFolder(containing: folder))
         guard path.utf8.count < 108 else {
             throw BatonAgentError(.stateUnwritable, "the socket path \(path) is longer than a Unix socket allows (107 bytes)")
         }
@@ -128,18 +187,41 @@ enum IPCServer {
             }
             unlink(path)
         }
+        // ISSUE 10 item 6: a client that has not said hello costs at most one small frame, for at most a few
+        // seconds, and only so many may wait at once.
+        let waiting = NIOLockedValueBox(0)
         do {
             let channel = try await ServerBootstrap(group: group)
                 .childChannelInitializer { channel in
+                    let admitted = waiting.withLockedValue { count -> Bool in
+                        guard count < Limits.unauthenticatedConnections else { return false }
+                        count += 1
+                        return true
+                    }
+                    guard admitted else { return channel.close() }
                     let messages = MessageHandler()
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(firstFrameLimit: Frame.maximumHelloLength)))
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
                         try channel.pipeline.syncOperations.addHandler(messages)
                     }.flatMap {
                         PeerCredentials.of(channel).map { credentials in
-                            messages.attach(IPCConnection(channel: channel, credentials: credentials, handler: handler))
+                            let connection = IPCConnection(channel: channel, credentials: credentials, handler: handler)
+                            let deadline = channel.eventLoop.scheduleTask(in: Limits.helloDeadline) {
+                                connection.refuse("timedOut", "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
+                            }
+                            connection.settled.withLockedValue {
+                                $0 = {
+                                    deadline.cancel()
+                                    waiting.withLockedValue { $0 -= 1 }
+                                }
+                            }
+                            messages.attach(connection)
                         }
+                    }.flatMapErrorThrowing { error in
+                        waiting.withLockedValue { $0 -= 1 }
+                        channel.close(promise: nil)
+                        throw error
                     }
                 }
                 .bind(unixDomainSocketPath: path)

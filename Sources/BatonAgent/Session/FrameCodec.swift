@@ -6,18 +6,35 @@ enum Frame {
     static let maximumLength = 4 << 20
 }
 
-/// Splits the byte stream into frames, refusing any frame above ``Frame/maximumLength`` before buffering it.
+extension Frame {
+    /// The largest first frame on an app's socket: the hello, which names a bundle and a version. Until a client has
+    /// said who it is, the agent buffers no more than this for it (ISSUE 10 item 6).
+    static let maximumHelloLength = 4 << 10
+}
+
+/// Splits the byte stream into frames, refusing any frame above its limit before buffering it: ``Frame/maximumLength``,
+/// or a smaller limit for the first frame (the hello of an unauthenticated client).
 struct FrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = ByteBuffer
 
+    let maximumLength: Int
+    var firstFrameLimit: Int?
+
+    init(maximumLength: Int = Frame.maximumLength, firstFrameLimit: Int? = nil) {
+        self.maximumLength = maximumLength
+        self.firstFrameLimit = firstFrameLimit
+    }
+
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
-        guard length <= Frame.maximumLength else {
-            throw BatonAgentError(.protocolViolation, "the peer announced a frame of \(length) bytes, the limit is \(Frame.maximumLength)")
+        let limit = firstFrameLimit ?? maximumLength
+        guard length <= limit else {
+            throw BatonAgentError(.protocolViolation, "the peer announced a frame of \(length) bytes, the limit is \(limit)")
         }
         guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
         buffer.moveReaderIndex(forwardBy: 4)
         guard let frame = buffer.readSlice(length: Int(length)) else { return .needMoreData }
+        firstFrameLimit = nil
         context.fireChannelRead(wrapInboundOut(frame))
         return .continue
     }

@@ -21,6 +21,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     public let peer: DeviceID
     /// Its address, for messages.
     public let peerName: String
+    /// Whether this device opened the connection (dialled it), or the peer did.
+    public let dialedByMe: Bool
     let channel: Channel
     let responder: PeerLinkResponder
 
@@ -30,19 +32,50 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         var timeouts: [UInt64: Scheduled<Void>] = [:]
         var answering: [UInt64: Task<Void, Never>] = [:]
         var closed = false
+        /// Another link to the same device was kept instead of this one: no new requests go out on it, and it is
+        /// closed as soon as nothing is in flight on it (ISSUE 10 item 1).
+        var retired = false
+        /// When a request last started or ended in either direction (uptime nanoseconds): idle links are closed.
+        var lastActivity = DispatchTime.now().uptimeNanoseconds
     }
 
     let state = NIOLockedValueBox(State())
 
-    init(peer: DeviceID, peerName: String, channel: Channel, responder: PeerLinkResponder) {
+    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder) {
         self.peer = peer
         self.peerName = peerName
+        self.dialedByMe = dialedByMe
         self.channel = channel
         self.responder = responder
     }
 
     /// Whether the connection is still usable.
     public var isOpen: Bool { !state.withLockedValue(\.closed) && channel.isActive }
+
+    /// Nanoseconds (uptime) since nothing has been in flight in either direction, or nil while something is.
+    func idleSince() -> UInt64? {
+        state.withLockedValue { state in
+            state.waiters.isEmpty && state.answering.isEmpty ? state.lastActivity : nil
+        }
+    }
+
+    /// Stops using this link for new requests; closes it once nothing is in flight, if this side opened it (the
+    /// peer, running the same rule, closes the links it opened; ``PeerLinks/sweep(now:)`` closes the rest).
+    func retire() {
+        state.withLockedValue { $0.retired = true }
+        closeIfRetiredAndIdle()
+    }
+
+    func closeIfRetiredAndIdle() {
+        let close = state.withLockedValue { state in
+            state.retired && dialedByMe && !state.closed && state.waiters.isEmpty && state.answering.isEmpty
+        }
+        if close { self.close() }
+    }
+
+    func touch(_ state: inout State) {
+        state.lastActivity = DispatchTime.now().uptimeNanoseconds
+    }
 
     /// Sends a request and waits for its reply, at most `timeout` seconds. Never throws: a lost connection, a
     /// timeout or the caller's cancellation come back as `.failed` with ``FetchFailure`` `peerGone`, `timedOut`
@@ -55,6 +88,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
                     guard !state.closed else { return nil }
                     let (id, message) = state.multiplexer.ask(request)
                     state.waiters[id] = waiter
+                    touch(&state)
                     assigned.withLockedValue { $0 = id }
                     return message
                 }
@@ -88,10 +122,12 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         let (waiter, cancel): (CheckedContinuation<SessionMultiplexer.Reply, Never>?, SessionMessage?) = state.withLockedValue { state in
             state.timeouts.removeValue(forKey: id)?.cancel()
             let cancel = cancelRemote ? state.multiplexer.cancel(id) : nil
+            touch(&state)
             return (state.waiters.removeValue(forKey: id), cancel)
         }
         if let cancel { send(cancel) }
         waiter?.resume(returning: reply)
+        closeIfRetiredAndIdle()
     }
 
     func send(_ message: SessionMessage) {
@@ -128,11 +164,18 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
                 }
                 let answer = state.withLockedValue { state -> SessionMessage? in
                     state.answering[id] = nil
+                    touch(&state)
                     return state.multiplexer.answer(id, with: reply)
                 }
                 if let answer { send(answer) }
+                closeIfRetiredAndIdle()
             }
-            if let id { state.withLockedValue { $0.answering[id] = task } }
+            if let id {
+                state.withLockedValue { state in
+                    state.answering[id] = task
+                    touch(&state)
+                }
+            }
         case .cancelled(let id):
             state.withLockedValue { $0.answering.removeValue(forKey: id) }?.cancel()
         case .refused(let text):
@@ -172,9 +215,14 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 }
 
-/// The agent's links to other devices, at most one per device in use: found by device id, made on demand, and
-/// replaced when one closes. Links a peer opens to this device join the same table, so either side's connection
-/// serves both.
+/// The agent's links to other devices: at most one in use per device pair, whichever side opened it (ISSUE 10
+/// item 1). Made on demand, found by device id (or by an address a device was reached at), and replaced when one
+/// closes. Links a peer opens join the same table, so either side's connection serves both.
+///
+/// When both sides dial at once, both sides keep the link dialled by the device with the lower id and retire the
+/// other: it takes no new requests and is closed by the side that opened it as soon as nothing is in flight on it.
+/// Links idle for ``idleTimeout`` are closed by the side that opened them; retired links the peer never closes are
+/// closed here after ``retiredGrace``.
 final class PeerLinks: @unchecked Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
@@ -182,7 +230,21 @@ final class PeerLinks: @unchecked Sendable {
     let serverContext: NIOSSLContext
     let group: EventLoopGroup
     weak var responder: (PeerLinkResponder & AnyObject)?
-    let links = NIOLockedValueBox<[DeviceID: PeerLink]>([:])
+    let table = NIOLockedValueBox(Table())
+    /// Seconds without a request in either direction before the side that dialled a link closes it.
+    var idleTimeout: Double = 120
+    /// Seconds a retired link the peer opened may stay open, idle, before this side closes it.
+    var retiredGrace: Double = 10
+
+    struct Table {
+        /// The link in use for each device.
+        var links: [DeviceID: PeerLink] = [:]
+        /// Links kept open only until what is in flight on them ends.
+        var retired: [ObjectIdentifier: PeerLink] = [:]
+        /// The device last reached at each dialled `host:port`, so a sync to an address reuses that device's link,
+        /// whichever side opened it.
+        var devicesByAddress: [String: DeviceID] = [:]
+    }
 
     init(identity: DeviceIdentity, policy: PeerPolicy, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
         self.identity = identity
@@ -192,10 +254,17 @@ final class PeerLinks: @unchecked Sendable {
         serverContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: true))
     }
 
+    /// Every open connection, in use or retired.
+    var openCount: Int {
+        table.withLockedValue { table in
+            table.links.values.filter(\.isOpen).count + table.retired.values.filter(\.isOpen).count
+        }
+    }
+
     /// The open link to `device`, if there is one.
     func existing(_ device: DeviceID) -> PeerLink? {
-        links.withLockedValue { links in
-            guard let link = links[device], link.isOpen else { return nil }
+        table.withLockedValue { table in
+            guard let link = table.links[device], link.isOpen else { return nil }
             return link
         }
     }
@@ -207,6 +276,13 @@ final class PeerLinks: @unchecked Sendable {
         return try await connect(host: host, port: port, policy: .members { [policy] in
             policy.allows(device) ? [device] : []
         })
+    }
+
+    /// The open link to whichever device was last reached at `host:port`, whichever side opened it, or a new one.
+    func connectReusing(host: String, port: Int) async throws -> PeerLink {
+        let name = Agent.joinHostPort(host, port)
+        if let device = table.withLockedValue({ $0.devicesByAddress[name] }), let link = existing(device) { return link }
+        return try await connect(host: host, port: port)
     }
 
     /// A new connection to `host:port`, accepting any device `policy` allows (used for `--peer` addresses, whose
@@ -245,36 +321,79 @@ final class PeerLinks: @unchecked Sendable {
             channel.close(promise: nil)
             throw error
         }
-        return try await adopt(channel, handler: handler, presented: presented, name: name)
+        return try await adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: true)
     }
 
-    /// Makes a link of a verified channel and records it.
-    func adopt(_ channel: Channel, handler: MessageHandler, presented: NIOLockedValueBox<Data?>, name: String) async throws -> PeerLink {
+    /// Makes a link of a verified channel and records it; returns the link to use for its device (this one, or an
+    /// open one that wins over it).
+    func adopt(_ channel: Channel, handler: MessageHandler, presented: NIOLockedValueBox<Data?>, name: String, dialedByMe: Bool) async throws -> PeerLink {
         guard let certificate = presented.withLockedValue({ $0 }), let responder else {
             channel.close(promise: nil)
             throw BatonAgentError(.peerRefused, "\(name) presented no verified certificate")
         }
-        let link = PeerLink(peer: DeviceID(certificateDER: certificate), peerName: name, channel: channel, responder: responder)
+        let link = PeerLink(peer: DeviceID(certificateDER: certificate), peerName: name, dialedByMe: dialedByMe, channel: channel, responder: responder)
         try await channel.eventLoop.submit { handler.attach(link) }.get()
-        links.withLockedValue { $0[link.peer] = link }
-        return link
+        let me = identity.id
+        let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
+            if dialedByMe { table.devicesByAddress[name] = link.peer }
+            guard let current = table.links[link.peer], current.isOpen else {
+                table.links[link.peer] = link
+                return (link, nil)
+            }
+            if Self.prefersNew(dialedByMe: link.dialedByMe, over: current.dialedByMe, me: me, peer: link.peer) {
+                table.links[link.peer] = link
+                table.retired[ObjectIdentifier(current)] = current
+                return (link, current)
+            }
+            table.retired[ObjectIdentifier(link)] = link
+            return (current, link)
+        }
+        retired?.retire()
+        // The link may have closed before it was recorded (a peer that hung up at once).
+        if !link.isOpen { remove(link) }
+        return kept
+    }
+
+    /// Of two open links to device `peer`, whether the new one should replace the one in use: both sides must choose
+    /// the same connection, so the one dialled by the device with the lower id wins; between two dialled by the same
+    /// side, the one already in use stays.
+    static func prefersNew(dialedByMe newDialedByMe: Bool, over currentDialedByMe: Bool, me: DeviceID, peer: DeviceID) -> Bool {
+        let preferredDialer = min(me, peer)
+        let newDialer = newDialedByMe ? me : peer
+        let currentDialer = currentDialedByMe ? me : peer
+        return newDialer == preferredDialer && currentDialer != preferredDialer
     }
 
     /// Forgets a closed link (only if it is still the one recorded).
     func remove(_ link: PeerLink) {
-        links.withLockedValue { links in
-            if links[link.peer] === link { links[link.peer] = nil }
+        table.withLockedValue { table in
+            if table.links[link.peer] === link { table.links[link.peer] = nil }
+            table.retired[ObjectIdentifier(link)] = nil
+        }
+    }
+
+    /// Closes idle links this side opened (after ``idleTimeout``) and retired ones the peer left open (after
+    /// ``retiredGrace``). `now` is uptime in nanoseconds.
+    func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        let (inUse, retired) = table.withLockedValue { (Array($0.links.values), Array($0.retired.values)) }
+        for link in inUse where link.dialedByMe {
+            if let since = link.idleSince(), now > since, Double(now - since) / 1e9 >= idleTimeout { link.close() }
+        }
+        for link in retired {
+            if let since = link.idleSince(), link.dialedByMe || (now > since && Double(now - since) / 1e9 >= retiredGrace) { link.close() }
         }
     }
 
     /// Closes the links to devices no longer allowed (after a removal from the account).
     func closeDisallowed() {
-        for link in links.withLockedValue({ Array($0.values) }) where !policy.allows(link.peer) {
+        let all = table.withLockedValue { Array($0.links.values) + Array($0.retired.values) }
+        for link in all where !policy.allows(link.peer) {
             link.close()
         }
     }
 
-    /// Listens for links from other devices on `host:port`.
+    /// Listens for links from other devices on `host:port` (``HandshakeWaiter`` disconnects a peer whose TLS
+    /// handshake takes longer than its deadline).
     func listen(host: String, port: Int) async throws -> Channel {
         do {
             return try await ServerBootstrap(group: group)
@@ -294,7 +413,7 @@ final class PeerLinks: @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(handler)
                         let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
                         handshake.whenSuccess { [self] in
-                            Task { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name) }
+                            Task { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: false) }
                         }
                     }
                 }
@@ -307,6 +426,6 @@ final class PeerLinks: @unchecked Sendable {
 
     /// Closes every link.
     func closeAll() {
-        for link in links.withLockedValue({ Array($0.values) }) { link.close() }
+        for link in table.withLockedValue({ Array($0.links.values) + Array($0.retired.values) }) { link.close() }
     }
 }
