@@ -60,6 +60,9 @@ public enum AccountTransport {
         configuration.certificateChain = [.certificate(certificate)]
         configuration.privateKey = .privateKey(key)
         configuration.minimumTLSVersion = .tlsv13
+        // A closed session waits this long for the peer's close_notify before the socket goes: a peer that never
+        // answers (hostile, or gone) holds a descriptor no longer than this (NIOSSL's default is 5 s).
+        configuration.shutdownTimeout = .seconds(1)
         // Peers are checked by the custom callback (pinning); on a server this also makes client certificates required.
         configuration.certificateVerification = .noHostnameVerification
         return configuration

@@ -235,6 +235,15 @@ final class PeerLinks: @unchecked Sendable {
     var idleTimeout: Double = 120
     /// Seconds a retired link the peer opened may stay open, idle, before this side closes it.
     var retiredGrace: Double = 10
+    /// Retired links the peer opened that are kept through their grace at once, per device; past this a newly
+    /// retired one is closed at once (a member opening connections in a loop costs this much, no more).
+    static let retiredPerDevice = 4
+    /// TCP connections accepted here that have not finished their TLS handshake, at once. Past this, new ones are
+    /// closed at once: a stranger's connections cost at most this many handshakes' memory (ISSUE 10 item 7).
+    static let pendingHandshakes = 128
+    /// Connections open now (both directions, before and after their handshake), and the most since the last
+    /// ``takePeak()``: how the agent knows a burst of connections has ended and memory can be given back.
+    let gauge = NIOLockedValueBox((open: 0, peak: 0, handshaking: 0))
 
     struct Table {
         /// The link in use for each device.
@@ -315,6 +324,7 @@ final class PeerLinks: @unchecked Sendable {
         } catch {
             throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
         }
+        count(channel)
         do {
             try await AccountTransport.waitForHandshake(handshake.withLockedValue { $0 }, peer: name)
         } catch {
@@ -349,6 +359,9 @@ final class PeerLinks: @unchecked Sendable {
             return (current, link)
         }
         retired?.retire()
+        if let retired, !retired.dialedByMe, retiredCount(of: retired.peer) > Self.retiredPerDevice, retired.idleSince() != nil {
+            retired.close()
+        }
         // The link may have closed before it was recorded (a peer that hung up at once).
         if !link.isOpen { remove(link) }
         return kept
@@ -362,6 +375,28 @@ final class PeerLinks: @unchecked Sendable {
         let newDialer = newDialedByMe ? me : peer
         let currentDialer = currentDialedByMe ? me : peer
         return newDialer == preferredDialer && currentDialer != preferredDialer
+    }
+
+    /// Retired links to `device` still open.
+    func retiredCount(of device: DeviceID) -> Int {
+        table.withLockedValue { table in table.retired.values.filter { $0.peer == device && $0.isOpen }.count }
+    }
+
+    /// Counts `channel` among the open connections until it closes.
+    func count(_ channel: Channel) {
+        gauge.withLockedValue { gauge in
+            gauge.open += 1
+            gauge.peak = max(gauge.peak, gauge.open)
+        }
+        channel.closeFuture.whenComplete { [gauge] _ in gauge.withLockedValue { $0.open -= 1 } }
+    }
+
+    /// The most connections open at once since the last call, and how many are open now.
+    func takePeak() -> (peak: Int, open: Int) {
+        gauge.withLockedValue { gauge in
+            defer { gauge.peak = gauge.open }
+            return (gauge.peak, gauge.open)
+        }
     }
 
     /// Forgets a closed link (only if it is still the one recorded).
@@ -399,8 +434,15 @@ final class PeerLinks: @unchecked Sendable {
             return try await ServerBootstrap(group: group)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { [serverContext, policy] channel in
-                    channel.eventLoop.makeCompletedFuture {
+                .childChannelInitializer { [serverContext, policy, gauge] channel in
+                    let admitted = gauge.withLockedValue { gauge -> Bool in
+                        guard gauge.handshaking < Self.pendingHandshakes else { return false }
+                        gauge.handshaking += 1
+                        return true
+                    }
+                    guard admitted else { return channel.close() }
+                    self.count(channel)
+                    return channel.eventLoop.makeCompletedFuture {
                         let presented = NIOLockedValueBox<Data?>(nil)
                         let tls = NIOSSLServerHandler(
                             context: serverContext,
@@ -412,9 +454,15 @@ final class PeerLinks: @unchecked Sendable {
                         let handler = MessageHandler()
                         try channel.pipeline.syncOperations.addHandler(handler)
                         let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
-                        handshake.whenSuccess { [self] in
+                        handshake.whenComplete { [self] result in
+                            gauge.withLockedValue { $0.handshaking -= 1 }
+                            guard case .success = result else { return }
                             Task { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: false) }
                         }
+                    }.flatMapErrorThrowing { error in
+                        gauge.withLockedValue { $0.handshaking -= 1 }
+                        channel.close(promise: nil)
+                        throw error
                     }
                 }
                 .bind(host: host, port: port)
