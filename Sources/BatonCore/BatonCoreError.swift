@@ -95,3 +95,46 @@ public struct BatonCoreError: Error, Sendable, Hashable, CustomStringConvertible
         return "\(location)\(message) [\(code)]"
     }
 }
+
+extension BatonCoreError {
+    /// The most characters of input an error message quotes: enough to recognise a value, while a hostile 2 MB
+    /// tag name or key still makes a short message (issue 10).
+    public static let maximumQuotedLength = 48
+
+    /// `text` in double quotes, for putting input into an error message or warning.
+    ///
+    /// Quotes, backslashes, control and format characters (line breaks, bidi overrides) are escaped, so the text
+    /// cannot break the message's line or reorder it. Text longer than `limit` characters is cut with an ellipsis
+    /// and followed by its full length: `"com.example.aaaa…" (2097152 bytes)`. The cut counts Unicode scalars,
+    /// not `Character`s, because one grapheme cluster can be megabytes long.
+    public static func quoted(_ text: some StringProtocol, limit: Int = maximumQuotedLength) -> String {
+        var output = "\""
+        var length = 0
+        for scalar in text.unicodeScalars {
+            let piece = escaped(scalar)
+            guard length + piece.unicodeScalars.count <= limit else {
+                return output + "…\" (\(text.utf8.count) bytes)"
+            }
+            output += piece
+            length += piece.unicodeScalars.count
+        }
+        return output + "\""
+    }
+
+    private static func escaped(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\"": return "\\\""
+        case "\\": return "\\\\"
+        case "\n": return "\\n"
+        case "\r": return "\\r"
+        case "\t": return "\\t"
+        default:
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator:
+                return "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default:
+                return String(scalar)
+            }
+        }
+    }
+}

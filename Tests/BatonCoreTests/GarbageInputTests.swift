@@ -144,3 +144,70 @@ struct GarbageInputTests {
         }
     }
 }
+
+@Suite("Errors quote input briefly (issue 10 item 10)")
+struct ErrorQuotingTests {
+    static let huge = String(repeating: "A", count: 2 << 20)
+
+    static func xml(_ body: String) -> Data {
+        Data("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\(body)</plist>".utf8)
+    }
+
+    @Test("issue 10 item 10: a 2 MB tag name, key, date or integer gives a short error with the right code")
+    func hugeInputShortErrors() throws {
+        let cases: [(String, Data, BatonCoreError.Code)] = [
+            ("2 MB tag name", Self.xml("<\(Self.huge)></\(Self.huge)>"), .unexpectedElement),
+            ("2 MB tag name, never closed", Data("<plist><\(Self.huge)".utf8), .truncated),
+            ("2 MB closing tag", Self.xml("<array></\(Self.huge)>"), .invalidXML),
+            ("2 MB tag name where a key should be", Self.xml("<dict><\(Self.huge)/></dict>"), .unexpectedElement),
+            ("2 MB key without a value", Self.xml("<dict><key>\(Self.huge)</key></dict>"), .unexpectedElement),
+            ("2 MB date", Self.xml("<date>\(Self.huge)</date>"), .invalidDate),
+            ("2 MB integer", Self.xml("<integer>\(Self.huge)</integer>"), .invalidNumber),
+            ("2 MB real", Self.xml("<real>\(Self.huge)</real>"), .invalidNumber),
+            // One grapheme cluster of 2 MB: a cut by Character would keep all of it.
+            ("2 MB single character", Self.xml("<integer>1\(String(repeating: "\u{301}", count: 1 << 20))</integer>"), .invalidNumber),
+        ]
+        for (name, data, code) in cases {
+            let error = #expect(throws: BatonCoreError.self, "\(name)") { try PropertyList.decode(data) }
+            #expect(error?.code == code, "\(name): \(String(describing: error).prefix(300))")
+            #expect((error?.description.unicodeScalars.count ?? .max) < 300, "\(name): \(String(describing: error).prefix(400))")
+        }
+    }
+
+    @Test("issue 10 item 10: a 2 MB key path, URL scheme or required key gives a short error with the right code")
+    func hugeValuesShortErrors() throws {
+        struct Cart {}
+        let keyPath = #expect(throws: BatonCoreError.self) { try PropertyList(any: [Self.huge: ["x": Cart()]] as [String: Any]) }
+        #expect(keyPath?.code == .unsupportedType)
+        #expect((keyPath?.description.unicodeScalars.count ?? .max) < 300)
+        #expect(keyPath?.message.contains("2097154 bytes") == true, "the note gives the full length: \(String(describing: keyPath))")
+
+        let url = try #require(URL(string: Self.huge + ":rest"))
+        let scheme = #expect(throws: BatonCoreError.self) { try ActivityPayload.validateWebpageURL(url) }
+        #expect(scheme?.code == .unsupportedURLScheme)
+        #expect((scheme?.description.unicodeScalars.count ?? .max) < 300)
+
+        let control = #expect(throws: BatonCoreError.self) {
+            try ActivityPayload(activityType: String(repeating: "\u{1}", count: ActivityPayload.maximumActivityTypeLength))
+        }
+        #expect(control?.code == .invalidActivityType)
+        #expect((control?.description.unicodeScalars.count ?? .max) < 300)
+
+        var payload = try ActivityPayload(activityType: "com.example.view")
+        payload.requiredUserInfoKeys = [Self.huge]
+        let required = #expect(throws: BatonCoreError.self) { try payload.encoded() }
+        #expect(required?.code == .missingRequiredUserInfoKey)
+        #expect((required?.description.unicodeScalars.count ?? .max) < 300)
+    }
+
+    @Test("issue 10 item 10: quoted keeps short text, escapes what would break a line, and cuts long text")
+    func quoting() {
+        #expect(BatonCoreError.quoted("com.example.view") == "\"com.example.view\"")
+        #expect(BatonCoreError.quoted("a\"b\\c\nd\u{202E}") == "\"a\\\"b\\\\c\\nd\\u{202E}\"")
+        let long = BatonCoreError.quoted(Self.huge)
+        #expect(long == "\"" + String(repeating: "A", count: BatonCoreError.maximumQuotedLength) + "…\" (2097152 bytes)")
+        let escapes = BatonCoreError.quoted(String(repeating: "\u{1}", count: 1000))
+        #expect(escapes.count < 80 && escapes.hasSuffix("…\" (1000 bytes)"))
+        #expect(BatonCoreError.quoted("abcdef", limit: 3) == "\"abc…\" (6 bytes)")
+    }
+}

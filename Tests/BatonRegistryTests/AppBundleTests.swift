@@ -263,3 +263,155 @@ struct AssociatedDomainTests {
         #expect(try #require(exact.matchLength(host: "SHOP.example.com")) > (wildcard.matchLength(host: "shop.example.com") ?? 0))
     }
 }
+
+@Suite("An app's executable stays inside its bundle (issue 10 item 9)")
+struct BundleExecutableTests {
+    static func info(executable: String) -> String {
+        BundleFactory.plist(
+            """
+            <key>CFBundleIdentifier</key><string>com.example.escape</string>
+            <key>BatonTeamIdentifier</key><string>TEAM</string>
+            <key>CFBundleExecutable</key><string>\(executable)</string>
+            """
+        )
+    }
+
+    /// Loads a bundle whose Info.plist names `executable`, after `prepare` has set up its files.
+    static func load(_ executable: String, prepare: (URL) throws -> Void = { _ in }) throws -> (AppRecord, URL, BundleFactory) {
+        let factory = try BundleFactory()
+        let url = try factory.bundle("Escape", infoText: info(executable: executable))
+        try prepare(url)
+        return (try AppBundleLoader.load(url), url, factory)
+    }
+
+    static func makeExecutable(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+    }
+
+    static func executableWarnings(_ app: AppRecord) -> [String] {
+        app.warnings.filter { $0.key == "CFBundleExecutable" }.map(\.message)
+    }
+
+    @Test("issue 10 item 9: ../../../../bin/sh is refused, with a warning naming the key and the value")
+    func parentComponents() throws {
+        let (app, _, factory) = try Self.load("../../../../bin/sh")
+        defer { factory.remove() }
+        #expect(app.executableURL == nil)
+        let warnings = Self.executableWarnings(app)
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("\"../../../../bin/sh\" leads outside the bundle") == true, "\(warnings)")
+        #expect(app.warnings.contains { $0.description.hasPrefix("CFBundleExecutable: \"../../../../bin/sh\"") })
+    }
+
+    @Test("issue 10 item 9: an absolute /bin/sh is refused")
+    func absolutePath() throws {
+        let (app, _, factory) = try Self.load("/bin/sh")
+        defer { factory.remove() }
+        #expect(app.executableURL == nil)
+        #expect(Self.executableWarnings(app).first?.contains("\"/bin/sh\" leads outside the bundle") == true)
+    }
+
+    @Test("issue 10 item 9: a folder of the bundle that is a link leading out is refused; a link the person put in the bundle as the executable is followed")
+    func symlinks() throws {
+        let (viaFolder, _, folderFactory) = try Self.load("sh") { url in
+            try FileManager.default.createDirectory(at: url.appendingPathComponent("Contents"), withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: url.appendingPathComponent("Contents/MacOS").path, withDestinationPath: "/bin")
+        }
+        defer { folderFactory.remove() }
+        #expect(viaFolder.executableURL == nil)
+        let warning = try #require(Self.executableWarnings(viaFolder).first)
+        #expect(warning.contains("is in a folder that resolves to") && warning.contains("outside the bundle"), "\(warning)")
+
+        // A development build registered by a link (Examples/ShopSnap.app/shopsnap -> ../../.build/debug/shopsnap).
+        let (linked, url, factory) = try Self.load("run") { url in
+            try FileManager.default.createSymbolicLink(atPath: url.appendingPathComponent("run").path, withDestinationPath: "/bin/sh")
+        }
+        defer { factory.remove() }
+        #expect(linked.executableURL?.path == url.appendingPathComponent("run").path)
+        #expect(Self.executableWarnings(linked).isEmpty)
+    }
+
+    @Test("issue 10 item 9: a symlink in the bundle pointing to another file in the bundle is accepted")
+    func symlinkInside() throws {
+        let (app, url, factory) = try Self.load("run") { url in
+            try Self.makeExecutable(url.appendingPathComponent("Contents/MacOS/real"))
+            try FileManager.default.createSymbolicLink(atPath: url.appendingPathComponent("run").path, withDestinationPath: "Contents/MacOS/real")
+        }
+        defer { factory.remove() }
+        #expect(app.executableURL?.path == url.appendingPathComponent("run").path)
+        #expect(Self.executableWarnings(app).isEmpty)
+        #expect(app.isIdentityResolved)
+    }
+
+    @Test("issue 10 item 9: a normal executable, flat or in Contents/MacOS, is accepted")
+    func normalExecutable() throws {
+        let (flat, url, factory) = try Self.load("Escape")
+        defer { factory.remove() }
+        #expect(flat.executableURL?.path == url.appendingPathComponent("Escape").path)
+        #expect(Self.executableWarnings(flat).isEmpty)
+
+        let (mac, macURL, macFactory) = try Self.load("Mac") { url in
+            try Self.makeExecutable(url.appendingPathComponent("Contents/MacOS/Mac"))
+        }
+        defer { macFactory.remove() }
+        #expect(mac.executableURL?.path == macURL.appendingPathComponent("Contents/MacOS/Mac").path)
+        #expect(Self.executableWarnings(mac).isEmpty)
+    }
+}
+
+@Suite("Registry messages quote input briefly (issue 10 item 10)")
+struct RegistryQuotingTests {
+    static let huge = String(repeating: "a", count: 2 << 20)
+
+    @Test("issue 10 item 10: a 2 MB activity type, executable or associated domain, or a huge AASA key, gives short warnings and errors")
+    func hugeEntries() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        // Info.plist and entitlements files are capped at 4 MB, so each bundle holds one 2 MB value.
+        func load(_ name: String, info: String, entitlements: String? = nil) throws -> AppRecord {
+            let body = "<key>CFBundleIdentifier</key><string>com.example.\(name)</string>"
+                + "<key>BatonTeamIdentifier</key><string>TEAM</string>" + info
+            return try AppBundleLoader.load(
+                try factory.bundle(name, infoText: BundleFactory.plist(body), entitlementsText: entitlements.map(BundleFactory.plist))
+            )
+        }
+        let types = try load(
+            "Types",
+            info: "<key>NSUserActivityTypes</key><array><string>com.example.view</string><string>\(Self.huge)</string></array>"
+        )
+        #expect(types.activityTypes == ["com.example.view"])
+        #expect(types.warnings.filter { $0.key == "NSUserActivityTypes" }.count == 1)
+
+        let variable = try load("Variable", info: "<key>NSUserActivityTypes</key><array><string>$(\(Self.huge))</string></array>")
+        #expect(variable.warnings.contains { $0.key == "NSUserActivityTypes" && $0.message.contains("unresolved build variable") })
+
+        let domains = try load(
+            "Domains",
+            info: "",
+            entitlements: "<key>com.apple.developer.associated-domains</key>"
+                + "<array><string>applinks:\(Self.huge)</string><string>applinks:example.com</string></array>"
+        )
+        #expect(domains.associatedDomains.map(\.description) == ["applinks:example.com"])
+        #expect(domains.warnings.filter { $0.key == "com.apple.developer.associated-domains" }.count == 1)
+
+        let executable = try load("Executable", info: "<key>CFBundleExecutable</key><string>\(Self.huge)</string>")
+        #expect(executable.executableURL == nil)
+        #expect(executable.warnings.contains { $0.key == "CFBundleExecutable" })
+
+        for warning in types.warnings + variable.warnings + domains.warnings + executable.warnings {
+            #expect(warning.description.unicodeScalars.count < 300, "\(warning.description.prefix(400))")
+        }
+
+        // Association files are capped at 128 KB, so the hostile key is as large as the cap allows.
+        let key = String(repeating: "b", count: AppSiteAssociation.maximumSize - 100)
+        let aasa = #expect(throws: BatonRegistryError.self) {
+            try AppSiteAssociation(json: Data(#"{"applinks": {"details": {"\#(key)": 1}}}"#.utf8))
+        }
+        #expect(aasa?.code == .invalidAssociationFile)
+        #expect((aasa?.description.unicodeScalars.count ?? .max) < 300)
+        let noted = try AppSiteAssociation(json: Data(#"{"applinks": {"details": [{"appIDs": ["T.a"], "components": [{"\#(key)": 1}]}]}}"#.utf8))
+        #expect(noted.notes.count == 1 && noted.notes.allSatisfy { $0.unicodeScalars.count < 300 })
+    }
+}

@@ -152,7 +152,7 @@ private struct FieldReader {
     func url(_ key: String) throws -> URL? {
         guard let text = try string(key) else { return nil }
         guard let url = URL(string: text) else {
-            throw BatonCoreError(.invalidPayload, "payload field \"\(key)\" holds \"\(text.prefix(80))\", not a URL")
+            throw BatonCoreError(.invalidPayload, "payload field \"\(key)\" holds \(BatonCoreError.quoted(text)), not a URL")
         }
         return url
     }

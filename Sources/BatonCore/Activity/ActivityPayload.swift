@@ -85,7 +85,7 @@ public struct ActivityPayload: Sendable, Hashable {
             )
         }
         guard !type.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw BatonCoreError(.invalidActivityType, "the activity type \"\(type.debugDescription)\" has control characters")
+            throw BatonCoreError(.invalidActivityType, "the activity type \(BatonCoreError.quoted(type)) has control characters")
         }
     }
 
@@ -103,11 +103,12 @@ public struct ActivityPayload: Sendable, Hashable {
         guard scheme == "http" || scheme == "https" else {
             throw BatonCoreError(
                 .unsupportedURLScheme,
-                "webpageURL must be http or https; \"\(url.absoluteString.prefix(80))\" has scheme \(url.scheme ?? "none")"
+                "webpageURL must be http or https; \(BatonCoreError.quoted(url.absoluteString)) has "
+                    + (url.scheme.map { "scheme \(BatonCoreError.quoted($0))" } ?? "no scheme")
             )
         }
         guard let host = url.host, !host.isEmpty else {
-            throw BatonCoreError(.unsupportedURLScheme, "webpageURL \"\(url.absoluteString.prefix(80))\" has no host")
+            throw BatonCoreError(.unsupportedURLScheme, "webpageURL \(BatonCoreError.quoted(url.absoluteString)) has no host")
         }
     }
 
@@ -127,7 +128,7 @@ public struct ActivityPayload: Sendable, Hashable {
             guard let value = userInfo[key] else {
                 throw BatonCoreError(
                     .missingRequiredUserInfoKey,
-                    "requiredUserInfoKeys names \"\(key)\", but userInfo has no such key"
+                    "requiredUserInfoKeys names \(BatonCoreError.quoted(key)), but userInfo has no such key"
                 )
             }
             travelling[key] = value

@@ -278,7 +278,7 @@ private struct Reader {
             }
             let text = try string(marker: stringMarker, at: offset + 1)
             guard let url = URL(string: text) else {
-                throw BatonCoreError(.invalidObject, "URL object holds an invalid URL \"\(text)\"", offset: offset)
+                throw BatonCoreError(.invalidObject, "URL object holds an invalid URL \(BatonCoreError.quoted(text))", offset: offset)
             }
             return .url(url)
         default:

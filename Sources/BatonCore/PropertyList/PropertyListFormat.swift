@@ -25,7 +25,7 @@ extension PropertyList {
         if data.starts(with: Array("bplist".utf8)) {
             throw BatonCoreError(
                 .unknownFormat,
-                "binary property list version \"\(String(decoding: data.prefix(8), as: UTF8.self))\" is not supported "
+                "binary property list version \(BatonCoreError.quoted(String(decoding: data.prefix(8), as: UTF8.self))) is not supported "
                     + "(only bplist00)",
                 offset: 0
             )

@@ -58,6 +58,14 @@ private enum ElementName: Equatable {
         case .other(let name): name
         }
     }
+
+    /// The element as a message shows it: `<name>` or `</name>`, or `element "name…" (N bytes)` when the name
+    /// is too long or odd to print as it is (issue 10: a 2 MB tag name must not make a 2 MB message).
+    func shown(closing: Bool = false) -> String {
+        let quoted = BatonCoreError.quoted(text)
+        guard quoted == "\"\(text)\"" else { return "element \(quoted)" }
+        return closing ? "</\(text)>" : "<\(text)>"
+    }
 }
 
 private struct StartTag {
@@ -229,13 +237,13 @@ private struct XMLReader {
                 return StartTag(name: name, isEmpty: isEmpty, offset: offset)
             }
         }
-        throw error(.truncated, "tag <\(name.text)> is never closed", at: offset)
+        throw error(.truncated, "start tag \(name.shown()) is never closed", at: offset)
     }
 
     /// Reads `</name>` at the current position.
     mutating func endTag(_ name: ElementName, openedAt: Int) throws {
         guard looking(at: "</") else {
-            throw error(atEnd ? .truncated : .invalidXML, "expected </\(name.text)> to close the element opened at byte \(openedAt)")
+            throw error(atEnd ? .truncated : .invalidXML, "expected \(name.shown(closing: true)) to close the element opened at byte \(openedAt)")
         }
         let start = position
         position += 2
@@ -246,7 +254,7 @@ private struct XMLReader {
         guard peek() == UInt8(ascii: ">") else { throw error(.invalidXML, "closing tag is not closed", at: start) }
         position += 1
         guard found == name else {
-            throw error(.invalidXML, "</\(found.text)> closes <\(name.text)> opened at byte \(openedAt)", at: start)
+            throw error(.invalidXML, "\(found.shown(closing: true)) closes \(name.shown()) opened at byte \(openedAt)", at: start)
         }
     }
 
@@ -288,7 +296,7 @@ private struct XMLReader {
         case .real:
             let text = trimmed(try text(of: tag))
             guard !text.isEmpty, let number = Double(text) else {
-                throw error(.invalidNumber, "<real> holds \"\(text.prefix(40))\", not a number", at: tag.offset)
+                throw error(.invalidNumber, "<real> holds \(BatonCoreError.quoted(text)), not a number", at: tag.offset)
             }
             return .real(number)
         case .true, .false:
@@ -300,7 +308,7 @@ private struct XMLReader {
         case .date:
             let text = trimmed(try text(of: tag))
             guard let (time, fraction) = CivilTime.parse(text[...]) else {
-                throw error(.invalidDate, "<date> holds \"\(text.prefix(40))\", not an ISO 8601 UTC date", at: tag.offset)
+                throw error(.invalidDate, "<date> holds \(BatonCoreError.quoted(text)), not an ISO 8601 UTC date", at: tag.offset)
             }
             return .date(Date(timeIntervalSince1970: TimeInterval(time.secondsSince1970) + fraction))
         case .data:
@@ -309,8 +317,8 @@ private struct XMLReader {
             throw error(.unexpectedElement, "<key> outside a <dict>", at: tag.offset)
         case .plist:
             throw error(.unexpectedElement, "<plist> inside a property list", at: tag.offset)
-        case .other(let name):
-            throw error(.unexpectedElement, "<\(name)> is not a property-list element", at: tag.offset)
+        case .other:
+            throw error(.unexpectedElement, "\(tag.name.shown()) is not a property-list element", at: tag.offset)
         }
     }
 
@@ -323,13 +331,13 @@ private struct XMLReader {
             if looking(at: "</") { break }
             let keyTag = try startTag()
             guard keyTag.name == .key else {
-                throw error(.unexpectedElement, "<\(keyTag.name.text)> in a <dict> where a <key> should be", at: keyTag.offset)
+                throw error(.unexpectedElement, "\(keyTag.name.shown()) in a <dict> where a <key> should be", at: keyTag.offset)
             }
             try countObject(at: keyTag.offset)
             let key = try text(of: keyTag)
             try skipMisc()
             if looking(at: "</") {
-                throw error(.unexpectedElement, "<key>\(key.prefix(40))</key> has no value", at: keyTag.offset)
+                throw error(.unexpectedElement, "<key> \(BatonCoreError.quoted(key)) has no value", at: keyTag.offset)
             }
             entries[key] = try value(try startTag(), depth: depth + 1)
         }
@@ -355,7 +363,7 @@ private struct XMLReader {
         }
         while true {
             guard let byte = peek() else {
-                throw error(.truncated, "<\(tag.name.text)> is never closed", at: tag.offset)
+                throw error(.truncated, "\(tag.name.shown()) is never closed", at: tag.offset)
             }
             switch byte {
             case UInt8(ascii: "<"):
@@ -374,7 +382,7 @@ private struct XMLReader {
                 } else if looking(at: "<?") {
                     try skip(past: "?>", what: "processing instruction")
                 } else {
-                    throw error(.unexpectedElement, "element inside <\(tag.name.text)>, which holds only text")
+                    throw error(.unexpectedElement, "element inside \(tag.name.shown()), which holds only text")
                 }
                 runStart = position
             case UInt8(ascii: "&"):
@@ -426,7 +434,7 @@ private struct XMLReader {
                 value = UInt32(name.dropFirst(), radix: 10)
             }
             guard let value, value != 0, let scalar = Unicode.Scalar(value) else {
-                throw error(.unknownEntity, "unknown entity &\(name);", at: start)
+                throw error(.unknownEntity, "unknown entity \(BatonCoreError.quoted("&" + name + ";"))", at: start)
             }
             pieces.append(contentsOf: String(Character(scalar)).utf8)
         }
@@ -454,11 +462,11 @@ private struct XMLReader {
             digits = digits.dropFirst(2)
         }
         guard !digits.isEmpty, let magnitude = UInt64(digits, radix: radix) else {
-            throw error(.invalidNumber, "<integer> holds \"\(text.prefix(40))\", not a 64-bit integer", at: offset)
+            throw error(.invalidNumber, "<integer> holds \(BatonCoreError.quoted(text)), not a 64-bit integer", at: offset)
         }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else {
-                throw error(.invalidNumber, "<integer> \(text.prefix(40)) is below the 64-bit range", at: offset)
+                throw error(.invalidNumber, "<integer> \(BatonCoreError.quoted(text)) is below the 64-bit range", at: offset)
             }
             return .integer(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude))
         }

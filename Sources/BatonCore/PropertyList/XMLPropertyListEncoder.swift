@@ -24,9 +24,13 @@ public enum XMLPropertyListEncoder {
     }
 }
 
-/// A readable location of a value inside a document, for error messages: `items[2].name`.
+/// A readable location of a value inside a document, for error messages: `items[2].name`. A path of long or odd
+/// keys is quoted and cut short, so a hostile key cannot make a huge message (issue 10).
 func describeKeyPath(_ path: [String]) -> String {
-    path.isEmpty ? "the top-level value" : path.joined()
+    guard !path.isEmpty else { return "the top-level value" }
+    let joined = path.joined()
+    let quoted = BatonCoreError.quoted(joined)
+    return quoted == "\"\(joined)\"" ? joined : quoted
 }
 
 private struct XMLWriter {

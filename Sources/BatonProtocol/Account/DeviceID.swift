@@ -1,3 +1,4 @@
+import BatonCore
 import Crypto
 import Foundation
 
@@ -24,7 +25,7 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// - Throws: ``BatonProtocolError`` `invalidDeviceID`.
     public init(parsing text: String) throws {
         guard let bytes = Base32.decode(text), bytes.count == 32 else {
-            throw BatonProtocolError(.invalidDeviceID, "\"\(text.prefix(80))\" is not a device id (52 base32 characters)")
+            throw BatonProtocolError(.invalidDeviceID, "\(BatonCoreError.quoted(text, limit: 80)) is not a device id (52 base32 characters)")
         }
         self.bytes = bytes
     }

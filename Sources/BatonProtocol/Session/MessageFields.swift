@@ -78,7 +78,7 @@ struct MessageFields {
     }
 
     func unexpected() -> BatonProtocolError {
-        BatonProtocolError(.malformedMessage, "unknown message type \"\(type.prefix(40))\"")
+        BatonProtocolError(.malformedMessage, "unknown message type \(BatonCoreError.quoted(type))")
     }
 }
 

@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 
 /// A parsed `apple-app-site-association` file: which apps a domain approves, per service (SEMANTICS E4).
@@ -128,7 +129,7 @@ public struct AppSiteAssociation: Sendable, Hashable {
         if let byAppID = details as? [String: Any] {
             // The earliest form: {"TEAM.bundle": {"paths": [...]}}.
             return try byAppID.keys.sorted().map { appID in
-                guard let entry = byAppID[appID] as? [String: Any] else { throw invalid("applinks.details.\(appID) should be an object") }
+                guard let entry = byAppID[appID] as? [String: Any] else { throw invalid("applinks.details \(BatonCoreError.quoted(appID)) should be an object") }
                 return AppLinksEntry(appIDs: [appID], rules: try rules(entry, defaults: defaults, notes: &notes))
             }
         }
@@ -173,7 +174,7 @@ public struct AppSiteAssociation: Sendable, Hashable {
             } else if let items = value as? [String: Any] {
                 var patterns: [String: String] = [:]
                 for (key, item) in items {
-                    guard let text = item as? String else { throw invalid("component \"?\" item \"\(key)\" should be a string") }
+                    guard let text = item as? String else { throw invalid("component \"?\" item \(BatonCoreError.quoted(key)) should be a string") }
                     patterns[key] = text
                 }
                 query = .items(patterns)
@@ -183,7 +184,7 @@ public struct AppSiteAssociation: Sendable, Hashable {
         }
         let known: Set<String> = ["/", "?", "#", "exclude", "caseSensitive", "percentsEncoded", "comment"]
         for key in fields.keys.sorted() where !known.contains(key) {
-            notes.append("component key \"\(key)\" is not understood and was ignored")
+            notes.append("component key \(BatonCoreError.quoted(key)) is not understood and was ignored")
         }
         return ComponentRule(
             path: try pattern("/"),

@@ -1,3 +1,4 @@
+import BatonCore
 import Crypto
 import Foundation
 import SwiftASN1
@@ -60,7 +61,7 @@ public struct SignedAssociationVerifier: Sendable {
         for certificate in [signer] + signed.certificates where certificate.notValidAfter < now || certificate.notValidBefore > now {
             throw BatonRegistryError(
                 .certificateExpired,
-                "certificate \"\(certificate.subject)\" is valid from \(certificate.notValidBefore) to \(certificate.notValidAfter), not at \(now)"
+                "certificate \(BatonCoreError.quoted(certificate.subject.description)) is valid from \(certificate.notValidBefore) to \(certificate.notValidAfter), not at \(now)"
             )
         }
         let intermediates = CertificateStore(signed.certificates.filter { $0 != signer })
@@ -68,14 +69,14 @@ public struct SignedAssociationVerifier: Sendable {
             RFC5280Policy(fixedExpiryValidationTime: now)
         }
         guard case .validCertificate = await chain.validate(leaf: signer, intermediates: intermediates) else {
-            throw BatonRegistryError(.untrustedCertificate, "the signer \"\(signer.subject)\" does not chain to a trusted root")
+            throw BatonRegistryError(.untrustedCertificate, "the signer \(BatonCoreError.quoted(signer.subject.description)) does not chain to a trusted root")
         }
         var identity = Verifier(rootCertificates: CertificateStore(trustRoots)) {
             RFC5280Policy(fixedExpiryValidationTime: now)
             ServerIdentityPolicy(serverHostname: domain, serverIP: nil)
         }
         guard case .validCertificate = await identity.validate(leaf: signer, intermediates: intermediates) else {
-            throw BatonRegistryError(.domainMismatch, "the signer \"\(signer.subject)\" is not valid for \(domain)")
+            throw BatonRegistryError(.domainMismatch, "the signer \(BatonCoreError.quoted(signer.subject.description)) is not valid for \(domain)")
         }
         return Data(signed.content)
     }
@@ -242,7 +243,7 @@ private struct SignedData {
         }
         let algorithm = try Self.signatureAlgorithm(signer.signatureAlgorithm, digest: signer.digest)
         guard certificate.publicKey.isValidSignature(signer.signature, for: signedBytes, signatureAlgorithm: algorithm) else {
-            throw BatonRegistryError(.signatureMismatch, "the signature does not verify with \"\(certificate.subject)\": the file was altered or signed by another key")
+            throw BatonRegistryError(.signatureMismatch, "the signature does not verify with \(BatonCoreError.quoted(certificate.subject.description)): the file was altered or signed by another key")
         }
     }
 
@@ -257,7 +258,7 @@ private struct SignedData {
         case sha256: return Array(SHA256.hash(data: bytes))
         case sha384: return Array(SHA384.hash(data: bytes))
         case sha512: return Array(SHA512.hash(data: bytes))
-        default: throw BatonRegistryError(.unsupportedAlgorithm, "digest algorithm \(digest) is not supported (SHA-256, -384 and -512 are)")
+        default: throw BatonRegistryError(.unsupportedAlgorithm, "digest algorithm \(BatonCoreError.quoted(digest.description)) is not supported (SHA-256, -384 and -512 are)")
         }
     }
 
@@ -272,7 +273,7 @@ private struct SignedData {
         case (ecPublicKey, sha384), ([1, 2, 840, 10045, 4, 3, 3], _): return .ecdsaWithSHA384
         case (ecPublicKey, sha512), ([1, 2, 840, 10045, 4, 3, 4], _): return .ecdsaWithSHA512
         default:
-            throw BatonRegistryError(.unsupportedAlgorithm, "signature algorithm \(oid) with digest \(digest) is not supported")
+            throw BatonRegistryError(.unsupportedAlgorithm, "signature algorithm \(BatonCoreError.quoted(oid.description)) with digest \(BatonCoreError.quoted(digest.description)) is not supported")
         }
     }
 

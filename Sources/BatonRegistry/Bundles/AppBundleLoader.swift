@@ -86,31 +86,40 @@ public enum AppBundleLoader {
             ?? (fields.string("CFBundleName", warnings: &warnings)).map { expand($0, key: "CFBundleName") }
             ?? folderName
 
+        // A type no activity can have (SEMANTICS A1: empty, too long, control characters) could never be continued.
+        func isActivityType(_ type: String, key: String) -> Bool {
+            do {
+                try ActivityPayload.validateActivityType(type)
+                return true
+            } catch {
+                let reason = (error as? BatonCoreError)?.message ?? "\(error)"
+                warnings.append(AppBundleWarning(key: key, "\(BatonCoreError.quoted(type)) is not an activity type (\(reason)); ignored"))
+                return false
+            }
+        }
         let activityTypes = fields.stringArray("NSUserActivityTypes", warnings: &warnings)
             .map { expand($0, key: "NSUserActivityTypes") }
+            .filter { isActivityType($0, key: "NSUserActivityTypes") }
         let documentTypes = fields.documentActivityTypes(warnings: &warnings)
             .map { expand($0, key: "CFBundleDocumentTypes") }
+            .filter { isActivityType($0, key: "CFBundleDocumentTypes") }
         let domains = FieldReader(info: entitlements).stringArray(entitlementsDomainsKey, warnings: &warnings)
             .compactMap { entry -> AssociatedDomain? in
                 let text = expand(entry, key: entitlementsDomainsKey)
                 guard let domain = AssociatedDomain(text) else {
-                    warnings.append(AppBundleWarning(key: entitlementsDomainsKey, "\"\(text)\" is not service:domain; ignored"))
+                    warnings.append(AppBundleWarning(key: entitlementsDomainsKey, "\(BatonCoreError.quoted(text)) is not service:domain; ignored"))
                     return nil
                 }
                 return domain
             }
 
-        let executable = expand(fields.string("CFBundleExecutable", warnings: &warnings) ?? "$(EXECUTABLE_NAME)", key: "CFBundleExecutable")
-        let candidates = [url.appendingPathComponent(executable), url.appendingPathComponent("Contents/MacOS/\(executable)")]
-        let executableURL = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        if executableURL == nil {
-            warnings.append(
-                AppBundleWarning(key: "CFBundleExecutable", "no executable \"\(executable)\" in the bundle; the app cannot be launched")
-            )
-        }
+        let executable = expand(fields.string(executableKey, warnings: &warnings) ?? "$(EXECUTABLE_NAME)", key: executableKey)
+        let executableURL = Self.executable(named: executable, in: url, warnings: &warnings)
 
         for (key, names) in unresolved.sorted(by: { $0.key < $1.key }) {
-            let list = names.sorted().map { "$(\($0))" }.joined(separator: ", ")
+            // Names come from the file: each is quoted short, and a flood of them is counted, not listed.
+            var list = names.sorted().prefix(5).map { BatonCoreError.quoted("$(\($0))") }.joined(separator: ", ")
+            if names.count > 5 { list += " and \(names.count - 5) more" }
             warnings.append(AppBundleWarning(key: key, "unresolved build variable \(list) (set it in BatonBuildSettings)"))
         }
         if team == nil {

@@ -11,7 +11,8 @@ public struct AppRecord: Sendable, Hashable {
     public let bundleIdentifier: String
     /// `CFBundleDisplayName` or `CFBundleName`, else the folder's name without `.app`.
     public let name: String
-    /// The executable named by `CFBundleExecutable`, when it exists and is executable.
+    /// The executable named by `CFBundleExecutable`, when it exists, is executable and lies inside the bundle with
+    /// symlinks resolved (issue 10 item 9); otherwise nil, with a warning saying why.
     public let executableURL: URL?
     /// The developer team: `BatonTeamIdentifier` in Info.plist, or the prefix of the entitlements'
     /// `application-identifier`. Apps without one continue nothing (SEMANTICS D1, D3).

@@ -74,7 +74,10 @@ public struct AssociatedDomain: Sendable, Hashable, CustomStringConvertible {
         let allowed = host.unicodeScalars.allSatisfy {
             ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == ".") && $0 != " "
         }
-        guard !host.isEmpty, allowed, !host.hasPrefix("."), !host.hasSuffix("."), !host.contains("..") else { return nil }
+        // 253 bytes is the longest name DNS can carry; a longer "host" is no domain at all.
+        guard !host.isEmpty, host.utf8.count <= 253, allowed, !host.hasPrefix("."), !host.hasSuffix("."), !host.contains("..") else {
+            return nil
+        }
         self.service = Service(String(serviceName))
         self.host = host
         self.isWildcard = wildcard

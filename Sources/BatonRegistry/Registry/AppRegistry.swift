@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 
 /// The installed apps: every `*.app` bundle in the search paths, and the bundles that could not be loaded, each
@@ -59,7 +60,7 @@ public struct AppRegistry: Sendable {
                     let record = try AppBundleLoader.load(bundle)
                     if let first = seen[record.bundleIdentifier] {
                         problems.append(
-                            BundleProblem(path: bundle.path, reason: "shadowed by \(first), which has the same bundle identifier \(record.bundleIdentifier)")
+                            BundleProblem(path: bundle.path, reason: "shadowed by \(first), which has the same bundle identifier \(BatonCoreError.quoted(record.bundleIdentifier))")
                         )
                         continue
                     }
