@@ -243,7 +243,7 @@ extension Agent: IPCHandler {
                 } catch {
                     log("cannot launch \(app.bundleIdentifier): \(error)")
                     let waiters = state.withLockedValue { state in
-                        state.launchFailures[app.bundleIdentifier] = "\(error)"
+                        state.launchFailures[app.bundleIdentifier] = (error as? BatonAgentError)?.message ?? "\(error)"
                         return state.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? []
                     }
                     for waiter in waiters { waiter.resume(returning: nil) }
