@@ -39,16 +39,18 @@ extension Agent: IPCHandler {
 
     func ipcClosed(_ connection: IPCConnection) {
         let id = ObjectIdentifier(connection)
-        let goodbye = state.withLockedValue { state -> CurrentActivity? in
+        let (goodbye, saves) = state.withLockedValue { state -> (CurrentActivity?, [UInt64]) in
             state.watchers[id] = nil
+            let saves = state.saves.filter { $0.value.connection == id }.map(\.key)
             if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }), state.apps[bundle] === connection {
                 state.apps[bundle] = nil
             }
-            guard let current = state.current, current.connection === connection else { return nil }
+            guard let current = state.current, current.connection === connection else { return (nil, saves) }
             // The app is gone: nobody can give the activity's state any more, so it stops being offered (A9).
             state.current = nil
-            return current
+            return (current, saves)
         }
+        for request in saves { finishSave(request, .failed(.appGone, "the app went away before giving its state")) }
         if let goodbye { sendGoodbye(goodbye) }
     }
 
@@ -191,22 +193,21 @@ extension Agent: IPCHandler {
         return await withCheckedContinuation { waiter in
             let open = state.withLockedValue { state -> Bool in
                 guard !state.stopped, current.connection.channel.isActive else { return false }
-                state.saves[request] = waiter
+                state.saves[request] = (ObjectIdentifier(current.connection), waiter)
                 return true
             }
             guard open else {
                 waiter.resume(returning: .failed(.appGone, "\(current.bundle) is no longer connected"))
                 return
             }
+            // An app that goes away before answering fails its saves in ipcClosed, not through a callback per request
+            // (those stayed on a long-lived app's connection until it closed).
             current.connection.send(.save(request: request, activity: current.activity, deadlineMilliseconds: UInt64(deadline * 1000)))
-            current.connection.channel.closeFuture.whenComplete { [self] _ in
-                finishSave(request, .failed(.appGone, "\(current.bundle) went away before giving its state"))
-            }
         }
     }
 
     func finishSave(_ request: UInt64, _ result: SaveResult) {
-        state.withLockedValue { $0.saves.removeValue(forKey: request) }?.resume(returning: result)
+        state.withLockedValue { $0.saves.removeValue(forKey: request) }?.waiter.resume(returning: result)
     }
 
     // MARK: Launching

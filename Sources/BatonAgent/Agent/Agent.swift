@@ -68,7 +68,8 @@ public final class Agent: @unchecked Sendable {
         var lastSequence: UInt64 = 0
         var apps: [String: IPCConnection] = [:]
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
-        var saves: [UInt64: CheckedContinuation<SaveResult, Never>] = [:]
+        /// Save requests waiting for their app's answer, with the connection they went to.
+        var saves: [UInt64: (connection: ObjectIdentifier, waiter: CheckedContinuation<SaveResult, Never>)] = [:]
         var nextRequest: UInt64 = 1
         var continuations: [UInt64: PendingContinuation] = [:]
         var launchWaiters: [String: [CheckedContinuation<IPCConnection?, Never>]] = [:]
@@ -168,7 +169,7 @@ public final class Agent: @unchecked Sendable {
                 state.continuations = [:]
                 state.current = nil
             }
-            return (state.current, Array(state.saves.values), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
+            return (state.current, state.saves.values.map(\.waiter), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
         }
         if let current { sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: false) }
         for loop in loops { loop.cancel() }

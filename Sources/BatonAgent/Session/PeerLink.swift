@@ -154,24 +154,26 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         case .reply(let id, let reply):
             finish(id, reply, cancelRemote: false)
         case .request(let id, let request):
-            let task = Task { [self] in
-                let reply = await responder.respond(to: request, on: self)
-                guard let id else {
-                    // The one-shot exchange of `baton sync`: answered in its own shape.
-                    if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
-                    if case .failed(_, let text) = reply { send(.error(message: text)) }
-                    return
+            // The task is made and recorded under the lock it takes to finish, so it cannot finish before it is
+            // recorded (a quick answer used to leave a finished task recorded for ever, and the link never idle).
+            state.withLockedValue { state in
+                let task = Task { [self] in
+                    let reply = await responder.respond(to: request, on: self)
+                    guard let id else {
+                        // The one-shot exchange of `baton sync`: answered in its own shape.
+                        if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
+                        if case .failed(_, let text) = reply { send(.error(message: text)) }
+                        return
+                    }
+                    let answer = self.state.withLockedValue { state -> SessionMessage? in
+                        state.answering[id] = nil
+                        touch(&state)
+                        return state.multiplexer.answer(id, with: reply)
+                    }
+                    if let answer { send(answer) }
+                    closeIfRetiredAndIdle()
                 }
-                let answer = state.withLockedValue { state -> SessionMessage? in
-                    state.answering[id] = nil
-                    touch(&state)
-                    return state.multiplexer.answer(id, with: reply)
-                }
-                if let answer { send(answer) }
-                closeIfRetiredAndIdle()
-            }
-            if let id {
-                state.withLockedValue { state in
+                if let id {
                     state.answering[id] = task
                     touch(&state)
                 }
