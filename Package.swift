@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "Baton", targets: ["Baton"]),
         .library(name: "BatonCore", targets: ["BatonCore"]),
+        .library(name: "BatonEmbedded", targets: ["BatonEmbedded"]),
         .executable(name: "baton", targets: ["baton"]),
     ],
     dependencies: [
@@ -36,10 +37,22 @@ let package = Package(
             name: "BatonProtocol",
             dependencies: ["BatonCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The client side of an agent's app socket: connect, check it is this user's agent, frames. What apps link.
+        .target(
+            name: "BatonClient",
+            dependencies: [
+                "BatonCore",
+                "BatonProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // The per-device agent: state on disk, sessions, pairing.
         .target(
             name: "BatonAgent",
             dependencies: [
+                "BatonClient",
                 "BatonCore",
                 "BatonProtocol",
                 "BatonRegistry",
@@ -53,8 +66,10 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // What apps import.
-        .target(name: "Baton", dependencies: ["BatonCore", "BatonAgent"]),
+        // What apps import: a client of the device's agent.
+        .target(name: "Baton", dependencies: ["BatonCore", "BatonProtocol", "BatonClient"]),
+        // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
+        .target(name: "BatonEmbedded", dependencies: ["Baton", "BatonAgent", "BatonRegistry"]),
         // The command line.
         .executableTarget(
             name: "baton",
@@ -63,6 +78,7 @@ let package = Package(
                 "BatonRegistry",
                 "BatonAgent",
                 "Baton",
+                "BatonEmbedded",
                 "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -78,7 +94,7 @@ let package = Package(
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
-        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonRegistry"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"], exclude: ["Fixtures"]),
     ]

@@ -1,4 +1,5 @@
-import BatonAgent
+import BatonClient
+import BatonProtocol
 import BatonCore
 import Foundation
 
@@ -88,15 +89,13 @@ public final class BatonApplication {
     /// Connects to the device's agent as the app `bundleIdentifier` (default: `BATON_BUNDLE_IDENTIFIER`, which the
     /// agent sets when it launches the app) at `socketPath` (default: `BATON_AGENT_SOCKET`, then the default
     /// agent's socket). The agent checks that this process runs that app's registered executable.
-    /// - Throws: ``BatonAgentError`` when no agent answers or it refuses this process, with its reason.
+    /// - Throws: ``BatonClientError`` when no agent answers or it refuses this process, with its reason.
     public func connect(bundleIdentifier: String? = nil, socketPath: String? = nil) async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let bundle = bundleIdentifier ?? environment["BATON_BUNDLE_IDENTIFIER"] else {
-            throw BatonAgentError(.unknownDevice, "no bundle identifier: pass one to connect(bundleIdentifier:) or set BATON_BUNDLE_IDENTIFIER")
+            throw BatonClientError(.noBundleIdentifier, "no bundle identifier: pass one to connect(bundleIdentifier:) or set BATON_BUNDLE_IDENTIFIER")
         }
-        let path =
-            socketPath ?? environment["BATON_AGENT_SOCKET"]
-            ?? AgentConfiguration.defaultSocketPath(for: AccountStore(folder: AccountStore.defaultFolder()))
+        let path = socketPath ?? AgentSocket.pathForApps(environment: environment)
         disconnect()
         let client = try await AgentClient.connect(path: path, bundleIdentifier: bundle)
         self.client = client

@@ -4,7 +4,7 @@ import Foundation
 
 /// Connects to the agent of `state` as a control client.
 func controlClient(_ state: StateOptions) async throws -> AgentClient {
-    let path = AgentClient.socketPath(for: state.store)
+    let path = AgentClient.socketPath(stateFolder: state.store.folder)
     return try await reportingAgentErrorsAsync { try await AgentClient.connect(path: path, bundleIdentifier: nil) }
 }
 

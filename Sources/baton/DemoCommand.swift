@@ -1,5 +1,5 @@
 import ArgumentParser
-import Baton
+import BatonEmbedded
 import BatonRegistry
 import Foundation
 import ShopSnapKit

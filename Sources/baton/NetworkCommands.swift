@@ -45,6 +45,8 @@ func reportingAgentErrorsAsync<T>(_ body: () async throws -> T) async throws -> 
         return try await body()
     } catch let error as BatonAgentError {
         throw CommandLineError(error.description)
+    } catch let error as BatonClientError {
+        throw CommandLineError(error.description)
     }
 }
 

@@ -63,7 +63,7 @@ struct ReliabilityTests {
             listener.waitUntilExit()
         }
         _ = output.fileHandleForReading.availableData
-        let client = await #expect(throws: BatonAgentError.self) { _ = try await AgentClient.connect(path: socketPath, bundleIdentifier: nil, timeout: 2) }
+        let client = await #expect(throws: BatonClientError.self) { _ = try await AgentClient.connect(path: socketPath, bundleIdentifier: nil, timeout: 2) }
         #expect(client?.code == .notOwned, "\(client?.message ?? "")")
     }
 

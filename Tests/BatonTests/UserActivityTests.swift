@@ -1,4 +1,4 @@
-import Baton
+import BatonEmbedded
 import BatonRegistry
 import Foundation
 import Testing

@@ -47,30 +47,16 @@ public struct AgentConfiguration: Sendable {
         self.store = store
     }
 
-    /// The runtime folder used when `XDG_RUNTIME_DIR` is unset: a name in `/tmp` that another user may have taken
-    /// first, so the agent makes it itself and checks it (``RuntimeFolder``).
-    static var fallbackRuntimeFolder: String { "/tmp/baton-\(getuid())" }
-
     /// The fallback runtime folder when `folder` is inside it (every folder from it down is then checked), else nil
     /// (only `folder` itself is checked).
     static func fallbackRuntimeFolder(containing folder: String) -> String? {
-        let base = fallbackRuntimeFolder
+        let base = AgentSocket.fallbackRuntimeFolder
         let standardized = (folder as NSString).standardizingPath
         return standardized == base || standardized.hasPrefix(base + "/") ? base : nil
     }
 
-    /// The default socket: `$XDG_RUNTIME_DIR/baton/agent.sock` for the default state folder, and a name derived from
-    /// the folder for any other (several devices on one machine), so each state folder has its own agent.
+    /// The default socket for the agent of `store` (``AgentSocket/defaultPath(stateFolder:environment:)``).
     public static func defaultSocketPath(for store: AccountStore, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? fallbackRuntimeFolder
-        let folder = runtime + "/baton"
-        if store.folder.standardizedFileURL == AccountStore.defaultFolder(environment: environment).standardizedFileURL {
-            return folder + "/agent.sock"
-        }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in store.folder.standardizedFileURL.path.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return folder + "/agent-" + String(hash, radix: 16) + ".sock"
+        AgentSocket.defaultPath(stateFolder: store.folder, environment: environment)
     }
 }

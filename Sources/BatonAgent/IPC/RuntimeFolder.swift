@@ -57,17 +57,4 @@ enum RuntimeFolder {
             )
         }
     }
-
-    /// Refuses a socket file that another user made: checked by clients before they connect (the peer credentials
-    /// after connecting are the decisive check).
-    static func checkSocket(_ path: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        guard info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == getuid() else {
-            throw BatonAgentError(
-                .notOwned,
-                "\(path) is not a socket of yours (owner \(info.st_uid)): it is not your agent; remove it and start `baton agent`"
-            )
-        }
-    }
 }

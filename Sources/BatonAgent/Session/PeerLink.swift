@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import Foundation
 import NIOConcurrencyHelpers
@@ -141,7 +142,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     // MARK: MessageSink (on the event loop)
 
-    func received(_ plist: PropertyList) {
+    package func received(_ plist: PropertyList) {
         let inbound: SessionMultiplexer.Inbound
         do {
             let message = try SessionMessage(plist)
@@ -190,12 +191,12 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         }
     }
 
-    func malformed(_ error: Error) {
+    package func malformed(_ error: Error) {
         failAll(.protocolViolation, "\(peerName) sent something unreadable: \(error)")
         close()
     }
 
-    func closed() {
+    package func closed() {
         failAll(.peerGone, "the session with \(peerName) ended")
         responder.linkClosed(self)
     }

@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import Crypto
 import Foundation
@@ -18,10 +19,7 @@ public struct AccountStore: Sendable {
 
     /// The default state folder: `$XDG_DATA_HOME/baton`, else `~/.local/share/baton`.
     public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
-            return URL(fileURLWithPath: dataHome).appendingPathComponent("baton")
-        }
-        return URL(fileURLWithPath: environment["HOME"] ?? "/tmp").appendingPathComponent(".local/share/baton")
+        AgentSocket.defaultStateFolder(environment: environment)
     }
 
     /// A store in `folder` (not touched until used).

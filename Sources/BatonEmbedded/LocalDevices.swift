@@ -1,3 +1,4 @@
+import BatonAgent
 import BatonRegistry
 import Foundation
 
@@ -87,27 +88,5 @@ public final class LocalDevices: Sendable {
     public func shutdown() async {
         for agent in agents { await agent.shutdown() }
         try? FileManager.default.removeItem(at: root)
-    }
-}
-
-extension Agent {
-    /// Adds an agent address to advertise to and sync with (like `--peer`).
-    public func addPeer(_ address: String) {
-        extraPeers.withLockedValue { peers in
-            if !peers.contains(address) { peers.append(address) }
-        }
-        refreshTargets()
-    }
-
-    /// Closes every session with other devices (the next request opens a new one): for measuring cold handoffs.
-    public func closeLinks() {
-        links.closeAll()
-    }
-
-    /// Syncs rosters with every known peer now, rather than at the next interval.
-    public func syncNow() async {
-        for target in syncTargets() {
-            _ = await sync(with: target)
-        }
     }
 }

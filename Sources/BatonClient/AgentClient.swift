@@ -1,4 +1,5 @@
 import BatonCore
+import BatonProtocol
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -22,22 +23,22 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
         (messages, continuation) = AsyncStream.makeStream(of: IPCMessage.self)
     }
 
-    /// The socket the agent of `store` announced, or the default one.
-    public static func socketPath(for store: AccountStore, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let announced = FileManager.default.contents(atPath: store.folder.appendingPathComponent("agent-socket").path) {
+    /// The socket the agent of the state folder `stateFolder` announced (its `agent-socket` file), or the default one.
+    public static func socketPath(stateFolder: URL, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let announced = FileManager.default.contents(atPath: stateFolder.appendingPathComponent("agent-socket").path) {
             let path = String(decoding: announced, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if !path.isEmpty { return path }
         }
-        return AgentConfiguration.defaultSocketPath(for: store, environment: environment)
+        return AgentSocket.defaultPath(stateFolder: stateFolder, environment: environment)
     }
 
     /// Connects and says hello: as the app `bundleIdentifier`, or as a control client when nil.
-    /// - Throws: ``BatonAgentError`` `peerUnreachable` when no agent listens at `path` (with how to start one),
+    /// - Throws: ``BatonClientError`` `peerUnreachable` when no agent listens at `path` (with how to start one),
     ///   `peerRefused` with the agent's reason when it refuses this process.
     public static func connect(path: String, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
         // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
         // credentials of the process that listens on it.
-        try RuntimeFolder.checkSocket(path)
+        try AgentSocket.checkOwner(path)
         let handler = MessageHandler()
         let channel: Channel
         do {
@@ -52,12 +53,12 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
                 .connect(unixDomainSocketPath: path)
                 .get()
         } catch {
-            throw BatonAgentError(.peerUnreachable, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+            throw BatonClientError(.peerUnreachable, "no agent answers at \(path) (start one with `baton agent`): \(error)")
         }
         let owner = try? await PeerCredentials.of(channel).get()
         guard let owner, owner.uid == getuid() else {
             channel.close(promise: nil)
-            throw BatonAgentError(
+            throw BatonClientError(
                 .notOwned,
                 "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
             )
@@ -77,10 +78,10 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
             return client
         case .refused(let code, let message):
             channel.close(promise: nil)
-            throw BatonAgentError(.peerRefused, "the agent refused: \(message) [\(code)]")
+            throw BatonClientError(.peerRefused, "the agent refused: \(message) [\(code)]")
         default:
             channel.close(promise: nil)
-            throw BatonAgentError(.timedOut, "the agent at \(path) did not answer the hello within \(Int(timeout)) s")
+            throw BatonClientError(.timedOut, "the agent at \(path) did not answer the hello within \(Int(timeout)) s")
         }
     }
 
@@ -102,7 +103,7 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
         channel.close(promise: nil)
     }
 
-    func received(_ plist: PropertyList) {
+    package func received(_ plist: PropertyList) {
         guard let message = try? IPCMessage(plist) else {
             malformed(BatonProtocolError(.malformedMessage, "unreadable message from the agent"))
             return
@@ -114,11 +115,11 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
         }
     }
 
-    func malformed(_ error: Error) {
+    package func malformed(_ error: Error) {
         channel.close(promise: nil)
     }
 
-    func closed() {
+    package func closed() {
         greet(nil)
         continuation.finish()
     }

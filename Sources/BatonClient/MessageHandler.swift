@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// Where a connection's decoded messages go. Called on the channel's event loop, in order.
-protocol MessageSink: AnyObject, Sendable {
+package protocol MessageSink: AnyObject, Sendable {
     /// One whole message.
     func received(_ message: PropertyList)
     /// A frame that is not a readable property list: the connection is closed after this.
@@ -15,29 +15,29 @@ protocol MessageSink: AnyObject, Sendable {
 
 /// Decodes each frame (a binary property list, depth-limited) and hands it to a sink. Messages that arrive before the
 /// sink is attached (right after a TLS handshake) wait in order.
-final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = ByteBuffer
+package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
+    package typealias InboundIn = ByteBuffer
 
     /// Messages are flat dictionaries with at most a payload or a list inside.
-    static let limits = PropertyListLimits(maximumDepth: 16)
+    package static let limits = PropertyListLimits(maximumDepth: 16)
 
     private var sink: MessageSink?
     private var waiting: [PropertyList] = []
     private var ended = false
 
-    init(sink: MessageSink? = nil) {
+    package init(sink: MessageSink? = nil) {
         self.sink = sink
     }
 
     /// Attaches the sink; must be called on the channel's event loop.
-    func attach(_ sink: MessageSink) {
+    package func attach(_ sink: MessageSink) {
         self.sink = sink
         for message in waiting { sink.received(message) }
         waiting = []
         if ended { sink.closed() }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         let message: PropertyList
         do {
@@ -50,13 +50,13 @@ final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
         if let sink { sink.received(message) } else { waiting.append(message) }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         ended = true
         sink?.closed()
         context.fireChannelInactive()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: Error) {
         // Decoder errors (an oversized frame), TLS alerts, resets: the connection is over.
         context.close(promise: nil)
     }
@@ -64,7 +64,7 @@ final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
 
 extension Channel {
     /// Encodes and writes one message; a message that cannot be encoded is a programming error reported to the caller.
-    func writeMessage(_ message: PropertyList) throws {
+    package func writeMessage(_ message: PropertyList) throws {
         let bytes = try BinaryPropertyListEncoder.encode(message)
         writeAndFlush(ByteBuffer(bytes: bytes), promise: nil)
     }
