@@ -93,7 +93,15 @@ let package = Package(
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
-        .testTarget(name: "BatonAgentTests", dependencies: ["BatonAgent"]),
+        .testTarget(
+            name: "BatonAgentTests",
+            dependencies: [
+                "BatonAgent",
+                "BatonClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry"]),
         // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
         .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"], exclude: ["Fixtures"]),
