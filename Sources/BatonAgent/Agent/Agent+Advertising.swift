@@ -46,8 +46,8 @@ extension Agent {
                 reapChildren()
                 givesMemoryBackAfterBursts()
             }
-            let current = state.withLockedValue(\.current)
-            if let current, current.isOffered(at: Date()) {
+            let current = state.withLockedValue(\.broker.current)
+            if let current, current.isOffered(at: Self.now()) {
                 sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
             }
             let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }

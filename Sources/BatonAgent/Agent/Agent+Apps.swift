@@ -18,13 +18,13 @@ extension Agent: IPCHandler {
         }
         switch (who, message) {
         case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
-            becomeCurrent(connection: connection, bundle: bundle, team: team, activity: activity, notice: notice)
+            broker { $0.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, now: Self.now()) }
         case (.app, .resignCurrent(let activity)), (.app, .invalidate(let activity)):
-            endCurrent(connection: connection, activity: activity)
+            broker { $0.resign(app: connection.appID, activity: activity) }
         case (.app, .saved(let request, let payload)):
-            finishSave(request, .saved(payload))
+            broker { $0.saveAnswered(save: request, from: connection.appID, payload: payload) }
         case (.app, .saveFailed(let request, let text)):
-            finishSave(request, .failed(.appNotAnswering, "the app could not give its state: \(text)"))
+            broker { $0.saveFailed(save: request, from: connection.appID, text: text) }
         case (.control, .listNearby(let request)):
             Task { connection.send(.nearby(request: request, await nearbyItems(describe: true))) }
         case (.control, .continueNearby(let request, let device)):
@@ -39,19 +39,16 @@ extension Agent: IPCHandler {
 
     func ipcClosed(_ connection: IPCConnection) {
         let id = ObjectIdentifier(connection)
-        let (goodbye, saves) = state.withLockedValue { state -> (CurrentActivity?, [UInt64]) in
+        let actions = state.withLockedValue { state in
             state.watchers[id] = nil
-            let saves = state.saves.filter { $0.value.connection == id }.map(\.key)
+            state.appConnections[connection.appID] = nil
             if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }), state.apps[bundle] === connection {
                 state.apps[bundle] = nil
             }
-            guard let current = state.current, current.connection === connection else { return (nil, saves) }
-            // The app is gone: nobody can give the activity's state any more, so it stops being offered (A9).
-            state.current = nil
-            return (current, saves)
+            // Its fetches fail and its current activity goes (A9): nobody can give their state any more.
+            return state.broker.appGone(connection.appID)
         }
-        for request in saves { finishSave(request, .failed(.appGone, "the app went away before giving its state")) }
-        if let goodbye { sendGoodbye(goodbye) }
+        perform(actions)
     }
 
     /// Checks who the peer process is (ISSUE 5 part 6): same user, and for an app, the registered bundle's
@@ -107,6 +104,7 @@ extension Agent: IPCHandler {
                 return .taken(by: previous)
             }
             state.apps[bundle] = connection
+            state.appConnections[connection.appID] = connection
             return .claimed(waiters: state.launchWaiters.removeValue(forKey: bundle) ?? [])
         }
         let waiters: [CheckedContinuation<IPCConnection?, Never>]
@@ -132,82 +130,6 @@ extension Agent: IPCHandler {
         if configuration.trustsThisProcess, connection.process.pid == getpid() { return true }
         guard let registered = registry.app(bundleIdentifier: bundle)?.executableURL.map(resolvedPath) else { return false }
         return connection.process.isStill(running: registered)
-    }
-
-    /// A9, C2: the device's one current activity; any other stops being current. Advertised at once.
-    func becomeCurrent(connection: IPCConnection, bundle: String, team: String, activity: UInt64, notice: ActivityNotice) {
-        let current = state.withLockedValue { state -> CurrentActivity in
-            if var same = state.current, same.connection === connection, same.activity == activity {
-                // The same activity again (a new title, say): same sequence, so other devices refresh, not replace.
-                same.notice = notice
-                state.current = same
-                return same
-            }
-            // Sequences only grow, across restarts too (milliseconds since 1970 as a floor), so a receiver never
-            // mistakes a new activity for an old one.
-            state.lastSequence = max(state.lastSequence + 1, Self.now())
-            let current = CurrentActivity(
-                connection: connection,
-                bundle: bundle,
-                team: team,
-                activity: activity,
-                sequence: state.lastSequence,
-                notice: notice
-            )
-            state.current = current
-            return current
-        }
-        if current.isOffered(at: Date()) {
-            sendAdvert(sequence: current.sequence, notice: notice, team: team, isCurrent: true)
-        } else {
-            sendGoodbye(current)
-        }
-    }
-
-    /// A9: resign or invalidate; a goodbye removes it from every device at once.
-    func endCurrent(connection: IPCConnection, activity: UInt64) {
-        let ended = state.withLockedValue { state -> CurrentActivity? in
-            guard let current = state.current, current.connection === connection, current.activity == activity else { return nil }
-            state.current = nil
-            return current
-        }
-        if let ended { sendGoodbye(ended) }
-    }
-
-    func sendGoodbye(_ activity: CurrentActivity) {
-        sendAdvert(sequence: activity.sequence, notice: activity.notice, team: activity.team, isCurrent: false)
-    }
-
-    // MARK: Saving (the originating side of a fetch)
-
-    /// Asks the app owning `current` for its state (A7, B2, B3) and waits at most `deadline` seconds.
-    func requestSave(_ current: CurrentActivity, deadline: Double) async -> SaveResult {
-        let request = state.withLockedValue { state -> UInt64 in
-            defer { state.nextRequest += 1 }
-            return state.nextRequest
-        }
-        let timer = current.connection.channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(deadline * 1e9))) { [self] in
-            finishSave(request, .failed(.appNotAnswering, "\(current.bundle) did not give its state within \(PeerLink.format(deadline))"))
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { waiter in
-            let open = state.withLockedValue { state -> Bool in
-                guard !state.stopped, current.connection.channel.isActive else { return false }
-                state.saves[request] = (ObjectIdentifier(current.connection), waiter)
-                return true
-            }
-            guard open else {
-                waiter.resume(returning: .failed(.appGone, "\(current.bundle) is no longer connected"))
-                return
-            }
-            // An app that goes away before answering fails its saves in ipcClosed, not through a callback per request
-            // (those stayed on a long-lived app's connection until it closed).
-            current.connection.send(.save(request: request, activity: current.activity, deadlineMilliseconds: UInt64(deadline * 1000)))
-        }
-    }
-
-    func finishSave(_ request: UInt64, _ result: SaveResult) {
-        state.withLockedValue { $0.saves.removeValue(forKey: request) }?.waiter.resume(returning: result)
     }
 
     // MARK: Launching

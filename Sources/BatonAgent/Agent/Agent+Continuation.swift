@@ -28,52 +28,17 @@ extension Agent: PeerLinkResponder {
                 return .failed(.refused, "\(identity.name) cannot merge rosters now (its account state cannot be read or written; its log says why)")
             }
         case .describe(let sequence):
-            guard let current = currentActivity(sequence: sequence) else {
+            guard let summary = state.withLockedValue({ $0.broker.summary(sequence: sequence) }) else {
                 return .failed(.notCurrent, "that activity is no longer current on \(identity.name)")
             }
-            return .summary(
-                ActivitySummary(
-                    activityType: current.notice.activityType,
-                    title: current.notice.title,
-                    bundleIdentifier: current.bundle,
-                    team: current.team,
-                    webpageHost: current.notice.webpageHost
-                )
-            )
+            return .summary(summary)
         case .fetch(let sequence, let deadlineMilliseconds):
-            guard let current = currentActivity(sequence: sequence) else {
-                return .failed(.notCurrent, "that activity is no longer current on \(identity.name)")
-            }
-            guard current.notice.isEligibleForHandoff else {
-                return .failed(.notEligible, "\(current.bundle) does not allow this activity to be handed off")
-            }
-            if let expiry = current.notice.expirationDate, expiry <= Date() {
-                return .failed(.notCurrent, "the activity expired (A10)")
-            }
-            let deadline = min(configuration.saveDeadline, Double(deadlineMilliseconds) / 1000)
-            switch await requestSave(current, deadline: deadline) {
-            case .saved(let payload):
-                guard payload.count <= ActivityPayload.maximumEncodedSize else {
-                    return .failed(.tooLarge, "the state is \(payload.count) bytes, the limit is \(ActivityPayload.maximumEncodedSize) (A11)")
-                }
-                // A8: the originating app learns that its activity went elsewhere.
-                current.connection.send(.continued(activity: current.activity))
-                return .payload(payload)
-            case .failed(let reason, let text):
-                return .failed(reason, text)
-            }
+            return await answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds)
         }
     }
 
     func linkClosed(_ link: PeerLink) {
         links.remove(link)
-    }
-
-    func currentActivity(sequence: UInt64) -> CurrentActivity? {
-        state.withLockedValue { state in
-            guard let current = state.current, current.sequence == sequence else { return nil }
-            return current
-        }
     }
 
     // MARK: The continuing side

@@ -35,20 +35,6 @@ public final class Agent: @unchecked Sendable {
     /// Called with every change of the nearby table (benchmarks and tests timestamp it).
     let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
 
-    struct CurrentActivity {
-        var connection: IPCConnection
-        var bundle: String
-        var team: String
-        var activity: UInt64
-        var sequence: UInt64
-        var notice: ActivityNotice
-
-        /// Whether it is advertised at `now`: eligible for handoff and not expired (A10).
-        func isOffered(at now: Date) -> Bool {
-            notice.isEligibleForHandoff && !(notice.expirationDate.map { $0 <= now } ?? false)
-        }
-    }
-
     /// A continuation on this device between its start and its one ending (C5).
     struct PendingContinuation {
         var activityType: String
@@ -64,12 +50,16 @@ public final class Agent: @unchecked Sendable {
         var receiver: AdvertReceiver
         var nearby: NearbyTable
         var hashIndex: [[UInt8]: [(team: String, type: String)]] = [:]
-        var current: CurrentActivity?
-        var lastSequence: UInt64 = 0
+        /// The originating side's decisions: the current activity and the fetches of it (``HandoffBroker``).
+        var broker: HandoffBroker
+        /// The apps connected, by bundle and by the broker's id for them.
         var apps: [String: IPCConnection] = [:]
+        var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
-        /// Save requests waiting for their app's answer, with the connection they went to.
-        var saves: [UInt64: (connection: ObjectIdentifier, waiter: CheckedContinuation<SaveResult, Never>)] = [:]
+        /// Fetches from other devices waiting for the broker's reply, and the deadline timers of their saves.
+        var fetchWaiters: [HandoffBroker.FetchID: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
+        var saveTimers: [UInt64: Scheduled<Void>] = [:]
+        var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
         var continuations: [UInt64: PendingContinuation] = [:]
         var launchWaiters: [String: [CheckedContinuation<IPCConnection?, Never>]] = [:]
@@ -81,11 +71,6 @@ public final class Agent: @unchecked Sendable {
         /// Why the last launch of an app failed, for the continuation waiting on it.
         var launchFailures: [String: String] = [:]
         var stopped = false
-    }
-
-    enum SaveResult {
-        case saved(Data)
-        case failed(FetchFailure, String)
     }
 
     init(configuration: AgentConfiguration, identity: DeviceIdentity, roster: Roster, registry: AppRegistry) throws {
@@ -101,7 +86,8 @@ public final class Agent: @unchecked Sendable {
                 roster: roster,
                 keys: keys,
                 receiver: AdvertReceiver(me: identity.id, keys: keys),
-                nearby: NearbyTable(timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000))
+                nearby: NearbyTable(timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000)),
+                broker: HandoffBroker(deviceName: identity.name, saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000))
             )
         )
         links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store))
@@ -161,19 +147,16 @@ public final class Agent: @unchecked Sendable {
 
     /// Stops advertising (with a goodbye for the current activity), closes every socket, and fails whatever waits.
     public func shutdown() async {
-        let (current, saves, launchWaiters, continuations) = state.withLockedValue { state in
+        let (stopping, launchWaiters, continuations) = state.withLockedValue { state in
             state.stopped = true
             defer {
-                state.saves = [:]
                 state.launchWaiters = [:]
                 state.continuations = [:]
-                state.current = nil
             }
-            return (state.current, state.saves.values.map(\.waiter), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
+            return (state.broker.stop(), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
         }
-        if let current { sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: false) }
+        perform(stopping)
         for loop in loops { loop.cancel() }
-        for save in saves { save.resume(returning: .failed(.appGone, "the agent is stopping")) }
         for waiter in launchWaiters { waiter.resume(returning: nil) }
         for continuation in continuations { continuation.cancel?() }
         links.closeAll()

@@ -55,6 +55,8 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     /// identity is bound to this process for the connection's life.
     let process: ProcessStamp
     let handler: IPCHandler
+    /// The number the handoff broker knows this connection by.
+    let appID: HandoffBroker.AppID = IPCConnection.nextID()
     /// Set once the hello is accepted: the app's bundle identifier, or nil for a control client.
     let identity = NIOLockedValueBox<Identity?>(nil)
     /// Called once, when the client has said who it is or has gone, whichever is first (the server counts the
@@ -71,6 +73,15 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
         self.credentials = credentials
         self.process = process ?? ProcessStamp.of(credentials.pid)
         self.handler = handler
+    }
+
+    static let counter = NIOLockedValueBox<UInt64>(0)
+
+    static func nextID() -> HandoffBroker.AppID {
+        HandoffBroker.AppID(counter.withLockedValue { count in
+            count += 1
+            return count
+        })
     }
 
     /// Records who the client is, after its hello was accepted.

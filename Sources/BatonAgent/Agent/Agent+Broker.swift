@@ -1,0 +1,66 @@
+import BatonCore
+import Foundation
+import NIOCore
+
+/// The agent as the driver of its ``HandoffBroker``: events go in under the state lock, actions come out and are
+/// performed here, outside it (issue 11 part 1).
+extension Agent {
+    /// Feeds one event to the broker and performs what it decides.
+    func broker(_ event: (inout HandoffBroker) -> [HandoffBroker.Action]) {
+        perform(state.withLockedValue { event(&$0.broker) })
+    }
+
+    /// Performs the broker's actions, in order.
+    func perform(_ actions: [HandoffBroker.Action]) {
+        for action in actions {
+            switch action {
+            case .advertise(let current):
+                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
+            case .goodbye(let current):
+                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: false)
+            case .askSave(let app, let save, let activity, let deadline):
+                guard let connection = state.withLockedValue({ $0.appConnections[app] }) else {
+                    // Gone already: its ipcClosed fails the fetch; the timer is the backstop.
+                    startSaveTimer(save, after: deadline, on: links.group.next())
+                    continue
+                }
+                startSaveTimer(save, after: deadline, on: connection.channel.eventLoop)
+                connection.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
+            case .cancelTimer(let save):
+                state.withLockedValue { $0.saveTimers.removeValue(forKey: save) }?.cancel()
+            case .reply(let fetch, let reply):
+                state.withLockedValue { $0.fetchWaiters.removeValue(forKey: fetch) }?.resume(returning: reply)
+            case .tellContinued(let app, let activity):
+                state.withLockedValue { $0.appConnections[app] }?.send(.continued(activity: activity))
+            }
+        }
+    }
+
+    func startSaveTimer(_ save: UInt64, after milliseconds: UInt64, on loop: EventLoop) {
+        let timer = loop.scheduleTask(in: .milliseconds(Int64(milliseconds))) { [self] in
+            state.withLockedValue { _ = $0.saveTimers.removeValue(forKey: save) }
+            broker { $0.deadlinePassed(save: save) }
+        }
+        state.withLockedValue { $0.saveTimers[save] = timer }
+    }
+
+    /// A fetch from another device (C4): the broker asks the app and answers exactly once (the state, or why not).
+    func answerFetch(sequence: UInt64, deadlineMilliseconds: UInt64) async -> SessionMultiplexer.Reply {
+        let fetch = state.withLockedValue { state in
+            defer { state.nextFetch += 1 }
+            return HandoffBroker.FetchID(state.nextFetch)
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { waiter in
+                let actions = state.withLockedValue { state -> [HandoffBroker.Action] in
+                    state.fetchWaiters[fetch] = waiter
+                    return state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now())
+                }
+                perform(actions)
+            }
+        } onCancel: {
+            // The other device gave up (C6 there): the broker forgets the save and answers the waiter.
+            broker { $0.fetchCancelled(fetch) }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import BatonCore
+import Foundation
+
+/// The device's handoff decisions as a pure state machine (issue 11 part 1): no sockets, no clocks, no tasks. The
+/// agent feeds it events (an app made an activity current, a peer asked for it, the app answered, a deadline
+/// passed) with the time, and performs the actions it returns (advertise, ask the app, answer the peer).
+///
+/// This part holds the originating side: the device's one current activity (A9, C2) and every fetch another device
+/// makes of it (C4), with the save deadline (A7), `continued` (A8), expiry and eligibility (A10), the size limit
+/// (A11) and the typed failures the other device reports (C8). Each fetch is in one state, `saving`, from the
+/// moment it is asked until exactly one reply is sent; then it is gone.
+public struct HandoffBroker: Sendable {
+    /// An app's connection to the agent, as the agent numbers them.
+    public struct AppID: Hashable, Sendable, CustomStringConvertible {
+        /// The number.
+        public let value: UInt64
+
+        /// An app id.
+        public init(_ value: UInt64) { self.value = value }
+
+        public var description: String { "app \(value)" }
+    }
+
+    /// A fetch another device asked for, as the agent numbers them.
+    public struct FetchID: Hashable, Sendable, CustomStringConvertible {
+        /// The number.
+        public let value: UInt64
+
+        /// A fetch id.
+        public init(_ value: UInt64) { self.value = value }
+
+        public var description: String { "fetch \(value)" }
+    }
+
+    /// The device's current activity (A9): which app offers it, and what other devices are told.
+    public struct CurrentActivity: Sendable, Hashable {
+        /// The app that made it current.
+        public var app: AppID
+        /// That app's bundle and team.
+        public var bundle: String
+        public var team: String
+        /// The app's own number for the activity.
+        public var activity: UInt64
+        /// The number adverts carry: it only grows, across restarts too.
+        public var sequence: UInt64
+        /// What the app said about it.
+        public var notice: ActivityNotice
+
+        /// Whether it is advertised at `now` (milliseconds since 1970): eligible for handoff and not expired (A10).
+        public func isOffered(at now: UInt64) -> Bool {
+            notice.isEligibleForHandoff && !HandoffBroker.hasExpired(notice, at: now)
+        }
+    }
+
+    /// What the agent does next.
+    public enum Action: Sendable, Equatable {
+        /// Advertise the activity as current, now (C2).
+        case advertise(CurrentActivity)
+        /// Send the activity's goodbye, now (A9): it disappears from every device.
+        case goodbye(CurrentActivity)
+        /// Ask `app` for the state of `activity` (A7), telling it the deadline, and call
+        /// ``HandoffBroker/deadlinePassed(save:)`` after `deadlineMilliseconds` unless the save ends first.
+        case askSave(app: AppID, save: UInt64, activity: UInt64, deadlineMilliseconds: UInt64)
+        /// The save ended before its deadline: its timer is no longer needed.
+        case cancelTimer(save: UInt64)
+        /// Answer another device's fetch: exactly one reply per fetch.
+        case reply(FetchID, SessionMultiplexer.Reply)
+        /// Tell `app` that `activity` was continued on another device (A8).
+        case tellContinued(app: AppID, activity: UInt64)
+    }
+
+    /// A fetch waiting for the app's state.
+    struct Save: Sendable, Hashable {
+        var fetch: FetchID
+        var app: AppID
+        var bundle: String
+        var activity: UInt64
+        var deadlineMilliseconds: UInt64
+    }
+
+    /// This device's name, for the reasons other devices are given.
+    public let deviceName: String
+    /// The most an app is given to answer a save, whatever the other device asks (ISSUE 5 part 4: 1 s).
+    public let saveDeadlineMilliseconds: UInt64
+    /// The current activity, if any.
+    public private(set) var current: CurrentActivity?
+    var lastSequence: UInt64 = 0
+    var nextSave: UInt64 = 1
+    /// Every fetch in progress, by its save request number.
+    var saves: [UInt64: Save] = [:]
+
+    /// A broker for the device `deviceName`, giving apps `saveDeadlineMilliseconds` to answer a save.
+    public init(deviceName: String, saveDeadlineMilliseconds: UInt64 = 1_000) {
+        self.deviceName = deviceName
+        self.saveDeadlineMilliseconds = saveDeadlineMilliseconds
+    }
+
+    /// Fetches waiting for their app now.
+    public var savesInProgress: Int { saves.count }
+
+    static func hasExpired(_ notice: ActivityNotice, at now: UInt64) -> Bool {
+        guard let expiry = notice.expirationDate else { return false }
+        return UInt64(max(0, expiry.timeIntervalSince1970 * 1000)) <= now
+    }
+
+    // MARK: The apps on this device
+
+    /// `app` makes `activity` the device's current activity (A9, C2); any other stops being current. The same
+    /// activity again (a new title, say) keeps its sequence, so other devices refresh rather than replace it.
+    public mutating func becomeCurrent(
+        app: AppID,
+        bundle: String,
+        team: String,
+        activity: UInt64,
+        notice: ActivityNotice,
+        now: UInt64
+    ) -> [Action] {
+        let next: CurrentActivity
+        if var same = current, same.app == app, same.activity == activity {
+            same.notice = notice
+            next = same
+        } else {
+            // Sequences only grow, across restarts too (milliseconds since 1970 as a floor), so a receiver never
+            // mistakes a new activity for an old one.
+            lastSequence = max(lastSequence + 1, now)
+            next = CurrentActivity(app: app, bundle: bundle, team: team, activity: activity, sequence: lastSequence, notice: notice)
+        }
+        current = next
+        return [next.isOffered(at: now) ? .advertise(next) : .goodbye(next)]
+    }
+
+    /// `app` resigns or invalidates `activity` (A9): if it is current, it stops being so, with a goodbye. Fetches
+    /// already waiting for its state go on: the app may still answer them.
+    public mutating func resign(app: AppID, activity: UInt64) -> [Action] {
+        guard let ended = current, ended.app == app, ended.activity == activity else { return [] }
+        current = nil
+        return [.goodbye(ended)]
+    }
+
+    /// `app`'s connection ended: its fetches fail (`appGone`), and its current activity goes, since nobody can
+    /// give its state any more (A9).
+    public mutating func appGone(_ app: AppID) -> [Action] {
+        var actions: [Action] = []
+        for (save, waiting) in saves.sorted(by: { $0.key < $1.key }) where waiting.app == app {
+            saves[save] = nil
+            actions.append(.cancelTimer(save: save))
+            actions.append(.reply(waiting.fetch, .failed(.appGone, "\(waiting.bundle) went away before giving its state")))
+        }
+        if let ended = current, ended.app == app {
+            current = nil
+            actions.append(.goodbye(ended))
+        }
+        return actions
+    }
+
+    /// The agent is stopping: the goodbye goes out, and every fetch fails (`appGone`).
+    public mutating func stop() -> [Action] {
+        var actions: [Action] = []
+        for (save, waiting) in saves.sorted(by: { $0.key < $1.key }) {
+            actions.append(.cancelTimer(save: save))
+            actions.append(.reply(waiting.fetch, .failed(.appGone, "the agent on \(deviceName) is stopping")))
+        }
+        saves = [:]
+        if let ended = current {
+            current = nil
+            actions.append(.goodbye(ended))
+        }
+        return actions
+    }
+
+    // MARK: Other devices
+
+    /// What the current activity is, if it is the one advertised under `sequence` (C3: type and title, asked over
+    /// the authenticated session, never on air).
+    public func summary(sequence: UInt64) -> ActivitySummary? {
+        guard let current, current.sequence == sequence else { return nil }
+        return ActivitySummary(
+            activityType: current.notice.activityType,
+            title: current.notice.title,
+            bundleIdentifier: current.bundle,
+            team: current.team,
+            webpageHost: current.notice.webpageHost
+        )
+    }
+
+    /// Another device asks for the state of the activity advertised under `sequence` (C4), giving the app at most
+    /// `deadlineMilliseconds` (and never more than this device allows).
+    public mutating func fetchAsked(_ fetch: FetchID, sequence: UInt64, deadlineMilliseconds: UInt64, now: UInt64) -> [Action] {
+        guard let current, current.sequence == sequence else {
+            return [.reply(fetch, .failed(.notCurrent, "that activity is no longer current on \(deviceName)"))]
+        }
+        guard current.notice.isEligibleForHandoff else {
+            return [.reply(fetch, .failed(.notEligible, "\(current.bundle) does not allow this activity to be handed off"))]
+        }
+        guard !Self.hasExpired(current.notice, at: now) else {
+            return [.reply(fetch, .failed(.notCurrent, "the activity expired (A10)"))]
+        }
+        let deadline = min(saveDeadlineMilliseconds, deadlineMilliseconds)
+        let save = nextSave
+        nextSave += 1
+        saves[save] = Save(fetch: fetch, app: current.app, bundle: current.bundle, activity: current.activity, deadlineMilliseconds: deadline)
+        return [.askSave(app: current.app, save: save, activity: current.activity, deadlineMilliseconds: deadline)]
+    }
+
+    /// `app` answers save request `save` with the payload (A7, B2, B3). An answer after the deadline, to a
+    /// cancelled fetch, or from another app is ignored: that fetch has had its one reply.
+    public mutating func saveAnswered(save: UInt64, from app: AppID, payload: Data) -> [Action] {
+        guard let waiting = saves[save], waiting.app == app else { return [] }
+        saves[save] = nil
+        guard payload.count <= ActivityPayload.maximumEncodedSize else {
+            return [
+                .cancelTimer(save: save),
+                .reply(
+                    waiting.fetch,
+                    .failed(.tooLarge, "the state is \(payload.count) bytes, the limit is \(ActivityPayload.maximumEncodedSize) (A11)")
+                ),
+            ]
+        }
+        // A8: the originating app learns that its activity went elsewhere.
+        return [.cancelTimer(save: save), .tellContinued(app: app, activity: waiting.activity), .reply(waiting.fetch, .payload(payload))]
+    }
+
+    /// `app` could not give its state for `save` (its delegate threw, or the activity is gone there).
+    public mutating func saveFailed(save: UInt64, from app: AppID, text: String) -> [Action] {
+        guard let waiting = saves[save], waiting.app == app else { return [] }
+        saves[save] = nil
+        return [.cancelTimer(save: save), .reply(waiting.fetch, .failed(.appNotAnswering, "the app could not give its state: \(text)"))]
+    }
+
+    /// The deadline of `save` passed before its app answered (C8: `appNotAnswering`, never a hang).
+    public mutating func deadlinePassed(save: UInt64) -> [Action] {
+        guard let waiting = saves.removeValue(forKey: save) else { return [] }
+        return [
+            .reply(
+                waiting.fetch,
+                .failed(.appNotAnswering, "\(waiting.bundle) did not give its state within \(waiting.deadlineMilliseconds) ms")
+            )
+        ]
+    }
+
+    /// The other device gave up on `fetch` (C6 there): its save is forgotten, a late answer ignored, and the fetch
+    /// answered `cancelled` (which the session does not send on: the peer asked to stop).
+    public mutating func fetchCancelled(_ fetch: FetchID) -> [Action] {
+        guard let (save, _) = saves.first(where: { $0.value.fetch == fetch }) else { return [] }
+        saves[save] = nil
+        return [.cancelTimer(save: save), .reply(fetch, .failed(.cancelled, "the other device gave up on this fetch"))]
+    }
+}
