@@ -93,7 +93,7 @@ extension Agent: IPCHandler {
         }
         enum Claim {
             case taken(by: IPCConnection)
-            case claimed(waiters: [CheckedContinuation<IPCConnection?, Never>])
+            case claimed
         }
         let claim = state.withLockedValue { state -> Claim in
             // A live app is never silently replaced by a second connection: only by the same process reconnecting,
@@ -105,22 +105,22 @@ extension Agent: IPCHandler {
             }
             state.apps[bundle] = connection
             state.appConnections[connection.appID] = connection
-            return .claimed(waiters: state.launchWaiters.removeValue(forKey: bundle) ?? [])
+            return .claimed
         }
-        let waiters: [CheckedContinuation<IPCConnection?, Never>]
         switch claim {
         case .taken(let previous):
             return connection.refuse(
                 "alreadyConnected",
                 "\(bundle) is already connected to this agent (pid \(previous.process.pid)); quit it first, one process per app"
             )
-        case .claimed(let woken):
-            waiters = woken
+        case .claimed:
+            break
         }
         connection.identify(.app(bundle: bundle, team: team))
         connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
-        for waiter in waiters { waiter.resume(returning: connection) }
         log("app \(bundle) connected (pid \(credentials.pid))")
+        // Continuations waiting for this app's launch go on (C5).
+        broker { $0.appConnected(connection.appID, bundle: bundle) }
     }
 
     /// Whether the process behind an app's connection is still the one that said hello, running the app's
@@ -140,64 +140,5 @@ extension Agent: IPCHandler {
             state.launched = state.launched.filter { Launcher.isRunning($0.value) }
             state.spawned = state.spawned.filter(Launcher.isRunning)
         }
-    }
-
-    /// The connection of `bundle`, launching its executable when it is not running (C5) and waiting for it to
-    /// connect, at most the launch timeout.
-    func ensureRunning(_ app: AppRecord) async -> Result<IPCConnection, ContinuationFailure> {
-        if let connection = state.withLockedValue({ $0.apps[app.bundleIdentifier] }), connection.channel.isActive {
-            return .success(connection)
-        }
-        guard let executable = app.executableURL, FileManager.default.isExecutableFile(atPath: executable.path) else {
-            return .failure(ContinuationFailure("launchFailed", "\(app.bundleIdentifier) is not running and has no executable to launch"))
-        }
-        let connection: IPCConnection? = await withCheckedContinuation { waiter in
-            state.withLockedValue { $0.launchWaiters[app.bundleIdentifier, default: []].append(waiter) }
-            let alreadyLaunched = state.withLockedValue { $0.launched[app.bundleIdentifier].map(Launcher.isRunning) ?? false }
-            if !alreadyLaunched {
-                var environment = ProcessInfo.processInfo.environment
-                environment["BATON_AGENT_SOCKET"] = socketPath
-                environment["BATON_BUNDLE_IDENTIFIER"] = app.bundleIdentifier
-                environment["BATON_LAUNCHED"] = "1"
-                do {
-                    let pid = try Launcher.spawn(executable.path, environment: environment)
-                    state.withLockedValue { $0.launched[app.bundleIdentifier] = pid }
-                    log("launched \(app.bundleIdentifier) (pid \(pid))")
-                } catch {
-                    log("cannot launch \(app.bundleIdentifier): \(error)")
-                    let waiters = state.withLockedValue { state in
-                        state.launchFailures[app.bundleIdentifier] = (error as? BatonAgentError)?.message ?? "\(error)"
-                        return state.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? []
-                    }
-                    for waiter in waiters { waiter.resume(returning: nil) }
-                    return
-                }
-            }
-            Task { [self] in
-                try? await Task.sleep(for: .milliseconds(Int(configuration.launchTimeout * 1000)))
-                let waiters = state.withLockedValue { $0.launchWaiters.removeValue(forKey: app.bundleIdentifier) ?? [] }
-                for waiter in waiters { waiter.resume(returning: nil) }
-            }
-        }
-        guard let connection else {
-            if let failure = state.withLockedValue({ $0.launchFailures.removeValue(forKey: app.bundleIdentifier) }) {
-                return .failure(ContinuationFailure("launchFailed", failure))
-            }
-            return .failure(
-                ContinuationFailure("launchFailed", "\(app.bundleIdentifier) did not connect within \(PeerLink.format(configuration.launchTimeout)) of being launched")
-            )
-        }
-        return .success(connection)
-    }
-}
-
-/// Why a continuation failed on the continuing device, as the app is told (C8).
-struct ContinuationFailure: Error {
-    var reason: String
-    var message: String
-
-    init(_ reason: String, _ message: String) {
-        self.reason = reason
-        self.message = message
     }
 }

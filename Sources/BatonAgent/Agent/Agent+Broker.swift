@@ -32,6 +32,26 @@ extension Agent {
                 state.withLockedValue { $0.fetchWaiters.removeValue(forKey: fetch) }?.resume(returning: reply)
             case .tellContinued(let app, let activity):
                 state.withLockedValue { $0.appConnections[app] }?.send(.continued(activity: activity))
+            case .launch(let id, let bundle):
+                launch(id, bundle: bundle)
+            case .fetch(let id):
+                startFetch(id)
+            case .route(let id, let payload):
+                let route = routePayload(id, payload)
+                broker { $0.payloadRouted(id, route) }
+            case .tellWillContinue(let app, let id, let type):
+                state.withLockedValue { $0.appConnections[app] }?.send(.willContinue(continuation: id.value, activityType: type))
+            case .deliver(let app, let id, let payload):
+                state.withLockedValue { $0.appConnections[app] }?.send(.deliver(continuation: id.value, payload: payload))
+            case .tellFailed(let app, let id, let type, let reason, let message):
+                state.withLockedValue { $0.appConnections[app] }?
+                    .send(.failed(continuation: id.value, activityType: type, reason: reason, message: message))
+            case .stopWork(let id):
+                let record = state.withLockedValue { $0.continuationRecords[id] }
+                record?.work?.cancel()
+                record?.launchTimer?.cancel()
+            case .finished(let id, let outcome):
+                finish(id, outcome)
             }
         }
     }

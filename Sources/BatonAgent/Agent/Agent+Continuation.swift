@@ -44,116 +44,120 @@ extension Agent: PeerLinkResponder {
     // MARK: The continuing side
 
     /// Continues the activity offered by `device` (an id, a prefix of one, or a name; the newest offer when nil):
-    /// picks the app, launches it if needed, tells it at once (`willContinue`), fetches the state from the
-    /// originating device and delivers it, or tells it why not (C3–C8). A continuation still running is cancelled
-    /// first (C6).
+    /// the broker picks the way (launch, `willContinue`, fetch, deliver, or why not: C3-C8), this agent does the
+    /// I/O. A continuation still running is cancelled first (C6).
     public func continueNearby(device selector: String?) async -> ContinuationOutcome {
         let started = DispatchTime.now().uptimeNanoseconds
-        let outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome = { app, reason, failure, message in
-            ContinuationOutcome(app: app, reason: reason, failure: failure, message: message, microseconds: (DispatchTime.now().uptimeNanoseconds - started) / 1000)
-        }
         guard let entry = nearbyEntry(matching: selector) else {
             let what = selector.map { "nothing nearby from a device matching \"\($0)\"" } ?? "nothing nearby to continue"
-            return outcome("", "", "notFound", what)
+            return ContinuationOutcome(app: "", reason: "", failure: "notFound", message: what, microseconds: 0)
         }
-        let routed = state.withLockedValue { appFor(entry.advert, state: $0) }
-        let id = state.withLockedValue { state -> UInt64 in
+        let id = state.withLockedValue { state in
             defer { state.nextRequest += 1 }
-            return state.nextRequest
+            return HandoffBroker.ContinuationID(state.nextRequest)
         }
-        cancelContinuations()
-        state.withLockedValue { $0.continuations[id] = PendingContinuation(activityType: "") }
-
-        let task = Task<ContinuationOutcome, Never> { [self] in
-            let result: ContinuationOutcome
-            if let routed, let app = registry.app(bundleIdentifier: routed.bundle) {
-                result = await continueRouted(entry, app: app, routed: routed, id: id, outcome: outcome)
-            } else {
-                // No app here claims the advertised hash: the state itself says whether a web page takes it (E1-E3).
-                result = await continueByPayload(entry, id: id, outcome: outcome)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { waiter in
+                let actions = state.withLockedValue { state -> [HandoffBroker.Action] in
+                    // D1, D3: the keyed hash of team + type names the app before any state moves.
+                    var route = HandoffBroker.Route.byPayload
+                    var reason = ""
+                    if let routed = appFor(entry.advert, state: state), registry.app(bundleIdentifier: routed.bundle) != nil {
+                        let running = state.apps[routed.bundle].flatMap { $0.channel.isActive ? $0.appID : nil }
+                        route = .app(bundle: routed.bundle, activityType: routed.decision.deliveredActivityType ?? routed.type, running: running)
+                        reason = routed.decision.reason
+                    }
+                    state.continuationRecords[id] = ContinuationRecord(entry: entry, reason: reason, started: started, waiter: waiter)
+                    return state.broker.continueAsked(id, route: route)
+                }
+                perform(actions)
             }
-            settle(id, result)
-            return result
-        }
-        state.withLockedValue { $0.continuations[id]?.cancel = { task.cancel() } }
-        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
-    }
-
-    /// An app here claims the advertised type (D1): launch it, tell it at once, fetch the state, deliver (C4, C5).
-    func continueRouted(
-        _ entry: NearbyTable.Entry,
-        app: AppRecord,
-        routed: (bundle: String, team: String, type: String, decision: RouteDecision),
-        id: UInt64,
-        outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome
-    ) async -> ContinuationOutcome {
-        let type = routed.decision.deliveredActivityType ?? routed.type
-        let connection: IPCConnection
-        switch await ensureRunning(app) {
-        case .success(let running): connection = running
-        case .failure(let failure): return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
-        }
-        guard beginContinuation(id, type: type, connection: connection) else {
-            return outcome(app.bundleIdentifier, routed.decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
-        }
-        switch await fetch(entry) {
-        case .success(let payload):
-            if let (reason, message) = deliver(id, payload, to: connection, type: type) {
-                return outcome(app.bundleIdentifier, routed.decision.reason, reason, message)
-            }
-            return outcome(app.bundleIdentifier, routed.decision.reason, nil, "continued in \(app.bundleIdentifier) (\(payload.count) bytes of state)")
-        case .failure(let failure):
-            _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: failure.reason, message: failure.message))
-            return outcome(app.bundleIdentifier, routed.decision.reason, failure.reason, failure.message)
+        } onCancel: {
+            broker { $0.cancel(id) }
         }
     }
 
-    /// C5 as a guarantee, whatever path continuation `id` took: forgets it, and if an app was told `willContinue`
-    /// and has heard no ending (a path that returned without one), tells it `failed` with the outcome's reason.
-    func settle(_ id: UInt64, _ result: ContinuationOutcome) {
-        let type = state.withLockedValue { $0.continuations[id]?.activityType } ?? ""
-        let reason = result.failure ?? FetchFailure.protocolViolation.rawValue
-        _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: reason, message: result.message))
-    }
-
-    /// No app claims the advertised type: fetch the state and route by what it says (web pages: E1, E2, E3).
-    func continueByPayload(_ entry: NearbyTable.Entry, id: UInt64, outcome: @Sendable (String, String, String?, String) -> ContinuationOutcome) async -> ContinuationOutcome {
-        let payload: ActivityPayload
-        switch await fetch(entry) {
-        case .success(let data):
+    /// Launches `bundle` for continuation `id` unless it is already starting; the broker hears when it connects
+    /// (hello) or why not.
+    func launch(_ id: HandoffBroker.ContinuationID, bundle: String) {
+        guard let app = registry.app(bundleIdentifier: bundle), let executable = app.executableURL,
+            FileManager.default.isExecutableFile(atPath: executable.path)
+        else {
+            return broker { $0.launchFailed(id, message: "\(bundle) is not running and has no executable to launch") }
+        }
+        let alreadyLaunched = state.withLockedValue { $0.launched[bundle].map(Launcher.isRunning) ?? false }
+        if !alreadyLaunched {
+            var environment = ProcessInfo.processInfo.environment
+            environment["BATON_AGENT_SOCKET"] = socketPath
+            environment["BATON_BUNDLE_IDENTIFIER"] = bundle
+            environment["BATON_LAUNCHED"] = "1"
             do {
-                payload = try ActivityPayload(decoding: data)
+                let pid = try Launcher.spawn(executable.path, environment: environment)
+                state.withLockedValue { $0.launched[bundle] = pid }
+                log("launched \(bundle) (pid \(pid))")
             } catch {
-                return outcome("", "", "protocolViolation", "the state cannot be read: \(error)")
+                log("cannot launch \(bundle): \(error)")
+                return broker { $0.launchFailed(id, message: (error as? BatonAgentError)?.message ?? "\(error)") }
             }
-        case .failure(let failure):
-            return outcome("", "", failure.reason, failure.message)
+        }
+        let timeout = configuration.launchTimeout
+        let timer = links.group.next().scheduleTask(in: .milliseconds(Int64(timeout * 1000))) { [self] in
+            broker { $0.launchFailed(id, message: "\(bundle) did not connect within \(PeerLink.format(timeout)) of being launched") }
+        }
+        state.withLockedValue { $0.continuationRecords[id]?.launchTimer = timer }
+    }
+
+    /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer.
+    func startFetch(_ id: HandoffBroker.ContinuationID) {
+        guard let entry = state.withLockedValue({ $0.continuationRecords[id]?.entry }) else { return }
+        let task = Task { [self] in
+            let result = await fetch(entry)
+            guard !Task.isCancelled else { return }
+            switch result {
+            case .success(let payload):
+                // ISSUE 10 item 4: the state goes only to the process that said hello, still running the app.
+                if let told = state.withLockedValue({ $0.broker.told(id) }), let connection = state.withLockedValue({ $0.appConnections[told.app] }),
+                    !isStillTheApp(connection)
+                {
+                    let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
+                    log("\(id): \(message)")
+                    broker { $0.appDistrusted(told.app, message: message) }
+                    connection.refuse("notPermitted", "this process is no longer the app that connected")
+                    return
+                }
+                broker { $0.fetchReplied(id, payload: payload) }
+            case .failure(let failure):
+                broker { $0.fetchFailed(id, reason: failure.reason, message: failure.message) }
+            }
+        }
+        state.withLockedValue { $0.continuationRecords[id]?.work = task }
+    }
+
+    /// Where a state fetched without a route goes, by what it says (E1-E3).
+    func routePayload(_ id: HandoffBroker.ContinuationID, _ data: Data) -> HandoffBroker.PayloadRoute {
+        let payload: ActivityPayload
+        do {
+            payload = try ActivityPayload(decoding: data)
+        } catch {
+            return .failed(app: "", reason: FetchFailure.protocolViolation.rawValue, message: "the state cannot be read: \(error)")
         }
         let decision = router.route(RouteRequest(activityType: payload.activityType, teamIdentifier: nil, webpageURL: payload.webpageURL))
+        state.withLockedValue { $0.continuationRecords[id]?.reason = decision.reason }
         switch decision.target {
         case .nothing:
-            return outcome("", decision.reason, "noApp", "no app on this device continues \(payload.activityType) (D1, D3)")
-        case .browser(let browser, let url):
-            if let browser { return outcome(browser, decision.reason, "noApp", "the default browser app is not connected") }
+            return .failed(app: "", reason: "noApp", message: "no app on this device continues \(payload.activityType) (D1, D3)")
+        case .browser(let browser?, _):
+            return .failed(app: browser, reason: "noApp", message: "the default browser app is not connected")
+        case .browser(nil, let url):
             do {
-                let command = configuration.browserCommand
-                let pid = try Launcher.spawn("/usr/bin/env", arguments: command + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
+                let pid = try Launcher.spawn("/usr/bin/env", arguments: configuration.browserCommand + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
                 state.withLockedValue { _ = $0.spawned.insert(pid) }
             } catch {
-                return outcome("browser", decision.reason, "launchFailed", "cannot open \(url.absoluteString): \(error)")
+                return .failed(app: "browser", reason: "launchFailed", message: "cannot open \(url.absoluteString): \(error)")
             }
-            return outcome("browser", decision.reason, nil, "opened \(url.absoluteString) in the browser (E1)")
+            return .opened(app: "browser", message: "opened \(url.absoluteString) in the browser (E1)")
         case .app(let bundle):
-            guard let app = registry.app(bundleIdentifier: bundle) else { return outcome(bundle, decision.reason, "noApp", "\(bundle) vanished") }
             let type = decision.deliveredActivityType ?? payload.activityType
-            let connection: IPCConnection
-            switch await ensureRunning(app) {
-            case .success(let running): connection = running
-            case .failure(let failure): return outcome(bundle, decision.reason, failure.reason, failure.message)
-            }
-            guard beginContinuation(id, type: type, connection: connection) else {
-                return outcome(bundle, decision.reason, FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
-            }
             var delivered = payload
             if decision.emptiesUserInfo, let url = payload.webpageURL, var web = try? ActivityPayload(activityType: type) {
                 // E3: the app receives the page, not the browser's state.
@@ -162,26 +166,38 @@ extension Agent: PeerLinkResponder {
                 delivered = web
             }
             guard let data = try? delivered.encoded() else {
-                // settle() tells the app, which was told willContinue.
-                return outcome(bundle, decision.reason, FetchFailure.protocolViolation.rawValue, "the state cannot be encoded again for \(bundle)")
+                return .failed(app: bundle, reason: FetchFailure.protocolViolation.rawValue, message: "the state cannot be encoded again for \(bundle)")
             }
-            if let (reason, message) = deliver(id, data, to: connection, type: type) {
-                return outcome(bundle, decision.reason, reason, message)
-            }
-            return outcome(bundle, decision.reason, nil, "continued in \(bundle)")
+            let running = state.withLockedValue { $0.apps[bundle].flatMap { $0.channel.isActive ? $0.appID : nil } }
+            return .app(bundle: bundle, activityType: type, running: running, payload: data)
         }
     }
 
+    /// The continuation `id` ended: its caller gets the outcome, and nothing of it is left behind.
+    func finish(_ id: HandoffBroker.ContinuationID, _ outcome: HandoffBroker.Outcome) {
+        guard let record = state.withLockedValue({ $0.continuationRecords.removeValue(forKey: id) }) else { return }
+        record.work?.cancel()
+        record.launchTimer?.cancel()
+        record.waiter.resume(
+            returning: ContinuationOutcome(
+                app: outcome.app,
+                reason: record.reason,
+                failure: outcome.failure,
+                message: outcome.message,
+                microseconds: (DispatchTime.now().uptimeNanoseconds - record.started) / 1000
+            )
+        )
+    }
+
     /// The state of `entry`'s activity from its device over the (reused) session (C4).
-    func fetch(_ entry: NearbyTable.Entry) async -> Result<Data, ContinuationFailure> {
+    func fetch(_ entry: NearbyTable.Entry) async -> Result<Data, FetchError> {
         let link: PeerLink
         do {
             link = try await links.link(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort))
         } catch let error as BatonAgentError {
-            let reason = error.code == .peerRefused ? FetchFailure.refused : .peerGone
-            return .failure(ContinuationFailure(reason.rawValue, error.message))
+            return .failure(FetchError(reason: error.code == .peerRefused ? .refused : .peerGone, message: error.message))
         } catch {
-            return .failure(ContinuationFailure(FetchFailure.peerGone.rawValue, "\(error)"))
+            return .failure(FetchError(reason: .peerGone, message: "\(error)"))
         }
         // The originating app gets the save deadline; the network a little more on top.
         let deadline = configuration.saveDeadline
@@ -190,68 +206,9 @@ extension Agent: PeerLinkResponder {
         case .payload(let data):
             return .success(data)
         case .failed(let reason, let text):
-            return .failure(ContinuationFailure(reason.rawValue, text))
+            return .failure(FetchError(reason: reason, message: text))
         default:
-            return .failure(ContinuationFailure(FetchFailure.protocolViolation.rawValue, "the peer answered a fetch with something else"))
-        }
-    }
-
-    /// Sends `willContinue` (C5: at once, before the state arrives) for continuation `id`. False when it was
-    /// cancelled meanwhile (C6), in which case the app hears nothing of it.
-    func beginContinuation(_ id: UInt64, type: String, connection: IPCConnection) -> Bool {
-        let open = state.withLockedValue { state -> Bool in
-            guard !state.stopped, state.continuations[id] != nil else { return false }
-            state.continuations[id]?.activityType = type
-            state.continuations[id]?.connection = connection
-            return true
-        }
-        guard open else { return false }
-        connection.send(.willContinue(continuation: id, activityType: type))
-        return true
-    }
-
-    /// Delivers the state of continuation `id` to the app told `willContinue` (C5), after checking that the process
-    /// is still the app that said hello (ISSUE 10 item 4). Returns the failure (reason, message) when not delivered.
-    func deliver(_ id: UInt64, _ payload: Data, to connection: IPCConnection, type: String) -> (String, String)? {
-        guard isStillTheApp(connection) else {
-            let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
-            log("continuation \(id): \(message)")
-            _ = endContinuation(id, with: .failed(continuation: id, activityType: type, reason: "notPermitted", message: message))
-            connection.refuse("notPermitted", "this process is no longer the app that connected")
-            return ("notPermitted", message)
-        }
-        guard endContinuation(id, with: .deliver(continuation: id, payload: payload)) else {
-            return (FetchFailure.cancelled.rawValue, "a newer continuation replaced this one (C6)")
-        }
-        return nil
-    }
-
-    /// Sends the one message that ends continuation `id` (C5: exactly one of deliver or failed after
-    /// `willContinue`), unless it already ended (cancelled by a newer one). Returns whether it sent.
-    func endContinuation(_ id: UInt64, with message: IPCMessage) -> Bool {
-        let pending = state.withLockedValue { $0.continuations.removeValue(forKey: id) }
-        guard let connection = pending?.connection else { return false }
-        connection.send(message)
-        return true
-    }
-
-    /// C6: every continuation still running fails with `cancelled`, at once, before the new one begins. An app
-    /// that was told `willContinue` is told `failed`; one that was not (still launching) hears nothing.
-    func cancelContinuations() {
-        let cancelled = state.withLockedValue { state -> [(UInt64, PendingContinuation)] in
-            defer { state.continuations = [:] }
-            return Array(state.continuations)
-        }
-        for (oldID, pending) in cancelled {
-            pending.connection?.send(
-                .failed(
-                    continuation: oldID,
-                    activityType: pending.activityType,
-                    reason: FetchFailure.cancelled.rawValue,
-                    message: "a newer continuation started (C6)"
-                )
-            )
-            pending.cancel?()
+            return .failure(FetchError(reason: .protocolViolation, message: "the peer answered a fetch with something else"))
         }
     }
 

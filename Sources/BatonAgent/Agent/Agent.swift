@@ -35,13 +35,23 @@ public final class Agent: @unchecked Sendable {
     /// Called with every change of the nearby table (benchmarks and tests timestamp it).
     let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
 
-    /// A continuation on this device between its start and its one ending (C5).
-    struct PendingContinuation {
-        var activityType: String
-        /// The app, once it was told `willContinue`.
-        var connection: IPCConnection?
-        /// Stops its work (C6).
-        var cancel: (@Sendable () -> Void)?
+    /// What the agent keeps for a continuation the broker runs: where its state comes from, and who waits for it.
+    struct ContinuationRecord {
+        var entry: NearbyTable.Entry
+        /// The router's reason for the app chosen.
+        var reason: String
+        /// Uptime nanoseconds when it was asked for.
+        var started: UInt64
+        var waiter: CheckedContinuation<ContinuationOutcome, Never>
+        /// Its fetch, and its launch deadline, while they run.
+        var work: Task<Void, Never>?
+        var launchTimer: Scheduled<Void>?
+    }
+
+    /// A fetch that failed, with the reason the app is told (C8).
+    struct FetchError: Error {
+        var reason: FetchFailure
+        var message: String
     }
 
     struct State {
@@ -61,15 +71,12 @@ public final class Agent: @unchecked Sendable {
         var saveTimers: [UInt64: Scheduled<Void>] = [:]
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
-        var continuations: [UInt64: PendingContinuation] = [:]
-        var launchWaiters: [String: [CheckedContinuation<IPCConnection?, Never>]] = [:]
+        var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
         var summaries: [DeviceID: (sequence: UInt64, summary: ActivitySummary)] = [:]
         var targets: [SocketAddress] = []
         /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]
         var spawned: Set<pid_t> = []
-        /// Why the last launch of an app failed, for the continuation waiting on it.
-        var launchFailures: [String: String] = [:]
         var stopped = false
     }
 
@@ -147,18 +154,12 @@ public final class Agent: @unchecked Sendable {
 
     /// Stops advertising (with a goodbye for the current activity), closes every socket, and fails whatever waits.
     public func shutdown() async {
-        let (stopping, launchWaiters, continuations) = state.withLockedValue { state in
+        let stopping = state.withLockedValue { state in
             state.stopped = true
-            defer {
-                state.launchWaiters = [:]
-                state.continuations = [:]
-            }
-            return (state.broker.stop(), state.launchWaiters.values.flatMap { $0 }, Array(state.continuations.values))
+            return state.broker.stop()
         }
         perform(stopping)
         for loop in loops { loop.cancel() }
-        for waiter in launchWaiters { waiter.resume(returning: nil) }
-        for continuation in continuations { continuation.cancel?() }
         links.closeAll()
         adverts?.close()
         try? await listener?.close()

@@ -5,10 +5,11 @@ import Foundation
 /// agent feeds it events (an app made an activity current, a peer asked for it, the app answered, a deadline
 /// passed) with the time, and performs the actions it returns (advertise, ask the app, answer the peer).
 ///
-/// This part holds the originating side: the device's one current activity (A9, C2) and every fetch another device
-/// makes of it (C4), with the save deadline (A7), `continued` (A8), expiry and eligibility (A10), the size limit
-/// (A11) and the typed failures the other device reports (C8). Each fetch is in one state, `saving`, from the
-/// moment it is asked until exactly one reply is sent; then it is gone.
+/// The originating side: the device's one current activity (A9, C2) and every fetch another device makes of it
+/// (C4), with the save deadline (A7), `continued` (A8), expiry and eligibility (A10), the size limit (A11) and the
+/// typed failures the other device reports (C8). Each fetch is in one state, `saving`, from the moment it is asked
+/// until exactly one reply is sent; then it is gone. The continuing side, every continuation started here, is in
+/// `HandoffBroker+Continuations.swift`.
 public struct HandoffBroker: Sendable {
     /// An app's connection to the agent, as the agent numbers them.
     public struct AppID: Hashable, Sendable, CustomStringConvertible {
@@ -67,6 +68,25 @@ public struct HandoffBroker: Sendable {
         case reply(FetchID, SessionMultiplexer.Reply)
         /// Tell `app` that `activity` was continued on another device (A8).
         case tellContinued(app: AppID, activity: UInt64)
+
+        /// Launch the app `bundle` for continuation `id`, and call ``HandoffBroker/appConnected(_:bundle:)`` when it
+        /// connects, or ``HandoffBroker/launchFailed(_:message:)`` when it cannot start or does not connect in time.
+        case launch(ContinuationID, bundle: String)
+        /// Fetch the state of continuation `id` from its originating device (C4), and call
+        /// ``HandoffBroker/fetchReplied(_:payload:)`` or ``HandoffBroker/fetchFailed(_:reason:message:)``.
+        case fetch(ContinuationID)
+        /// Decide where the state of continuation `id` goes (E1-E3), and call ``HandoffBroker/payloadRouted(_:_:)``.
+        case route(ContinuationID, payload: Data)
+        /// Tell `app` that continuation `id` of `activityType` is coming (C5: at once, before the state).
+        case tellWillContinue(app: AppID, ContinuationID, activityType: String)
+        /// Give `app` the state of continuation `id` (C5, C7).
+        case deliver(app: AppID, ContinuationID, payload: Data)
+        /// Tell `app` that continuation `id` failed, and why (C5, C6, C8).
+        case tellFailed(app: AppID, ContinuationID, activityType: String, reason: String, message: String)
+        /// Stop whatever is under way for continuation `id` (its fetch, its launch wait): it has ended.
+        case stopWork(ContinuationID)
+        /// Continuation `id` ended: answer whoever asked for it.
+        case finished(ContinuationID, Outcome)
     }
 
     /// A fetch waiting for the app's state.
@@ -88,6 +108,8 @@ public struct HandoffBroker: Sendable {
     var nextSave: UInt64 = 1
     /// Every fetch in progress, by its save request number.
     var saves: [UInt64: Save] = [:]
+    /// Every continuation in progress on this device.
+    var ongoing: [ContinuationID: ContinuationState] = [:]
 
     /// A broker for the device `deviceName`, giving apps `saveDeadlineMilliseconds` to answer a save.
     public init(deviceName: String, saveDeadlineMilliseconds: UInt64 = 1_000) {
@@ -150,12 +172,13 @@ public struct HandoffBroker: Sendable {
             current = nil
             actions.append(.goodbye(ended))
         }
-        return actions
+        return actions + continuationsGone(with: app)
     }
 
-    /// The agent is stopping: the goodbye goes out, and every fetch fails (`appGone`).
+    /// The agent is stopping: the goodbye goes out, every fetch fails (`appGone`), every continuation ends
+    /// (`cancelled`).
     public mutating func stop() -> [Action] {
-        var actions: [Action] = []
+        var actions = endAll(failure: FetchFailure.cancelled.rawValue, message: "the agent on \(deviceName) is stopping")
         for (save, waiting) in saves.sorted(by: { $0.key < $1.key }) {
             actions.append(.cancelTimer(save: save))
             actions.append(.reply(waiting.fetch, .failed(.appGone, "the agent on \(deviceName) is stopping")))

@@ -1,0 +1,243 @@
+import Foundation
+
+/// The continuing side of the broker (C5-C8): every continuation this device starts, from the person's choice to
+/// its one ending.
+///
+/// Each continuation is in one ``ContinuationState``. The app is told `willContinue` at once when it runs (or once
+/// it has connected after a launch), and from then on exactly one of `deliver` or `failed` reaches it (C5), whatever
+/// happens: a newer continuation (C6, `cancelled`), a failed fetch (C8), the app going away. A continuation whose
+/// app no claim names is fetched first and routed by what its state says (web pages: E1-E3).
+extension HandoffBroker {
+    /// A continuation, as the agent numbers them (the number apps see in `willContinue`).
+    public struct ContinuationID: Hashable, Sendable, Comparable, CustomStringConvertible {
+        /// The number.
+        public let value: UInt64
+
+        /// A continuation id.
+        public init(_ value: UInt64) { self.value = value }
+
+        public var description: String { "continuation \(value)" }
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.value < rhs.value }
+    }
+
+    /// Which app continues, as far as the advert tells (D1, D3): the agent routes by the keyed type hash.
+    public enum Route: Sendable, Hashable {
+        /// An app here claims it: `bundle`, delivered as `activityType`; `running` when it is connected now.
+        case app(bundle: String, activityType: String, running: AppID?)
+        /// No app claims the advertised hash: fetch the state, then route by what it says (E1-E3).
+        case byPayload
+    }
+
+    /// Where a fetched state goes, decided by the agent from the payload (E1-E3).
+    public enum PayloadRoute: Sendable, Hashable {
+        /// To `bundle` as `activityType`, with `payload` (E3: rewritten to the page alone).
+        case app(bundle: String, activityType: String, running: AppID?, payload: Data)
+        /// The agent opened it in the web browser (E1); `message` says so.
+        case opened(app: String, message: String)
+        /// Nowhere: `reason` (a ``FetchFailure`` raw value, `noApp`, `launchFailed`) and why.
+        case failed(app: String, reason: String, message: String)
+    }
+
+    /// How a continuation ended, for whoever asked for it.
+    public struct Outcome: Sendable, Hashable {
+        /// The app chosen, "browser", or "" when none was.
+        public var app: String
+        /// The failure (a ``FetchFailure`` raw value or `noApp`, `launchFailed`, `notPermitted`), or nil.
+        public var failure: String?
+        /// What happened, for a person.
+        public var message: String
+
+        /// An outcome.
+        public init(app: String, failure: String?, message: String) {
+            self.app = app
+            self.failure = failure
+            self.message = message
+        }
+    }
+
+    /// The app told `willContinue`.
+    public struct Told: Sendable, Hashable {
+        public var app: AppID
+        public var bundle: String
+        public var activityType: String
+    }
+
+    /// Where one continuation is.
+    public enum ContinuationState: Sendable, Hashable {
+        /// Its app is being launched; it is told once it connects.
+        case launching(bundle: String, activityType: String)
+        /// Its state is being fetched from the originating device; `told` is the app waiting for it, or nil when
+        /// no app is chosen yet (routing by the payload).
+        case fetching(told: Told?)
+        /// Its state arrived and the agent is deciding where it goes (E1-E3).
+        case routing
+        /// Routed by its state to an app that is being launched; the state waits here.
+        case launchingWithState(bundle: String, activityType: String, payload: Data)
+    }
+
+    /// The continuations in progress and their states.
+    public var continuations: [ContinuationID: ContinuationState] { ongoing }
+
+    // MARK: Events
+
+    /// The person continues an activity here (C3, C4); `route` is what the advert's type hash names. Every
+    /// continuation still in progress fails first with `cancelled` (C6).
+    public mutating func continueAsked(_ id: ContinuationID, route: Route) -> [Action] {
+        var actions = endAll(failure: FetchFailure.cancelled.rawValue, message: "a newer continuation started (C6)")
+        switch route {
+        case .app(let bundle, let type, let running?):
+            let told = Told(app: running, bundle: bundle, activityType: type)
+            ongoing[id] = .fetching(told: told)
+            actions += [.tellWillContinue(app: running, id, activityType: type), .fetch(id)]
+        case .app(let bundle, let type, nil):
+            ongoing[id] = .launching(bundle: bundle, activityType: type)
+            actions.append(.launch(id, bundle: bundle))
+        case .byPayload:
+            ongoing[id] = .fetching(told: nil)
+            actions.append(.fetch(id))
+        }
+        return actions
+    }
+
+    /// `app` connected as `bundle`: continuations waiting for its launch go on (C5: `willContinue` at once).
+    public mutating func appConnected(_ app: AppID, bundle: String) -> [Action] {
+        var actions: [Action] = []
+        for (id, state) in ongoing.sorted(by: { $0.key < $1.key }) {
+            switch state {
+            case .launching(bundle, let type):
+                ongoing[id] = .fetching(told: Told(app: app, bundle: bundle, activityType: type))
+                actions += [.tellWillContinue(app: app, id, activityType: type), .fetch(id)]
+            case .launchingWithState(bundle, let type, let payload):
+                ongoing[id] = nil
+                actions += [.tellWillContinue(app: app, id, activityType: type)]
+                actions += deliver(id, to: app, bundle: bundle, payload: payload)
+            case .launching, .launchingWithState, .fetching, .routing:
+                continue
+            }
+        }
+        return actions
+    }
+
+    /// The launch for `id` failed, or its app did not connect in time.
+    public mutating func launchFailed(_ id: ContinuationID, message: String) -> [Action] {
+        switch ongoing[id] {
+        case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
+            ongoing[id] = nil
+            return [.finished(id, Outcome(app: bundle, failure: "launchFailed", message: message))]
+        case .fetching, .routing, nil:
+            return []
+        }
+    }
+
+    /// The originating device sent the state of `id` (C4).
+    public mutating func fetchReplied(_ id: ContinuationID, payload: Data) -> [Action] {
+        guard case .fetching(let told) = ongoing[id] else { return [] }
+        guard let told else {
+            ongoing[id] = .routing
+            return [.route(id, payload: payload)]
+        }
+        ongoing[id] = nil
+        return deliver(id, to: told.app, bundle: told.bundle, payload: payload, bytes: true)
+    }
+
+    /// The fetch of `id` failed (C8): the app told `willContinue` hears why.
+    public mutating func fetchFailed(_ id: ContinuationID, reason: FetchFailure, message: String) -> [Action] {
+        guard case .fetching(let told) = ongoing[id] else { return [] }
+        ongoing[id] = nil
+        var actions: [Action] = []
+        if let told {
+            actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: reason.rawValue, message: message))
+        }
+        actions.append(.finished(id, Outcome(app: told?.bundle ?? "", failure: reason.rawValue, message: message)))
+        return actions
+    }
+
+    /// Where the state of `id`, fetched without a route, goes (E1-E3).
+    public mutating func payloadRouted(_ id: ContinuationID, _ route: PayloadRoute) -> [Action] {
+        guard case .routing = ongoing[id] else { return [] }
+        ongoing[id] = nil
+        switch route {
+        case .app(let bundle, let type, let running?, let payload):
+            return [.tellWillContinue(app: running, id, activityType: type)] + deliver(id, to: running, bundle: bundle, payload: payload)
+        case .app(let bundle, let type, nil, let payload):
+            ongoing[id] = .launchingWithState(bundle: bundle, activityType: type, payload: payload)
+            return [.launch(id, bundle: bundle)]
+        case .opened(let app, let message):
+            return [.finished(id, Outcome(app: app, failure: nil, message: message))]
+        case .failed(let app, let reason, let message):
+            return [.finished(id, Outcome(app: app, failure: reason, message: message))]
+        }
+    }
+
+    /// The process behind `app` is no longer the app that connected (ISSUE 10 item 4): what it was told it would
+    /// get, it does not; it hears `failed` (`notPermitted`) and the continuation ends.
+    public mutating func appDistrusted(_ app: AppID, message: String) -> [Action] {
+        var actions: [Action] = []
+        for (id, told) in toldContinuations(of: app) {
+            ongoing[id] = nil
+            actions += [
+                .tellFailed(app: app, id, activityType: told.activityType, reason: "notPermitted", message: message),
+                .stopWork(id),
+                .finished(id, Outcome(app: told.bundle, failure: "notPermitted", message: message)),
+            ]
+        }
+        return actions
+    }
+
+    /// Whoever asked for continuation `id` gave up: it ends with `cancelled`, and its app, if told, hears it.
+    public mutating func cancel(_ id: ContinuationID) -> [Action] {
+        end(id, failure: FetchFailure.cancelled.rawValue, message: "the continuation was cancelled")
+    }
+
+    /// The app told about a continuation now, if any (the agent checks it before a delivery).
+    public func told(_ id: ContinuationID) -> Told? {
+        guard case .fetching(let told?) = ongoing[id] else { return nil }
+        return told
+    }
+
+    // MARK: Helpers
+
+    /// Continuations told to `app` and not ended.
+    func toldContinuations(of app: AppID) -> [(ContinuationID, Told)] {
+        ongoing.sorted(by: { $0.key < $1.key }).compactMap { id, state in
+            guard case .fetching(let told?) = state, told.app == app else { return nil }
+            return (id, told)
+        }
+    }
+
+    /// The app going away ends what it was told (nobody is left to tell).
+    mutating func continuationsGone(with app: AppID) -> [Action] {
+        toldContinuations(of: app).flatMap { id, told -> [Action] in
+            ongoing[id] = nil
+            return [.stopWork(id), .finished(id, Outcome(app: told.bundle, failure: FetchFailure.appGone.rawValue, message: "\(told.bundle) went away"))]
+        }
+    }
+
+    /// Ends every continuation in progress with `failure`: apps told `willContinue` hear it (C5, C6).
+    mutating func endAll(failure: String, message: String) -> [Action] {
+        ongoing.keys.sorted().flatMap { end($0, failure: failure, message: message) }
+    }
+
+    /// Ends continuation `id` with `failure`; its app hears it if it was told `willContinue` (C5).
+    mutating func end(_ id: ContinuationID, failure: String, message: String) -> [Action] {
+        guard let state = ongoing.removeValue(forKey: id) else { return [] }
+        var actions: [Action] = []
+        var app = ""
+        switch state {
+        case .fetching(let told?):
+            app = told.bundle
+            actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: failure, message: message))
+        case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
+            app = bundle
+        case .fetching(nil), .routing:
+            break
+        }
+        return actions + [.stopWork(id), .finished(id, Outcome(app: app, failure: failure, message: message))]
+    }
+
+    func deliver(_ id: ContinuationID, to app: AppID, bundle: String, payload: Data, bytes: Bool = false) -> [Action] {
+        let message = bytes ? "continued in \(bundle) (\(payload.count) bytes of state)" : "continued in \(bundle)"
+        return [.deliver(app: app, id, payload: payload), .finished(id, Outcome(app: bundle, failure: nil, message: message))]
+    }
+}

@@ -1,0 +1,189 @@
+import BatonCore
+import BatonProtocol
+import Foundation
+import Testing
+
+/// The continuing side of the handoff broker (C5-C8, E1-E3), transition by transition, and C5 as a property of any
+/// sequence of events (issue 11 part 2: the races the CLI tests used to check with sleeps).
+@Suite("Handoff broker: continuations on this device")
+struct HandoffBrokerContinuationTests {
+    typealias ID = HandoffBroker.ContinuationID
+    static let notes = HandoffBroker.AppID(1)
+    static let type = "com.example.notes.edit"
+    static let state = Data("state".utf8)
+
+    static func broker() -> HandoffBroker { HandoffBroker(deviceName: "desktop") }
+
+    static func running() -> HandoffBroker.Route { .app(bundle: "com.example.Notes", activityType: type, running: notes) }
+    static func notRunning() -> HandoffBroker.Route { .app(bundle: "com.example.Notes", activityType: type, running: nil) }
+
+    @Test("C4, C5: a running app is told at once, the state is fetched and delivered, and the caller hears how")
+    func runningApp() {
+        var broker = Self.broker()
+        #expect(broker.continueAsked(ID(1), route: Self.running()) == [.tellWillContinue(app: Self.notes, ID(1), activityType: Self.type), .fetch(ID(1))])
+        #expect(
+            broker.fetchReplied(ID(1), payload: Self.state) == [
+                .deliver(app: Self.notes, ID(1), payload: Self.state),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: nil, message: "continued in com.example.Notes (5 bytes of state)")),
+            ]
+        )
+        #expect(broker.continuations.isEmpty)
+        #expect(broker.fetchReplied(ID(1), payload: Self.state).isEmpty, "one ending")
+    }
+
+    @Test("C5: an app that is not running is launched, and told once it connects; only its own bundle counts")
+    func launchThenTell() {
+        var broker = Self.broker()
+        #expect(broker.continueAsked(ID(1), route: Self.notRunning()) == [.launch(ID(1), bundle: "com.example.Notes")])
+        #expect(broker.appConnected(HandoffBroker.AppID(9), bundle: "com.example.Other").isEmpty)
+        #expect(broker.appConnected(Self.notes, bundle: "com.example.Notes") == [.tellWillContinue(app: Self.notes, ID(1), activityType: Self.type), .fetch(ID(1))])
+        #expect(broker.launchFailed(ID(1), message: "late timer").isEmpty, "a launch timer after the app connected changes nothing")
+    }
+
+    @Test("C8: a launch that fails ends the continuation; the app was never told, so it hears nothing")
+    func launchFails() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.notRunning())
+        #expect(broker.launchFailed(ID(1), message: "no descriptors") == [.finished(ID(1), .init(app: "com.example.Notes", failure: "launchFailed", message: "no descriptors"))])
+        #expect(broker.appConnected(Self.notes, bundle: "com.example.Notes").isEmpty)
+    }
+
+    @Test("C6: a second continuation during a fetch fails the first with cancelled, once, before the second begins")
+    func secondContinuationCancelsFirst() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        let actions = broker.continueAsked(ID(2), route: Self.running())
+        #expect(
+            actions == [
+                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "cancelled", message: "a newer continuation started (C6)"),
+                .stopWork(ID(1)),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: "cancelled", message: "a newer continuation started (C6)")),
+                .tellWillContinue(app: Self.notes, ID(2), activityType: Self.type),
+                .fetch(ID(2)),
+            ]
+        )
+        #expect(broker.fetchReplied(ID(1), payload: Self.state).isEmpty, "the first one's late state goes nowhere")
+        #expect(broker.fetchReplied(ID(2), payload: Self.state).first == .deliver(app: Self.notes, ID(2), payload: Self.state))
+    }
+
+    @Test("C8: a peer that vanishes mid-fetch: the app hears peerGone once")
+    func peerGone() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        #expect(
+            broker.fetchFailed(ID(1), reason: .peerGone, message: "the session ended") == [
+                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "peerGone", message: "the session ended"),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: "peerGone", message: "the session ended")),
+            ]
+        )
+        #expect(broker.fetchFailed(ID(1), reason: .timedOut, message: "late").isEmpty)
+    }
+
+    @Test("E1-E3: no app claims the hash: fetch, route by the state, then deliver, launch, open the browser, or fail")
+    func byPayload() {
+        var broker = Self.broker()
+        #expect(broker.continueAsked(ID(1), route: .byPayload) == [.fetch(ID(1))])
+        #expect(broker.fetchReplied(ID(1), payload: Self.state) == [.route(ID(1), payload: Self.state)])
+        let page = Data("page".utf8)
+        #expect(
+            broker.payloadRouted(ID(1), .app(bundle: "com.example.Reader", activityType: "NSUserActivityTypeBrowsingWeb", running: Self.notes, payload: page)) == [
+                .tellWillContinue(app: Self.notes, ID(1), activityType: "NSUserActivityTypeBrowsingWeb"),
+                .deliver(app: Self.notes, ID(1), payload: page),
+                .finished(ID(1), .init(app: "com.example.Reader", failure: nil, message: "continued in com.example.Reader")),
+            ]
+        )
+
+        _ = broker.continueAsked(ID(2), route: .byPayload)
+        _ = broker.fetchReplied(ID(2), payload: Self.state)
+        #expect(broker.payloadRouted(ID(2), .app(bundle: "com.example.Reader", activityType: "web", running: nil, payload: page)) == [.launch(ID(2), bundle: "com.example.Reader")])
+        #expect(
+            broker.appConnected(Self.notes, bundle: "com.example.Reader") == [
+                .tellWillContinue(app: Self.notes, ID(2), activityType: "web"),
+                .deliver(app: Self.notes, ID(2), payload: page),
+                .finished(ID(2), .init(app: "com.example.Reader", failure: nil, message: "continued in com.example.Reader")),
+            ]
+        )
+
+        _ = broker.continueAsked(ID(3), route: .byPayload)
+        _ = broker.fetchReplied(ID(3), payload: Self.state)
+        #expect(broker.payloadRouted(ID(3), .opened(app: "browser", message: "opened")) == [.finished(ID(3), .init(app: "browser", failure: nil, message: "opened"))])
+        _ = broker.continueAsked(ID(4), route: .byPayload)
+        _ = broker.fetchReplied(ID(4), payload: Self.state)
+        #expect(broker.payloadRouted(ID(4), .failed(app: "", reason: "noApp", message: "no app")) == [.finished(ID(4), .init(app: "", failure: "noApp", message: "no app"))])
+    }
+
+    @Test("the app exits while its state is fetched: the continuation ends (appGone), nobody is told; a distrusted app hears notPermitted")
+    func appGoneOrDistrusted() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        #expect(broker.appGone(Self.notes) == [.stopWork(ID(1)), .finished(ID(1), .init(app: "com.example.Notes", failure: "appGone", message: "com.example.Notes went away"))])
+        _ = broker.continueAsked(ID(2), route: Self.running())
+        let distrusted = broker.appDistrusted(Self.notes, message: "not the app")
+        #expect(distrusted.first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: "notPermitted", message: "not the app"))
+        #expect(broker.fetchReplied(ID(2), payload: Self.state).isEmpty)
+    }
+
+    @Test("the caller gives up, or the agent stops: the told app hears cancelled")
+    func cancelAndStop() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        #expect(broker.cancel(ID(1)).first == .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "cancelled", message: "the continuation was cancelled"))
+        #expect(broker.cancel(ID(1)).isEmpty)
+        _ = broker.continueAsked(ID(2), route: Self.running())
+        #expect(broker.stop().first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: "cancelled", message: "the agent on desktop is stopping"))
+        #expect(broker.continuations.isEmpty)
+    }
+
+    @Test("C5 as a property: in 2,000 random sequences of events, every app told willContinue hears exactly one ending, and every continuation finishes once")
+    func exactlyOneEnding() {
+        var generator = SeededRandom(state: 42)
+        for _ in 0..<2_000 {
+            var broker = Self.broker()
+            var actions: [HandoffBroker.Action] = []
+            var nextID: UInt64 = 1
+            for _ in 0..<12 {
+                let id = ID(UInt64.random(in: 1...max(1, nextID), using: &generator))
+                switch Int.random(in: 0..<9, using: &generator) {
+                case 0:
+                    let route: HandoffBroker.Route = [Self.running(), Self.notRunning(), .byPayload][Int.random(in: 0..<3, using: &generator)]
+                    actions += broker.continueAsked(ID(nextID), route: route)
+                    nextID += 1
+                case 1: actions += broker.appConnected(Self.notes, bundle: "com.example.Notes")
+                case 2: actions += broker.launchFailed(id, message: "x")
+                case 3: actions += broker.fetchReplied(id, payload: Self.state)
+                case 4: actions += broker.fetchFailed(id, reason: .peerGone, message: "x")
+                case 5: actions += broker.payloadRouted(id, .app(bundle: "com.example.Notes", activityType: Self.type, running: Bool.random(using: &generator) ? Self.notes : nil, payload: Self.state))
+                case 6: actions += broker.appGone(Self.notes)
+                case 7: actions += broker.cancel(id)
+                default: actions += broker.payloadRouted(id, .failed(app: "", reason: "noApp", message: "x"))
+                }
+            }
+            actions += broker.stop()
+            var told: Set<UInt64> = []
+            var endings: [UInt64: Int] = [:]
+            var finished: [UInt64: Int] = [:]
+            var gone: Set<UInt64> = []
+            for action in actions {
+                switch action {
+                case .tellWillContinue(_, let id, _):
+                    #expect(!told.contains(id.value), "told once")
+                    told.insert(id.value)
+                case .deliver(_, let id, _), .tellFailed(_, let id, _, _, _):
+                    #expect(told.contains(id.value), "an ending only after willContinue")
+                    endings[id.value, default: 0] += 1
+                case .finished(let id, let outcome):
+                    finished[id.value, default: 0] += 1
+                    if outcome.failure == "appGone" { gone.insert(id.value) }
+                default:
+                    break
+                }
+            }
+            for id in told {
+                // The app that went away cannot be told; every other told app hears exactly one ending.
+                #expect(endings[id, default: 0] == (gone.contains(id) ? 0 : 1), "continuation \(id): \(endings[id, default: 0]) endings")
+            }
+            #expect(finished.values.allSatisfy { $0 == 1 }, "every continuation finishes once")
+            #expect(Set(finished.keys) == Set(1..<nextID), "and every one finishes")
+        }
+    }
+}
