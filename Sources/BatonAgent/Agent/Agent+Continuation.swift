@@ -116,9 +116,10 @@ extension Agent: PeerLinkResponder {
             switch result {
             case .success(let payload):
                 // ISSUE 10 item 4: the state goes only to the process that said hello, still running the app.
-                if let told = state.withLockedValue({ $0.broker.told(id) }), let connection = state.withLockedValue({ $0.appConnections[told.app] }),
-                    !isStillTheApp(connection)
-                {
+                let told = state.withLockedValue { state in
+                    state.broker.told(id).flatMap { told in state.appConnections[told.app].map { (told, $0) } }
+                }
+                if let (told, connection) = told, !isStillTheApp(connection) {
                     let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
                     log("\(id): \(message)")
                     broker { $0.appDistrusted(told.app, message: message) }

@@ -266,13 +266,6 @@ final class PeerLinks: @unchecked Sendable {
         serverContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: true))
     }
 
-    /// Every open connection, in use or retired.
-    var openCount: Int {
-        table.withLockedValue { table in
-            table.links.values.filter(\.isOpen).count + table.retired.values.filter(\.isOpen).count
-        }
-    }
-
     /// The open link to `device`, if there is one.
     func existing(_ device: DeviceID) -> PeerLink? {
         table.withLockedValue { table in
