@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
@@ -64,12 +66,18 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // What apps import: a client of the device's agent.
         .target(name: "Baton", dependencies: ["BatonCore", "BatonProtocol", "BatonClient"]),
         // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
-        .target(name: "BatonEmbedded", dependencies: ["Baton", "BatonAgent", "BatonRegistry"]),
+        .target(
+            name: "BatonEmbedded",
+            dependencies: ["Baton", "BatonAgent", "BatonRegistry", .product(name: "Logging", package: "swift-log")]
+        ),
         // The command line.
         .executableTarget(
             name: "baton",
@@ -84,6 +92,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a

@@ -1,6 +1,7 @@
 import BatonAgent
 import BatonRegistry
 import Foundation
+import Logging
 
 /// Several devices of one account on this machine, each with its own state folder and its own agent on loopback:
 /// the embedded mode (ISSUE 5 part 6) that tests, benchmarks and `baton demo` use. The agents run in this process
@@ -49,7 +50,7 @@ public final class LocalDevices: Sendable {
                 configuration.trustsThisProcess = true
                 configuration.socketPath = store.folder.appendingPathComponent("agent.sock").path
                 configuration.syncInterval = 60
-                configuration.log = { _ in }
+                configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
                 agents.append(try await Agent.start(configuration))
             }

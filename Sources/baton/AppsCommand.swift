@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonAgent
 import BatonRegistry
 import Foundation
 
@@ -32,17 +33,27 @@ struct AppsCommand: ParsableCommand {
         subcommands: [List.self, Inspect.self, Route.self]
     )
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the installed apps, and the bundles that could not be loaded with why."
+            abstract: "List the installed apps, and the bundles that could not be loaded with why.",
+            discussion: """
+                With --agent, asks this device's running agent what it sees now (it follows installs: a bundle \
+                added, changed or removed shows at once, without a restart); otherwise reads the folders itself.
+                """
         )
 
         @OptionGroup var search: AppSearchOptions
 
+        @Flag(help: "Ask the running agent (of --state) which apps it sees, rather than reading the folders.")
+        var agent = false
+
+        @OptionGroup var state: StateOptions
+
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run() throws {
+        func run() async throws {
+            guard !agent else { return try await listFromAgent() }
             let registry = search.registry()
             if json {
                 printJSON([
@@ -62,6 +73,34 @@ struct AppsCommand: ParsableCommand {
             }
             for problem in registry.problems {
                 print("not loaded: \(problem)")
+            }
+        }
+
+        func listFromAgent() async throws {
+            let client = try await controlClient(state)
+            defer { client.close() }
+            client.send(.listApps(request: 1))
+            let apps = try await awaitReply(client) { if case .apps(1, let apps) = $0 { apps } else { nil } }
+            if json {
+                printJSON([
+                    "apps": apps.filter { !$0.bundle.isEmpty }.map { app -> [String: Any] in
+                        var object: [String: Any] = ["bundleIdentifier": app.bundle, "name": app.name, "activityTypes": app.activityTypes]
+                        if let team = app.team { object["team"] = team }
+                        if !app.problem.isEmpty { object["problem"] = app.problem }
+                        return object
+                    },
+                    "problems": apps.filter(\.bundle.isEmpty).map(\.problem),
+                ])
+                return
+            }
+            if apps.isEmpty { print("The agent sees no apps.") }
+            for app in apps where !app.bundle.isEmpty {
+                let types = app.activityTypes.count
+                let problem = app.problem.isEmpty ? "" : "  (\(app.problem))"
+                print("\(app.bundle)  team \(app.team ?? "none")  \(types) activity type\(types == 1 ? "" : "s")\(problem)")
+            }
+            for app in apps where app.bundle.isEmpty {
+                print("not loaded: \(app.problem)")
             }
         }
     }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import BatonAgent
 import Foundation
+import Logging
+import UnixSignals
 import NIOCore
 import NIOPosix
 import NIOConcurrencyHelpers
@@ -259,8 +261,10 @@ struct AgentCommand: AsyncParsableCommand {
             multicast on the LAN (IPv4, and IPv6 link-local on every interface; port --discovery-port) and by unicast to the known peers and to every --peer, which \
             is how devices on other subnets, over a VPN, or on one machine find each other. Other devices fetch the \
             state over TLS 1.3 sessions that only the account's devices can open. Rosters are synced with known peers \
-            every --interval seconds. Logs go to standard error; they never contain key material. \
-            Stop with Ctrl-C: the current activity's goodbye goes out first.
+            when they change and when a session opens; a failed sync is tried again after --interval seconds, \
+            doubling. Installed apps are followed: a bundle added, changed or removed is seen at once. When idle the \
+            agent sleeps: nothing polls. Logs go to standard error (--log-level); they never contain key material. \
+            Stop with Ctrl-C or SIGTERM: the current activity's goodbye goes out first.
             """
     )
 
@@ -275,7 +279,7 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(name: .customLong("peer"), help: "Another agent's HOST:PORT to advertise to and sync with; repeatable.")
     var peers: [PeerAddress] = []
 
-    @Option(help: "Seconds between roster syncs with known peers.")
+    @Option(help: "Seconds before a failed roster sync is tried again (doubling, up to 12 times this).")
     var interval = 5.0
 
     @Option(help: "The shared UDP port for multicast adverts on the LAN.")
@@ -299,6 +303,9 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "Seconds an app launched to continue an activity may take to connect.")
     var launchTimeout = 10.0
 
+    @Option(help: "The least important log lines shown: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
     func validate() throws {
         guard interval >= 0.1 else { throw ValidationError("--interval must be at least 0.1 seconds.") }
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
@@ -319,33 +326,20 @@ struct AgentCommand: AsyncParsableCommand {
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
         if !appFolders.isEmpty {
-            configuration.apps = AppRegistry.load(searchPaths: appFolders.map { URL(fileURLWithPath: $0) })
+            configuration.appFolders = appFolders.map { URL(fileURLWithPath: $0) }
         }
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        configuration.logger = Logger(label: "baton.agent")
+        configuration.stopSignals = [.sigint, .sigterm]
         let agent = try await reportingAgentErrorsAsync { try await Agent.start(configuration) }
-        await waitForTerminationSignal()
-        configuration.log("stopping")
-        await agent.shutdown()
+        await agent.finished()
+        configuration.logger.info("stopped")
     }
 }
 
-/// Returns when the process gets SIGINT or SIGTERM (which no longer end it on their own).
-func waitForTerminationSignal() async {
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        let fired = NIOLockedValueBox(false)
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                guard !fired.withLockedValue({ value in defer { value = true }; return value }) else { return }
-                done.resume()
-            }
-            source.resume()
-            sources.append(source)
-        }
-        signalSources = sources
-    }
-}
-
-/// Kept alive for the life of the process.
-nonisolated(unsafe) var signalSources: [DispatchSourceSignal] = []
+extension Logger.Level: @retroactive ExpressibleByArgument {}

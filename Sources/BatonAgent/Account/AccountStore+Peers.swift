@@ -30,6 +30,27 @@ extension AccountStore {
         return peers.filter { $0.key != me && roster.isActive($0.key) }.compactMap(\.value.address).sorted()
     }
 
+    /// Moves a damaged peer list aside as `peers.plist.damaged` (the caller holds the state lock).
+    private func setAsideDamagedPeers() {
+        let aside = folder.appendingPathComponent("peers.plist.damaged")
+        try? FileManager.default.removeItem(at: aside)
+        try? FileManager.default.moveItem(at: peersURL, to: aside)
+    }
+
+    /// Sets the peer list aside when it cannot be read, so it is rebuilt from the next syncs (ISSUE 10 item 8); the
+    /// agent calls this when the state folder changes. True when it was damaged.
+    public func repairPeers() throws -> Bool {
+        try withStateLock {
+            do {
+                _ = try peers()
+                return false
+            } catch let error as BatonAgentError where error.code == .stateCorrupt {
+                setAsideDamagedPeers()
+                return true
+            }
+        }
+    }
+
     /// Records a successful session with `id`, and its agent's address when known.
     ///
     /// The peer list is a cache, rebuilt from syncs: a damaged `peers.plist` does not stop anything (ISSUE 10 item
@@ -43,9 +64,7 @@ extension AccountStore {
             do {
                 peers = try self.peers()
             } catch let error as BatonAgentError where error.code == .stateCorrupt {
-                let aside = folder.appendingPathComponent("peers.plist.damaged")
-                try? FileManager.default.removeItem(at: aside)
-                try? FileManager.default.moveItem(at: peersURL, to: aside)
+                setAsideDamagedPeers()
                 peers = [:]
                 rebuilt = true
             }

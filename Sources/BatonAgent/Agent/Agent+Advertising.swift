@@ -29,25 +29,43 @@ extension Agent {
         )
         guard let datagram = try? keys.seal(advert) else { return }
         adverts?.send(datagram, to: targets)
+        if isCurrent {
+            lastAdvert.withLockedValue { $0 = Self.uptimeMilliseconds() }
+            advertBell.ring()  // the loop re-advertises from now on
+        }
     }
 
-    /// Re-advertises the current activity, expires silent nearby entries, and renews multicast memberships when
-    /// the interfaces change (re-advertising at once then).
+    /// Re-advertises the current activity every `advertInterval`, expires silent nearby entries, and renews
+    /// multicast memberships when the interfaces change (re-advertising at once then). Sleeps until the earliest of
+    /// those is due; with nothing current and nothing nearby, only the interface check wakes it, every
+    /// ``membershipCheckInterval`` and only with multicast on (issue 11 part 8).
     func advertLoop() async {
-        var ticks = 0
+        let interval = UInt64(configuration.advertInterval * 1000)
+        let timeToLive = UInt64(configuration.nearbyTimeToLive * 1000)
+        let multicast = adverts?.multicastIsOn == true
+        var nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(Int(configuration.advertInterval * 1000)))
-            ticks += 1
-            let networkChanged = ticks % 2 == 0 && (adverts?.refreshMemberships(log: configuration.log) ?? false)
-            if networkChanged { log("network interfaces changed: advertising again") }
-            if ticks % 5 == 0 {
-                refreshTargets()
-                links.sweep()
-                reapChildren()
-                givesMemoryBackAfterBursts()
+            let now = Self.uptimeMilliseconds()
+            let (offered, oldest) = state.withLockedValue { state in
+                (state.broker.current?.isOffered(at: Self.now()) == true, state.nearby.entries.values.map(\.lastSeen).min())
+            }
+            var deadlines: [UInt64] = []
+            if offered { deadlines.append(lastAdvert.withLockedValue { $0 } + interval) }
+            if let oldest { deadlines.append(now + (oldest + timeToLive).subtractingSaturated(Self.now()) + 1) }
+            if multicast { deadlines.append(nextMembershipCheck) }
+            let wait = deadlines.min().map { Duration.milliseconds(Int64($0.subtractingSaturated(now))) }
+            await advertBell.wait(timeout: wait)
+            guard !Task.isCancelled else { return }
+            var networkChanged = false
+            if multicast, Self.uptimeMilliseconds() >= nextMembershipCheck {
+                nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
+                networkChanged = adverts?.refreshMemberships(log: { [logger] line in logger.info("\(line)") }) ?? false
+                if networkChanged { log("network interfaces changed: advertising again") }
             }
             let current = state.withLockedValue(\.broker.current)
-            if let current, current.isOffered(at: Self.now()) {
+            if let current, current.isOffered(at: Self.now()),
+                networkChanged || Self.uptimeMilliseconds() >= lastAdvert.withLockedValue({ $0 }) + interval
+            {
                 sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
             }
             let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }
@@ -55,12 +73,21 @@ extension Agent {
         }
     }
 
+    /// Milliseconds between checks of the network interfaces for multicast (a poll, but a rare one: a netlink
+    /// socket would make it none).
+    static let membershipCheckInterval: UInt64 = 10_000
+
+    /// Milliseconds of uptime: the clock the loops sleep by.
+    static func uptimeMilliseconds() -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds / 1_000_000
+    }
+
     /// After a burst of connections has ended (many more were open at once than now), hands the memory the
     /// allocator kept for them back to the system (ISSUE 10 item 7: glibc keeps freed memory in its per-thread
     /// arenas; 2,000 connections left 60 MB behind per round). Costs a few milliseconds, only after such a burst.
     func givesMemoryBackAfterBursts() {
         let (peak, open) = links.takePeak()
-        guard peak - open >= 64 else { return }
+        guard peak - open >= PeerLinks.burst else { return }
         Allocator.giveBackFreeMemory()
     }
 
@@ -77,6 +104,7 @@ extension Agent {
             return (advert.device, change)
         }
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
+        if change == .added { advertBell.ring() }  // its expiry is due some time
         nearbyChanged(device, change)
     }
 
@@ -85,7 +113,7 @@ extension Agent {
         for observer in nearbyObservers.withLockedValue({ $0 }) { observer(device, change) }
         let watchers = state.withLockedValue { Array($0.watchers.values) }
         guard !watchers.isEmpty else { return }
-        Task {
+        appWork.start { [self] in
             let items = await nearbyItems(describe: true)
             for watcher in watchers { watcher.send(.nearbyChanged(items)) }
         }
@@ -141,5 +169,12 @@ extension Agent {
         if case .summary(let summary) = await link.request(.describe(sequence: entry.advert.sequence), timeout: 1) {
             state.withLockedValue { $0.summaries[entry.advert.device] = (entry.advert.sequence, summary) }
         }
+    }
+}
+
+extension UInt64 {
+    /// `self - other`, or 0 when `other` is larger.
+    func subtractingSaturated(_ other: UInt64) -> UInt64 {
+        self > other ? self - other : 0
     }
 }

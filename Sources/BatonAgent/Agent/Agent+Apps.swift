@@ -26,12 +26,14 @@ extension Agent: IPCHandler {
         case (.app, .saveFailed(let request, let text)):
             broker { $0.saveFailed(save: request, from: connection.appID, text: text) }
         case (.control, .listNearby(let request)):
-            Task { connection.send(.nearby(request: request, await nearbyItems(describe: true))) }
+            appWork.start { [self] in connection.send(.nearby(request: request, await nearbyItems(describe: true))) }
         case (.control, .continueNearby(let request, let device)):
-            Task { connection.send(.continueResult(request: request, await continueNearby(device: device))) }
+            appWork.start { [self] in connection.send(.continueResult(request: request, await continueNearby(device: device))) }
         case (.control, .watchNearby):
             state.withLockedValue { $0.watchers[ObjectIdentifier(connection)] = connection }
-            Task { connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
+            appWork.start { [self] in connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
+        case (.control, .listApps(let request)):
+            connection.send(.apps(request: request, appListing()))
         default:
             connection.refuse("protocolViolation", "that message is not allowed for this client")
         }
@@ -133,6 +135,20 @@ extension Agent: IPCHandler {
     }
 
     // MARK: Launching
+
+    /// Reaps the programs this agent started as they end (a SIGCHLD rings the bell; while any runs, a check every
+    /// minute backs that up), so none is left a zombie.
+    func reapLoop() async {
+        let signal = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: .global())
+        signal.setEventHandler { [childBell] in childBell.ring() }
+        signal.resume()
+        defer { signal.cancel() }
+        while !Task.isCancelled {
+            let children = state.withLockedValue { !$0.launched.isEmpty || !$0.spawned.isEmpty }
+            await childBell.wait(timeout: children ? .seconds(60) : nil)
+            reapChildren()
+        }
+    }
 
     /// Reaps the programs this agent started that have ended, so none is left a zombie.
     func reapChildren() {

@@ -16,7 +16,7 @@ extension Agent: PeerLinkResponder {
                     host: link.channel.remoteAddress?.hostText,
                     dialed: nil,
                     store: store,
-                    log: configuration.log
+                    log: { [logger] line in logger.info("\(line)", metadata: ["peer": "\(link.peer.short)"]) }
                 )
                 rosterChanged()
                 return .synced(roster: try store.roster().encoded(), agentPort: port)
@@ -39,6 +39,11 @@ extension Agent: PeerLinkResponder {
 
     func linkClosed(_ link: PeerLink) {
         links.remove(link)
+    }
+
+    func linkOpened(_ link: PeerLink) {
+        sessionBell.ring()
+        syncBell.ring()  // a peer not synced over this session yet is synced now
     }
 
     // MARK: The continuing side
@@ -110,7 +115,7 @@ extension Agent: PeerLinkResponder {
     /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer.
     func startFetch(_ id: HandoffBroker.ContinuationID) {
         guard let entry = state.withLockedValue({ $0.continuationRecords[id]?.entry }) else { return }
-        let task = Task { [self] in
+        let task = sessionWork.start { [self] in
             let result = await fetch(entry)
             guard !Task.isCancelled else { return }
             switch result {

@@ -1,16 +1,23 @@
 import BatonCore
 import BatonRegistry
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// One device's agent (ARCHITECTURE "The flow of one handoff"): it knows the account, the current activity and the
 /// nearby ones, advertises, answers fetches, launches apps and hands them continuations.
 ///
 /// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
-/// ``NearbyTable``, ``SessionMultiplexer``). State is kept under one lock, never held across I/O or awaits.
+/// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
+/// or awaits. Its long-running parts are four services in one `ServiceGroup` (AgentServices.swift).
+///
+/// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
+/// `nearbyObservers`) or a `var` assigned only by ``start(_:)`` before the agent is returned and its services
+/// started (`port`, `listener`, `ipc`, `adverts`, `watcher`, `services`, `runner`), and only read after that.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -24,12 +31,31 @@ public final class Agent: @unchecked Sendable {
     let store: AccountStore
     let links: PeerLinks
     let state: NIOLockedValueBox<State>
-    var router: ActivityRouter
-    var registry: AppRegistry
+    /// The installed apps and the router over them: replaced when an app folder changes (part 7).
+    let catalog: NIOLockedValueBox<(registry: AppRegistry, router: ActivityRouter)>
+    var registry: AppRegistry { catalog.withLockedValue(\.registry) }
+    var router: ActivityRouter { catalog.withLockedValue(\.router) }
+    /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
+    let logger: Logger
     var listener: Channel?
     var ipc: Channel?
     var adverts: AdvertSocket?
-    var loops: [Task<Void, Never>] = []
+    var watcher: FolderWatcher?
+    var services: ServiceGroup?
+    var runner: Task<Void, Never>?
+    /// The work peers' requests and continuations start, run by the session service; and the command lines'
+    /// requests, run by the app socket service. Nothing runs outside them.
+    let sessionWork = TaskPool()
+    let appWork = TaskPool()
+    /// What wakes each service's loop (issue 11 part 8: nothing polls).
+    let advertBell = Doorbell()
+    let syncBell = Doorbell()
+    let sessionBell = Doorbell()
+    let childBell = Doorbell()
+    /// Set when every peer must be synced again, in step or not (a damaged peer cache).
+    let resyncAll = NIOLockedValueBox(false)
+    /// Uptime milliseconds of the last advert of the current activity (re-advertised every `advertInterval`).
+    let lastAdvert = NIOLockedValueBox<UInt64>(0)
     /// Peers added while running (``addPeer(_:)``), beside the configured ones.
     let extraPeers = NIOLockedValueBox<[String]>([])
     /// Called with every change of the nearby table (benchmarks and tests timestamp it).
@@ -44,7 +70,7 @@ public final class Agent: @unchecked Sendable {
         var started: UInt64
         var waiter: CheckedContinuation<ContinuationOutcome, Never>
         /// Its fetch, and its launch deadline, while they run.
-        var work: Task<Void, Never>?
+        var work: TaskPool.Handle?
         var launchTimer: Scheduled<Void>?
     }
 
@@ -84,8 +110,8 @@ public final class Agent: @unchecked Sendable {
         self.configuration = configuration
         self.identity = identity
         self.store = configuration.store
-        self.registry = registry
-        self.router = ActivityRouter(registry: registry)
+        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry)))
+        self.logger = configuration.logger
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
         let keys = AdvertKeys(roster.accountKey)
         state = NIOLockedValueBox(
@@ -97,27 +123,59 @@ public final class Agent: @unchecked Sendable {
                 broker: HandoffBroker(deviceName: identity.name, saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000))
             )
         )
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store))
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), work: sessionWork)
     }
 
     /// Starts an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and
-    /// begins advertising and syncing.
+    /// runs its services (advertising, sync, the app socket, sessions) until ``shutdown()`` or, for `baton agent`,
+    /// one of `configuration.stopSignals`.
     /// - Throws: ``BatonAgentError`` when the state folder is not initialised or a port or socket cannot be opened.
     public static func start(_ configuration: AgentConfiguration) async throws -> Agent {
         let store = configuration.store
         let identity = try store.identity()
         let roster = try store.roster()
-        let registry = configuration.apps ?? AppRegistry.load(searchPaths: AppRegistry.searchPaths())
+        let appFolders = configuration.appFolders ?? AppRegistry.searchPaths()
+        let registry = configuration.apps ?? AppRegistry.load(searchPaths: appFolders)
         let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
         agent.links.responder = agent
         agent.rebuildHashIndex()
         do {
             try await agent.open()
         } catch {
-            await agent.shutdown()
+            agent.stopBroker()
+            agent.adverts?.close()
+            agent.links.closeAll()
+            try? await agent.listener?.close()
+            await agent.closeIPC()
             throw error
         }
+        agent.watchFolders(apps: configuration.apps == nil ? appFolders : [])
+        let services = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    SessionService(agent: agent),
+                    AppSocketService(agent: agent),
+                    SyncService(agent: agent),
+                    AdvertisingService(agent: agent),
+                ],
+                gracefulShutdownSignals: configuration.stopSignals,
+                logger: agent.logger
+            )
+        )
+        agent.services = services
+        agent.runner = Task {
+            do {
+                try await services.run()
+            } catch {
+                agent.logger.error("the agent's services stopped: \(error)")
+            }
+        }
         return agent
+    }
+
+    /// Returns when the agent has stopped (after ``shutdown()``, or a stop signal for `baton agent`).
+    public func finished() async {
+        await runner?.value
     }
 
     func open() async throws {
@@ -129,7 +187,7 @@ public final class Agent: @unchecked Sendable {
             // No IPv6 on this machine: IPv4 only.
             host = "0.0.0.0"
             listener = try await links.listen(host: host, port: configuration.port)
-            log("\(error.message); IPv4 only")
+            logger.notice("\(error.message); IPv4 only")
         }
         self.listener = listener
         port = listener.localAddress?.port ?? configuration.port
@@ -137,7 +195,7 @@ public final class Agent: @unchecked Sendable {
             host: host,
             port: port,
             discoveryPort: configuration.discoveryPort,
-            log: configuration.log
+            log: { [logger] line in logger.info("\(line)") }
         ) { [weak self] datagram, source in
             self?.receiveAdvert(datagram, from: source)
         }
@@ -148,28 +206,35 @@ public final class Agent: @unchecked Sendable {
         log("agent for \(identity.name) (\(identity.id.short)) on \(Self.joinHostPort(host, port)); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
         log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts?.multicastIsOn == true ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
         refreshTargets()
-        loops.append(Task { [weak self] in await self?.advertLoop() })
-        loops.append(Task { [weak self] in await self?.syncLoop() })
+        syncBell.ring()
     }
 
-    /// Stops advertising (with a goodbye for the current activity), closes every socket, and fails whatever waits.
+    /// Stops the services, advertising first (with a goodbye for the current activity), fails whatever waits and
+    /// closes every socket. Returns when all of it is done.
     public func shutdown() async {
+        await services?.triggerGracefulShutdown()
+        await runner?.value
+    }
+
+    /// The broker stops: the current activity's goodbye goes out and everything waiting fails (advertising's
+    /// shutdown, the first of the services').
+    func stopBroker() {
         let stopping = state.withLockedValue { state in
             state.stopped = true
             return state.broker.stop()
         }
         perform(stopping)
-        for loop in loops { loop.cancel() }
-        links.closeAll()
-        adverts?.close()
-        try? await listener?.close()
+    }
+
+    /// Closes the app socket's listener and removes the socket and the file naming it.
+    func closeIPC() async {
         try? await ipc?.close()
         unlink(socketPath)
         try? FileManager.default.removeItem(at: store.folder.appendingPathComponent("agent-socket"))
     }
 
-    func log(_ line: String) {
-        configuration.log(line)
+    func log(_ line: String, _ metadata: Logger.Metadata? = nil) {
+        logger.info("\(line)", metadata: metadata)
     }
 
     /// Milliseconds since 1970: the clock adverts carry.
@@ -256,47 +321,5 @@ public final class Agent: @unchecked Sendable {
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
-    }
-
-    func syncLoop() async {
-        var lastOutcome: [String: String] = [:]
-        while !Task.isCancelled {
-            for target in syncTargets() {
-                let outcome = await sync(with: target)
-                if lastOutcome[target] != outcome { log("\(target): \(outcome)") }
-                lastOutcome[target] = outcome
-            }
-            try? await Task.sleep(for: .milliseconds(Int(configuration.syncInterval * 1000)))
-        }
-    }
-
-    /// One roster sync over the (reused) link to `address`.
-    func sync(with address: String) async -> String {
-        guard let (host, port) = Self.splitHostPort(address) else { return "not a HOST:PORT address" }
-        do {
-            let link = try await links.connectReusing(host: host, port: port)
-            let roster = try store.roster().encoded()
-            let reply = await link.request(.sync(roster: roster, agentPort: self.port), timeout: AccountFlows.stepTimeout)
-            switch reply {
-            case .synced(let theirs, let theirPort):
-                let merged = try AccountFlows.absorbSync(
-                    roster: theirs,
-                    agentPort: theirPort,
-                    from: link.peer,
-                    host: host,
-                    dialed: address,
-                    store: store,
-                    log: configuration.log
-                )
-                rosterChanged()
-                return "synced: \(merged.activeMembers.count) devices, key epoch \(merged.accountKey.epoch)"
-            case .failed(let reason, let text):
-                return "\(text) [\(reason)]"
-            default:
-                return "unexpected reply"
-            }
-        } catch {
-            return "\(error)"
-        }
     }
 }

@@ -1,5 +1,7 @@
 import BatonRegistry
 import Foundation
+import Logging
+import UnixSignals
 
 /// How an agent runs. The defaults are what `baton agent` uses; tests and the demo change ports and timings.
 public struct AgentConfiguration: Sendable {
@@ -20,15 +22,18 @@ public struct AgentConfiguration: Sendable {
     public var peers: [String] = []
     /// The Unix socket apps connect to; nil for the default (``AgentConfiguration/defaultSocketPath(for:)``).
     public var socketPath: String?
-    /// The installed apps; nil loads them from the search paths (BATON_APPS_PATH, XDG data folders).
+    /// The installed apps, fixed (tests, the demo); nil loads them from ``appFolders`` and follows changes there.
     public var apps: AppRegistry?
+    /// The folders of app bundles; nil for the search paths (BATON_APPS_PATH, XDG data folders).
+    public var appFolders: [URL]?
     /// How long the originating app may take to give its state (ISSUE 5 part 4: 1 s unless configured).
     public var saveDeadline = 1.0
     /// How long a launched app may take to connect.
     public var launchTimeout = 10.0
     /// Seconds between re-advertisements of the current activity.
     public var advertInterval = 1.0
-    /// Seconds between roster syncs with known peers.
+    /// Seconds before a failed roster sync with a peer is tried again, doubling up to 12 times this. Rosters are
+    /// otherwise synced when they change and when a session opens, never on a timer (issue 11 part 8).
     public var syncInterval = 5.0
     /// How long a nearby activity stays listed without a fresh advert.
     public var nearbyTimeToLive = 5.0
@@ -37,10 +42,12 @@ public struct AgentConfiguration: Sendable {
     public var trustsThisProcess = false
     /// The command that opens a web page when no app continues an activity (E1); the URL is appended.
     public var browserCommand = ["xdg-open"]
-    /// Where log lines go.
-    public var log: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data("\(ISO8601DateFormatter().string(from: Date())) \(line)\n".utf8))
-    }
+    /// Where the agent logs, with metadata (`peer`, `app`, `sequence`, `continuation`); never key material. The
+    /// default goes wherever the process bootstrapped swift-log (standard error unless it did).
+    public var logger = Logger(label: "baton.agent")
+    /// The signals that stop the agent gracefully (goodbye first): SIGINT and SIGTERM for `baton agent`, none when
+    /// it runs inside another program.
+    public var stopSignals: [UnixSignal] = []
 
     /// A configuration for the device whose state lives in `store`.
     public init(store: AccountStore) {

@@ -12,11 +12,16 @@ protocol PeerLinkResponder: AnyObject, Sendable {
     func respond(to request: SessionMultiplexer.Request, on link: PeerLink) async -> SessionMultiplexer.Reply
     /// The link ended.
     func linkClosed(_ link: PeerLink)
+    /// A link opened, by either side (the agent syncs rosters over it and sweeps it when idle).
+    func linkOpened(_ link: PeerLink)
 }
 
 /// One TLS 1.3 connection to another device of the account, shared by every request in either direction
 /// (ISSUE 5 part 3: one multiplexed connection per device pair, reused). The protocol logic is
 /// ``SessionMultiplexer``; this class only moves its messages and wakes the tasks waiting for replies.
+///
+/// `@unchecked Sendable`: its `let`s are Sendable but `responder` (an existential the compiler cannot see through,
+/// Sendable by its protocol) and `channel`; everything mutable is in `state`, under its lock.
 public final class PeerLink: MessageSink, @unchecked Sendable {
     /// The device at the other end, as its certificate says.
     public let peer: DeviceID
@@ -26,12 +31,14 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     public let dialedByMe: Bool
     let channel: Channel
     let responder: PeerLinkResponder
+    /// Where the answers to the peer's requests run (the session service's work).
+    let work: TaskPool
 
     struct State {
         var multiplexer = SessionMultiplexer()
         var waiters: [UInt64: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
         var timeouts: [UInt64: Scheduled<Void>] = [:]
-        var answering: [UInt64: Task<Void, Never>] = [:]
+        var answering: [UInt64: TaskPool.Handle] = [:]
         var closed = false
         /// Another link to the same device was kept instead of this one: no new requests go out on it, and it is
         /// closed as soon as nothing is in flight on it (ISSUE 10 item 1).
@@ -42,7 +49,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     let state = NIOLockedValueBox(State())
 
-    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder) {
+    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder, work: TaskPool) {
+        self.work = work
         self.peer = peer
         self.peerName = peerName
         self.dialedByMe = dialedByMe
@@ -158,7 +166,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             // The task is made and recorded under the lock it takes to finish, so it cannot finish before it is
             // recorded (a quick answer used to leave a finished task recorded for ever, and the link never idle).
             state.withLockedValue { state in
-                let task = Task { [self] in
+                let task = work.start { [self] in
                     let reply = await responder.respond(to: request, on: self)
                     guard let id else {
                         // The one-shot exchange of `baton sync`: answered in its own shape.
@@ -226,12 +234,17 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 /// other: it takes no new requests and is closed by the side that opened it as soon as nothing is in flight on it.
 /// Links idle for ``idleTimeout`` are closed by the side that opened them; retired links the peer never closes are
 /// closed here after ``retiredGrace``.
+///
+/// `@unchecked Sendable`: everything mutable is under a lock (`table`, `gauge`) but `responder` (set once by the agent
+/// before it listens or dials, weak) and the two timeouts (set before use, by tests).
 final class PeerLinks: @unchecked Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
     let clientContext: NIOSSLContext
     let serverContext: NIOSSLContext
     let group: EventLoopGroup
+    /// Where accepted connections are adopted and peers' requests answered (the session service's work).
+    let work: TaskPool
     weak var responder: (PeerLinkResponder & AnyObject)?
     let table = NIOLockedValueBox(Table())
     /// Seconds without a request in either direction before the side that dialled a link closes it.
@@ -258,7 +271,8 @@ final class PeerLinks: @unchecked Sendable {
         var devicesByAddress: [String: DeviceID] = [:]
     }
 
-    init(identity: DeviceIdentity, policy: PeerPolicy, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+    init(identity: DeviceIdentity, policy: PeerPolicy, work: TaskPool, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+        self.work = work
         self.identity = identity
         self.policy = policy
         self.group = group
@@ -282,6 +296,32 @@ final class PeerLinks: @unchecked Sendable {
             policy.allows(device) ? [device] : []
         })
     }
+
+    /// The open link to whichever device was last reached at `address` (`host:port`), if there is one.
+    func open(at address: String) -> PeerLink? {
+        guard let device = table.withLockedValue({ $0.devicesByAddress[address] }) else { return nil }
+        return existing(device)
+    }
+
+    /// How long until ``sweep(now:)`` could close a link, or give memory back after a burst: nil while there is
+    /// nothing it could do (no link this side must close). A link in use now cannot be due before a whole timeout
+    /// from now; a burst of connections is checked every 5 s until the memory is given back.
+    func nextSweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Duration? {
+        if gauge.withLockedValue({ $0.peak >= Self.burst }) { return .seconds(5) }
+        let (inUse, retired) = table.withLockedValue { (Array($0.links.values), Array($0.retired.values)) }
+        var due: [UInt64] = []
+        for link in inUse where link.dialedByMe {
+            due.append((link.idleSince() ?? now) + UInt64(idleTimeout * 1e9))
+        }
+        for link in retired {
+            due.append((link.idleSince() ?? now) + (link.dialedByMe ? 0 : UInt64(retiredGrace * 1e9)))
+        }
+        guard let next = due.min() else { return nil }
+        return .nanoseconds(Int64(next > now ? next - now : 0) + 1_000_000)
+    }
+
+    /// Connections open at once past which the memory they leave is given back when they have gone.
+    static let burst = 64
 
     /// The open link to whichever device was last reached at `host:port`, whichever side opened it, or a new one.
     func connectReusing(host: String, port: Int) async throws -> PeerLink {
@@ -337,7 +377,14 @@ final class PeerLinks: @unchecked Sendable {
             channel.close(promise: nil)
             throw BatonAgentError(.peerRefused, "\(name) presented no verified certificate")
         }
-        let link = PeerLink(peer: DeviceID(certificateDER: certificate), peerName: name, dialedByMe: dialedByMe, channel: channel, responder: responder)
+        let link = PeerLink(
+            peer: DeviceID(certificateDER: certificate),
+            peerName: name,
+            dialedByMe: dialedByMe,
+            channel: channel,
+            responder: responder,
+            work: work
+        )
         try await channel.eventLoop.submit { handler.attach(link) }.get()
         let me = identity.id
         let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
@@ -359,7 +406,7 @@ final class PeerLinks: @unchecked Sendable {
             retired.close()
         }
         // The link may have closed before it was recorded (a peer that hung up at once).
-        if !link.isOpen { remove(link) }
+        if !link.isOpen { remove(link) } else if kept === link { responder.linkOpened(link) }
         return kept
     }
 
@@ -453,7 +500,7 @@ final class PeerLinks: @unchecked Sendable {
                         handshake.whenComplete { [self] result in
                             gauge.withLockedValue { $0.handshaking -= 1 }
                             guard case .success = result else { return }
-                            Task { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: false) }
+                            self.work.start { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: false) }
                         }
                     }.flatMapErrorThrowing { error in
                         gauge.withLockedValue { $0.handshaking -= 1 }

@@ -85,6 +85,59 @@ public struct NearbyItem: Sendable, Hashable {
     }
 }
 
+/// One installed app as the running agent sees it (`baton apps list --agent`; issue 11 part 7).
+public struct AppListing: Sendable, Hashable {
+    /// Its bundle identifier and name.
+    public var bundle: String
+    public var name: String
+    /// Its team, when its identity is resolved.
+    public var team: String?
+    /// The activity types it continues, sorted.
+    public var activityTypes: [String]
+    /// What is wrong with it (unresolved identity, no executable), or "" when nothing is.
+    public var problem: String
+
+    /// A listing.
+    public init(bundle: String, name: String, team: String?, activityTypes: [String], problem: String) {
+        self.bundle = bundle
+        self.name = name
+        self.team = team
+        self.activityTypes = activityTypes
+        self.problem = problem
+    }
+
+    /// At most this many types per app cross the socket.
+    public static let maximumActivityTypes = 1_024
+
+    var propertyList: PropertyList {
+        makeMessage(
+            "app",
+            [
+                "bundle": .string(bundle), "name": .string(name), "team": team.map(PropertyList.string),
+                "types": .array(activityTypes.map(PropertyList.string)), "problem": .string(problem),
+            ]
+        )
+    }
+
+    init(_ plist: PropertyList) throws {
+        let fields = try MessageFields(plist)
+        let types = try fields.array("types")
+        guard types.count <= Self.maximumActivityTypes else { throw fields.missing("types", "at most 1,024 types") }
+        self.init(
+            bundle: try fields.string("bundle", maximumLength: 255),
+            name: try fields.string("name", maximumLength: 1_024),
+            team: try fields.optionalString("team", maximumLength: 64),
+            activityTypes: try types.map { item in
+                guard let type = item.stringValue, type.utf8.count <= ActivityPayload.maximumActivityTypeLength else {
+                    throw fields.missing("types", "activity types as strings")
+                }
+                return type
+            },
+            problem: try fields.string("problem", maximumLength: 4_096)
+        )
+    }
+}
+
 /// How a continuation ended, for the command line (`baton continue`).
 public struct ContinuationOutcome: Sendable, Hashable {
     /// The app chosen, or "" when none was.
@@ -131,6 +184,8 @@ public enum IPCMessage: Sendable, Hashable {
     case continueNearby(request: UInt64, device: String?)
     /// Control: send `nearbyChanged` whenever the list changes.
     case watchNearby
+    /// The command line asks which apps the agent sees now.
+    case listApps(request: UInt64)
 
     // Agent → app or command line.
 
@@ -154,6 +209,8 @@ public enum IPCMessage: Sendable, Hashable {
     case continueResult(request: UInt64, ContinuationOutcome)
     /// Control: the nearby list changed (after `watchNearby`).
     case nearbyChanged([NearbyItem])
+    /// The answer to `listApps`.
+    case apps(request: UInt64, [AppListing])
 
     /// The IPC protocol version this build speaks.
     public static let version = 1
@@ -204,6 +261,8 @@ public enum IPCMessage: Sendable, Hashable {
                 ]
             )
         case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
+        case .listApps(let request): return makeMessage("apps?", ["req": .number(request)])
+        case .apps(let request, let apps): return makeMessage("apps", ["req": .number(request), "apps": .array(apps.map(\.propertyList))])
         }
     }
 
@@ -263,6 +322,11 @@ public enum IPCMessage: Sendable, Hashable {
             )
             self = .continueResult(request: try fields.number("req"), outcome)
         case "changed": self = .nearbyChanged(try items())
+        case "apps?": self = .listApps(request: try fields.number("req"))
+        case "apps":
+            let apps = try fields.array("apps")
+            guard apps.count <= 4_096 else { throw fields.missing("apps", "at most 4,096 apps") }
+            self = .apps(request: try fields.number("req"), try apps.map(AppListing.init))
         default: throw fields.unexpected()
         }
     }

@@ -1,0 +1,100 @@
+import BatonCore
+import BatonRegistry
+import Foundation
+import Logging
+
+/// The registry follows installs (issue 11 part 7): the app folders and every bundle in them are watched (inotify,
+/// nothing polled), and a change loads the registry again. A bundle that fails to load is a logged problem; the
+/// others keep working. The state folder is watched the same way, for the roster (Agent+Sync).
+extension Agent {
+    /// Starts watching the state folder, and `apps` (the search paths; none when the registry was given in code).
+    func watchFolders(apps folders: [URL]) {
+        let stateFolder = store.folder.standardizedFileURL.path
+        watcher = FolderWatcher { [weak self] changed in
+            guard let self else { return }
+            if changed.contains(stateFolder) { stateFolderChanged() }
+            if !changed.subtracting([stateFolder]).isEmpty { appsChanged(folders) }
+        }
+        guard let watcher else {
+            logger.warning("the kernel gave no inotify descriptor: changes to the account and apps are seen on restart")
+            return
+        }
+        watcher.watch(stateFolder)
+        watcher.replaceWatches(Set([stateFolder]).union(Self.watchedAppFolders(folders)))
+    }
+
+    /// The folders to watch for `searchPaths`: each that exists, and each bundle in it (an edited Info.plist).
+    static func watchedAppFolders(_ searchPaths: [URL]) -> Set<String> {
+        var folders: Set<String> = []
+        for folder in searchPaths {
+            let path = folder.standardizedFileURL.path
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            folders.insert(path)
+            for name in names where name.hasSuffix(".app") { folders.insert(path + "/" + name) }
+        }
+        return folders
+    }
+
+    /// Something in an app folder changed: the registry is loaded again, and what changed is logged.
+    func appsChanged(_ searchPaths: [URL]) {
+        let fresh = AppRegistry.load(searchPaths: searchPaths)
+        let old = registry
+        catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh)) }
+        rebuildHashIndex()
+        watcher?.replaceWatches(Set([store.folder.standardizedFileURL.path]).union(Self.watchedAppFolders(searchPaths)))
+        let before = Dictionary(old.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
+        let after = Dictionary(fresh.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
+        for (bundle, app) in after where before[bundle] == nil {
+            logger.info("app \(bundle) installed at \(app.bundleURL.path)", metadata: ["app": "\(bundle)"])
+        }
+        for (bundle, app) in after where before[bundle].map({ $0 != app }) == true {
+            logger.info("app \(bundle) changed", metadata: ["app": "\(bundle)"])
+        }
+        for bundle in before.keys where after[bundle] == nil {
+            logger.info("app \(bundle) removed", metadata: ["app": "\(bundle)"])
+        }
+        for problem in Set(fresh.problems).subtracting(old.problems) {
+            logger.warning("app bundle not loaded: \(problem)")
+        }
+    }
+
+    /// The apps this agent sees now, as the command line lists them (`baton apps list --agent`): one listing per
+    /// app, and one with an empty bundle per bundle that did not load, saying why.
+    public func appListing() -> [AppListing] {
+        let registry = registry
+        var listing = registry.apps.map { app in
+            var problem = ""
+            if !app.isIdentityResolved || app.teamIdentifier == nil {
+                problem = "no resolved identity or team: it continues nothing"
+            } else if app.executableURL == nil {
+                problem = "no executable to launch"
+            }
+            return AppListing(
+                bundle: app.bundleIdentifier,
+                name: app.name,
+                team: app.teamIdentifier,
+                activityTypes: Array(app.claimedActivityTypes.sorted().prefix(AppListing.maximumActivityTypes)),
+                problem: problem
+            )
+        }
+        for problem in registry.problems {
+            let name = URL(fileURLWithPath: problem.path).deletingPathExtension().lastPathComponent
+            listing.append(AppListing(bundle: "", name: name, team: nil, activityTypes: [], problem: problem.description))
+        }
+        return listing
+    }
+
+    // MARK: Sessions
+
+    /// Closes idle and retired links as they come due (ISSUE 10 item 1) and gives memory back after bursts: it
+    /// sleeps until the next link could be due (``PeerLinks/nextSweep(now:)``), and while no link is open, until one
+    /// opens (issue 11 part 8).
+    func sweepLinks() async {
+        while !Task.isCancelled {
+            await sessionBell.wait(timeout: links.nextSweep())
+            guard !Task.isCancelled else { return }
+            links.sweep()
+            givesMemoryBackAfterBursts()
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+// The agent's long-running parts (issue 11 part 3; ARCHITECTURE "Services"): each is a `Service` with one `run()`,
+// and all four run in one `ServiceGroup` (``Agent/start(_:)``). The group shuts them down in the reverse of their
+// order there: advertising first, so the goodbye of the current activity goes out while everything else still
+// works, then roster sync, the app socket, and the sessions last. None of them polls: each loop sleeps on a
+// ``Doorbell`` until something changes or its next deadline (part 8).
+
+/// Sessions with the account's other devices: the listener, the links (ISSUE 10's one link per pair, closed when
+/// idle) and the work their requests start.
+struct SessionService: Service, CustomStringConvertible {
+    let agent: Agent
+    var description: String { "sessions" }
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await agent.sessionWork.run() }
+                group.addTask { await agent.sweepLinks() }
+            }
+        }
+        agent.links.closeAll()
+        try? await agent.listener?.close()
+    }
+}
+
+/// The Unix socket apps and command lines connect to, the programs launched for them, and the app registry, which
+/// follows installs (part 7).
+struct AppSocketService: Service, CustomStringConvertible {
+    let agent: Agent
+    var description: String { "app socket" }
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await agent.appWork.run() }
+                group.addTask { await agent.reapLoop() }
+            }
+        }
+        agent.watcher?.close()
+        await agent.closeIPC()
+    }
+}
+
+/// Roster sync with the known peers: when the roster changes (a merge, or another `baton` command writing the state
+/// folder), when a session opens, and again after a failure; never on a timer when all is in step.
+struct SyncService: Service, CustomStringConvertible {
+    let agent: Agent
+    var description: String { "roster sync" }
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await agent.syncLoop() }
+    }
+}
+
+/// Advertising the current activity and discovering others': the advert sockets, re-advertising, expiring silent
+/// nearby entries, following network changes. Its shutdown sends the goodbye (A9) and fails what still waits.
+struct AdvertisingService: Service, CustomStringConvertible {
+    let agent: Agent
+    var description: String { "advertising" }
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await agent.advertLoop() }
+        agent.stopBroker()
+        agent.adverts?.close()
+    }
+}

@@ -1,0 +1,96 @@
+@testable import BatonAgent
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The pieces the agent's services are made of (issue 11 parts 3, 7 and 8): the doorbell their loops sleep on, the
+/// pool that keeps their work tracked, and the folder watcher that replaces polling.
+@Suite("Issue 11: doorbell, task pool, folder watcher")
+struct ServiceTests {
+    @Test("a ring before the wait is kept: the wait returns at once")
+    func ringBeforeWait() async {
+        let bell = Doorbell()
+        bell.ring()
+        bell.ring()
+        await bell.wait()  // would hang if the ring were lost
+        let clock = ContinuousClock()
+        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(30)) }
+        #expect(waited >= .milliseconds(25), "two rings are one: the second wait sleeps until its timeout")
+    }
+
+    @Test("a ring wakes a waiter; cancelling the waiting task ends the wait")
+    func ringWakesAndCancelEnds() async {
+        let bell = Doorbell()
+        async let woken: Void = bell.wait()
+        bell.ring()
+        await woken
+        let waiting = Task { await bell.wait() }
+        waiting.cancel()
+        await waiting.value
+    }
+
+    @Test("work in a pool runs; its handle cancels it; cancelling the pool cancels what runs")
+    func taskPool() async {
+        let pool = TaskPool()
+        let running = Task { await pool.run() }
+        let finished = NIOLockedValueBox<[String]>([])
+        let ran = Doorbell()
+        pool.start {
+            finished.withLockedValue { $0.append("quick") }
+            ran.ring()
+        }
+        await ran.wait()
+        let started = Doorbell()
+        let cancelled = Doorbell()
+        let handle = pool.start {
+            started.ring()
+            try? await Task.sleep(for: .seconds(60))
+            finished.withLockedValue { $0.append(Task.isCancelled ? "cancelled" : "slept") }
+            cancelled.ring()
+        }
+        await started.wait()
+        handle.cancel()
+        await cancelled.wait()
+        pool.start {
+            started.ring()
+            try? await Task.sleep(for: .seconds(60))
+            finished.withLockedValue { $0.append(Task.isCancelled ? "stopped with the pool" : "slept") }
+        }
+        await started.wait()
+        running.cancel()
+        await running.value
+        #expect(finished.withLockedValue { $0 } == ["quick", "cancelled", "stopped with the pool"])
+    }
+
+    @Test("the watcher reports a file written, renamed into place and removed, once per burst")
+    func folderWatcher() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let reports = NIOLockedValueBox<[Set<String>]>([])
+        let bell = Doorbell()
+        let watcher = try #require(FolderWatcher { folders in
+            reports.withLockedValue { $0.append(folders) }
+            bell.ring()
+        })
+        defer { watcher.close() }
+        #expect(watcher.watch(folder.path))
+        #expect(!watcher.watch(folder.appendingPathComponent("missing").path))
+        for index in 0..<5 {
+            try Data("\(index)".utf8).write(to: folder.appendingPathComponent("file-\(index)"), options: .atomic)
+        }
+        await bell.wait(timeout: .seconds(5))
+        #expect(reports.withLockedValue { $0 } == [[folder.path]], "five writes in a burst are one report")
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("file-0"))
+        await bell.wait(timeout: .seconds(5))
+        #expect(reports.withLockedValue { $0.count } == 2)
+        watcher.close()
+        try Data("late".utf8).write(to: folder.appendingPathComponent("late"))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(reports.withLockedValue { $0.count } == 2, "nothing is reported after close")
+    }
+}
