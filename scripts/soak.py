@@ -77,7 +77,9 @@ class World:
             time.sleep(0.05)
         return False
 
-    def setup(self):
+    def setup(self, interval="0.2"):
+        """Two paired devices, ShopSnap installed for both, and their agents started; `interval` is the agents'
+        --interval (None: the default)."""
         for name in ("laptop", "desktop"):
             self.run("init", "--name", name, "--state", self.state(name)).check_returncode()
         port = free_port()
@@ -96,9 +98,11 @@ class World:
             self.agents[name] = self.background(
                 [
                     self.baton, "agent", "--state", self.state(name), "--host", "127.0.0.1", "--port", str(self.ports[name]),
-                    "--no-multicast", "--peer", f"127.0.0.1:{self.ports[other]}", "--interval", "0.2",
+                    "--no-multicast", "--peer", f"127.0.0.1:{self.ports[other]}",
                     "--apps", os.path.join(self.root, "apps"), "--launch-timeout", "5",
-                ],
+                ]
+                + (["--interval", interval] if interval else [])
+                + (os.environ.get("BATON_AGENT_ARGS", "").split()),
                 f"agent-{name}.log",
             )
         for name in self.agents:
