@@ -61,7 +61,7 @@ enum MessageSamples {
         .continued(activity: 1),
         .willContinue(continuation: 9, activityType: activityType),
         .deliver(continuation: 9, payload: Data([4, 5, 6])),
-        .failed(continuation: 9, activityType: activityType, reason: "noApp", message: "no app continues it"),
+        .failed(continuation: 9, activityType: activityType, reason: .noApp, message: "no app continues it"),
         .nearby(request: 6, [item, bareItem]),
         .nearby(request: .max, []),
         .continueResult(
