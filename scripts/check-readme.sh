@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every command in README.md's ```sh blocks, as written, from the package root; fails on the first that fails.
 #
-# Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz-plist.sh` (coverage-guided
+# Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz*.sh` (coverage-guided
 # fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,7 +15,7 @@ trap 'rm -f "$script"; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
 {
     echo 'set -euo pipefail'
     awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0; next } inside { print }' README.md \
-        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz-plist\.sh'
+        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz'
     echo 'wait'
 } > "$script"
 

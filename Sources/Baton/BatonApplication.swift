@@ -207,7 +207,7 @@ public final class BatonApplication {
             deliver(UserActivity(payload: payload, application: self))
         case .failed(let continuation, let type, let reason, let text):
             guard pending[continuation] != nil else { return }
-            fail(continuation, type: type, ContinuationError(.reported(reason), text))
+            fail(continuation, type: type, ContinuationError(ContinuationError.Code(reason), text))
         default:
             break
         }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonProtocol
 import Foundation
 
 /// Why a continuation failed, as `didFailToContinueUserActivity` receives it (SEMANTICS C6, C8): a stable code that
@@ -37,17 +38,35 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         public static let agentGone = Code("agentGone")
         /// The app could not be launched, or did not connect in time.
         public static let launchFailed = Code("launchFailed")
-        /// Anything else the agent reported; the message says what.
+        /// Something unreadable, or of the wrong kind, came back from the originating device (C8).
+        public static let protocolViolation = Code("protocolViolation")
+        /// The originating device runs an older Baton that cannot give the state this way.
+        public static let unsupported = Code("unsupported")
+        /// No app on this device continues the activity (D1, D3).
+        public static let noApp = Code("noApp")
+        /// The app's process changed after it connected: it may not receive the state.
+        public static let notPermitted = Code("notPermitted")
+        /// Anything else; the message says what.
         public static let other = Code("other")
 
-        static let all: [Code] = [
-            .userCancelled, .peerGone, .timedOut, .appNotAnswering, .appGone, .notCurrent, .notEligible, .tooLarge, .refused,
-            .unreadable, .agentGone, .launchFailed,
-        ]
-
-        /// The code the agent's reason names.
-        static func reported(_ reason: String) -> Code {
-            all.first { $0.name == reason } ?? .other
+        /// The code for the reason the agent reported: one for each, so the app sees exactly what failed (C8).
+        public init(_ failure: ContinuationFailure) {
+            switch failure {
+            case .fetch(.cancelled): self = .userCancelled
+            case .fetch(.peerGone): self = .peerGone
+            case .fetch(.timedOut): self = .timedOut
+            case .fetch(.appNotAnswering): self = .appNotAnswering
+            case .fetch(.appGone): self = .appGone
+            case .fetch(.notCurrent): self = .notCurrent
+            case .fetch(.notEligible): self = .notEligible
+            case .fetch(.tooLarge): self = .tooLarge
+            case .fetch(.refused): self = .refused
+            case .fetch(.protocolViolation): self = .protocolViolation
+            case .fetch(.unsupported): self = .unsupported
+            case .noApp: self = .noApp
+            case .launchFailed: self = .launchFailed
+            case .notPermitted: self = .notPermitted
+            }
         }
     }
 

@@ -44,7 +44,7 @@ struct HandoffBrokerContinuationTests {
     func launchFails() {
         var broker = Self.broker()
         _ = broker.continueAsked(ID(1), route: Self.notRunning())
-        #expect(broker.launchFailed(ID(1), message: "no descriptors") == [.finished(ID(1), .init(app: "com.example.Notes", failure: "launchFailed", message: "no descriptors"))])
+        #expect(broker.launchFailed(ID(1), message: "no descriptors") == [.finished(ID(1), .init(app: "com.example.Notes", failure: .launchFailed, message: "no descriptors"))])
         #expect(broker.appConnected(Self.notes, bundle: "com.example.Notes").isEmpty)
     }
 
@@ -55,9 +55,9 @@ struct HandoffBrokerContinuationTests {
         let actions = broker.continueAsked(ID(2), route: Self.running())
         #expect(
             actions == [
-                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "cancelled", message: "a newer continuation started (C6)"),
+                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: .fetch(.cancelled), message: "a newer continuation started (C6)"),
                 .stopWork(ID(1)),
-                .finished(ID(1), .init(app: "com.example.Notes", failure: "cancelled", message: "a newer continuation started (C6)")),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: .fetch(.cancelled), message: "a newer continuation started (C6)")),
                 .tellWillContinue(app: Self.notes, ID(2), activityType: Self.type),
                 .fetch(ID(2)),
             ]
@@ -72,8 +72,8 @@ struct HandoffBrokerContinuationTests {
         _ = broker.continueAsked(ID(1), route: Self.running())
         #expect(
             broker.fetchFailed(ID(1), reason: .peerGone, message: "the session ended") == [
-                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "peerGone", message: "the session ended"),
-                .finished(ID(1), .init(app: "com.example.Notes", failure: "peerGone", message: "the session ended")),
+                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: .fetch(.peerGone), message: "the session ended"),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: .fetch(.peerGone), message: "the session ended")),
             ]
         )
         #expect(broker.fetchFailed(ID(1), reason: .timedOut, message: "late").isEmpty)
@@ -109,17 +109,17 @@ struct HandoffBrokerContinuationTests {
         #expect(broker.payloadRouted(ID(3), .opened(app: "browser", message: "opened")) == [.finished(ID(3), .init(app: "browser", failure: nil, message: "opened"))])
         _ = broker.continueAsked(ID(4), route: .byPayload)
         _ = broker.fetchReplied(ID(4), payload: Self.state)
-        #expect(broker.payloadRouted(ID(4), .failed(app: "", reason: "noApp", message: "no app")) == [.finished(ID(4), .init(app: "", failure: "noApp", message: "no app"))])
+        #expect(broker.payloadRouted(ID(4), .failed(app: "", reason: .noApp, message: "no app")) == [.finished(ID(4), .init(app: "", failure: .noApp, message: "no app"))])
     }
 
     @Test("the app exits while its state is fetched: the continuation ends (appGone), nobody is told; a distrusted app hears notPermitted")
     func appGoneOrDistrusted() {
         var broker = Self.broker()
         _ = broker.continueAsked(ID(1), route: Self.running())
-        #expect(broker.appGone(Self.notes) == [.stopWork(ID(1)), .finished(ID(1), .init(app: "com.example.Notes", failure: "appGone", message: "com.example.Notes went away"))])
+        #expect(broker.appGone(Self.notes) == [.stopWork(ID(1)), .finished(ID(1), .init(app: "com.example.Notes", failure: .fetch(.appGone), message: "com.example.Notes went away"))])
         _ = broker.continueAsked(ID(2), route: Self.running())
         let distrusted = broker.appDistrusted(Self.notes, message: "not the app")
-        #expect(distrusted.first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: "notPermitted", message: "not the app"))
+        #expect(distrusted.first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: .notPermitted, message: "not the app"))
         #expect(broker.fetchReplied(ID(2), payload: Self.state).isEmpty)
     }
 
@@ -127,10 +127,10 @@ struct HandoffBrokerContinuationTests {
     func cancelAndStop() {
         var broker = Self.broker()
         _ = broker.continueAsked(ID(1), route: Self.running())
-        #expect(broker.cancel(ID(1)).first == .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: "cancelled", message: "the continuation was cancelled"))
+        #expect(broker.cancel(ID(1)).first == .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: .fetch(.cancelled), message: "the continuation was cancelled"))
         #expect(broker.cancel(ID(1)).isEmpty)
         _ = broker.continueAsked(ID(2), route: Self.running())
-        #expect(broker.stop().first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: "cancelled", message: "the agent on desktop is stopping"))
+        #expect(broker.stop().first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: .fetch(.cancelled), message: "the agent on desktop is stopping"))
         #expect(broker.continuations.isEmpty)
     }
 
@@ -155,7 +155,7 @@ struct HandoffBrokerContinuationTests {
                 case 5: actions += broker.payloadRouted(id, .app(bundle: "com.example.Notes", activityType: Self.type, running: Bool.random(using: &generator) ? Self.notes : nil, payload: Self.state))
                 case 6: actions += broker.appGone(Self.notes)
                 case 7: actions += broker.cancel(id)
-                default: actions += broker.payloadRouted(id, .failed(app: "", reason: "noApp", message: "x"))
+                default: actions += broker.payloadRouted(id, .failed(app: "", reason: .noApp, message: "x"))
                 }
             }
             actions += broker.stop()
@@ -173,7 +173,7 @@ struct HandoffBrokerContinuationTests {
                     endings[id.value, default: 0] += 1
                 case .finished(let id, let outcome):
                     finished[id.value, default: 0] += 1
-                    if outcome.failure == "appGone" { gone.insert(id.value) }
+                    if outcome.failure == .fetch(.appGone) { gone.insert(id.value) }
                 default:
                     break
                 }

@@ -61,7 +61,7 @@ enum MessageSamples {
         .continued(activity: 1),
         .willContinue(continuation: 9, activityType: activityType),
         .deliver(continuation: 9, payload: Data([4, 5, 6])),
-        .failed(continuation: 9, activityType: activityType, reason: "noApp", message: "no app continues it"),
+        .failed(continuation: 9, activityType: activityType, reason: .noApp, message: "no app continues it"),
         .nearby(request: 6, [item, bareItem]),
         .nearby(request: .max, []),
         .continueResult(
@@ -135,7 +135,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         }
     )
 
-    static let all = [session, ipc, item]
+    static let all = [session, ipc, item, account]
 }
 
 /// Property-list and byte helpers shared by the message tests.
@@ -177,6 +177,22 @@ enum MessageTestSupport {
     static func bytes(hex: String) -> Data {
         let digits = Array(hex.utf8)
         return Data(stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) })
+    }
+
+    /// `plist` with one to three fields removed, set to one of `values`, or its type changed to one of `types`.
+    static func mutateFields(
+        of plist: PropertyList, keys: [String], types: [String], values: [PropertyList], _ random: inout SeededRandom
+    ) -> PropertyList {
+        var plist = plist
+        for _ in 0...(random.next() % 3) {
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            switch random.next() % 4 {
+            case 0: plist = setting(plist, key, to: nil)
+            case 1: plist = setting(plist, "t", to: .string(types[Int(random.next() % UInt64(types.count))]))
+            default: plist = setting(plist, key, to: values[Int(random.next() % UInt64(values.count))])
+            }
+        }
+        return plist
     }
 
     /// A frame as both agents and the IPC socket write it: 4-byte big-endian length, then the binary property list.
@@ -446,15 +462,7 @@ struct SessionMessageTests {
         ]
         var outcomes: [Outcome: Int] = [:]
         for _ in 0..<400 {
-            var plist = samples[Int(random.next() % UInt64(samples.count))]
-            for _ in 0...(random.next() % 3) {
-                let key = keys[Int(random.next() % UInt64(keys.count))]
-                switch random.next() % 4 {
-                case 0: plist = Support.setting(plist, key, to: nil)
-                case 1: plist = Support.setting(plist, "t", to: .string(types[Int(random.next() % UInt64(types.count))]))
-                default: plist = Support.setting(plist, key, to: values[Int(random.next() % UInt64(values.count))])
-                }
-            }
+            let plist = Support.mutateFields(of: samples[Int(random.next() % UInt64(samples.count))], keys: keys, types: types, values: values, &random)
             for family in [MessageFamily.session, .ipc] {
                 outcomes[Self.outcome(family, plist), default: 0] += 1
             }

@@ -10,26 +10,37 @@ public enum AccountFlows {
     /// How long the other person may take to compare codes and confirm.
     public static let confirmationTimeout = 120.0
 
-    static func message(_ type: String, _ fields: [String: PropertyList] = [:]) -> PropertyList {
-        var all = fields
-        all["t"] = .string(type)
-        return .dictionary(all)
+    /// Sends one typed message.
+    static func send(_ message: AccountMessage, on channel: MessageChannel) async throws {
+        try await channel.send(message.propertyList)
     }
 
-    /// Receives the next message, which must be of `type`; an `error` message from the peer becomes `error`.
-    static func expect(_ type: String, on channel: MessageChannel, timeout: Double = stepTimeout, refusal: BatonAgentError.Code = .protocolViolation) async throws -> PropertyList {
-        let message = try await channel.receive(timeout: timeout)
-        if message["t"]?.stringValue == "error" {
-            throw BatonAgentError(refusal, "the peer refused: \(message["message"]?.stringValue ?? "no reason given")")
+    /// Receives the next message, which `match` must accept (it returns the fields of the type named `expected`);
+    /// an `error` message from the peer becomes `refusal`; a malformed one is refused and becomes `protocolViolation`.
+    static func expect<Value>(
+        _ expected: AccountMessage.Kind,
+        on channel: MessageChannel,
+        timeout: Double = stepTimeout,
+        refusal: BatonAgentError.Code = .protocolViolation,
+        _ match: (AccountMessage) -> Value?
+    ) async throws -> Value {
+        let message: AccountMessage
+        do {
+            message = try AccountMessage(try await channel.receive(timeout: timeout))
+        } catch let error as BatonProtocolError {
+            throw await refuse(channel, BatonAgentError(.protocolViolation, "the peer sent a malformed message: \(error)"))
         }
-        guard message["t"]?.stringValue == type else {
-            throw BatonAgentError(.protocolViolation, "expected \(type), the peer sent \(message["t"]?.stringValue ?? "something untyped")")
+        if case .error(let reason) = message {
+            throw BatonAgentError(refusal, "the peer refused: \(reason)")
         }
-        return message
+        guard let value = match(message) else {
+            throw BatonAgentError(.protocolViolation, "expected \(expected), the peer sent \(message.kind)")
+        }
+        return value
     }
 
     static func refuse(_ channel: MessageChannel, _ error: BatonAgentError) async -> BatonAgentError {
-        try? await channel.send(message("error", ["message": .string(error.message)]))
+        try? await send(.error(message: error.message), on: channel)
         return error
     }
 
@@ -40,8 +51,7 @@ public enum AccountFlows {
         return certificate
     }
 
-    static func decodeRoster(in message: PropertyList) throws -> Roster {
-        guard let data = message["roster"]?.dataValue else { throw BatonAgentError(.protocolViolation, "the message carries no roster") }
+    static func decodeRoster(_ data: Data) throws -> Roster {
         do {
             return try Roster(decoding: data)
         } catch {
@@ -71,14 +81,14 @@ public enum AccountFlows {
         store: AccountStore,
         confirm: (String) async -> Bool
     ) async throws -> PairingResult {
-        let nonce = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-        let hello = message("pair-hello", ["nonce": .data(Data(nonce)), "name": .string(identity.name)])
-        if initiator { try await channel.send(hello) }
-        let theirs = try await expect("pair-hello", on: channel, refusal: .pairingDeclined)
-        if !initiator { try await channel.send(hello) }
-        guard let peerNonce = theirs["nonce"]?.dataValue, peerNonce.count == 16, let peerName = theirs["name"]?.stringValue else {
-            throw await refuse(channel, BatonAgentError(.protocolViolation, "the peer's hello lacks a 16-byte nonce or a name"))
+        let nonce = SymmetricKey(size: SymmetricKeySize(bitCount: AccountMessage.nonceLength * 8)).withUnsafeBytes { Array($0) }
+        let hello = AccountMessage.pairHello(nonce: Data(nonce), name: identity.name)
+        if initiator { try await send(hello, on: channel) }
+        // The decoder insists on a nonce of `nonceLength` bytes and a name; a hello without them is refused.
+        let (peerNonce, peerName) = try await expect(.pairHello, on: channel, refusal: .pairingDeclined) { message in
+            if case .pairHello(let nonce, let name) = message { (nonce, name) } else { nil }
         }
+        if !initiator { try await send(hello, on: channel) }
         let certificate = try peerCertificate(channel)
         let code = PairingCode.compute(
             localCertificate: identity.certificateDER,
@@ -87,22 +97,28 @@ public enum AccountFlows {
             peerNonce: Array(peerNonce)
         )
         let accepted = await confirm(code)
-        try await channel.send(message("pair-confirm", ["ok": .bool(accepted)]))
-        let answer = try await expect("pair-confirm", on: channel, timeout: confirmationTimeout, refusal: .pairingDeclined)
+        try await send(.pairConfirm(accepted: accepted), on: channel)
+        let theyAccepted = try await expect(.pairConfirm, on: channel, timeout: confirmationTimeout, refusal: .pairingDeclined) { message in
+            if case .pairConfirm(let accepted) = message { accepted } else { nil }
+        }
         guard accepted else { throw BatonAgentError(.pairingDeclined, "pairing declined on this device") }
-        guard answer["ok"]?.boolValue == true else { throw BatonAgentError(.pairingDeclined, "the other device declined the pairing") }
+        guard theyAccepted else { throw BatonAgentError(.pairingDeclined, "the other device declined the pairing") }
 
         let peer = Roster.Member(certificate: certificate, name: peerName, addedBy: identity.id, addedAt: Date())
         // The initiator sends its roster; the responder merges it, adds the initiator, and answers with the result,
         // which the initiator merges in turn (adding the responder).
-        if initiator { try await channel.send(message("roster", ["roster": .data(try store.roster().encoded())])) }
-        let theirRoster = try decodeRoster(in: try await expect("roster", on: channel))
+        if initiator { try await send(.roster(try store.roster().encoded()), on: channel) }
+        let theirRoster = try decodeRoster(
+            try await expect(.roster, on: channel) { message in
+                if case .roster(let roster) = message { roster } else { nil }
+            }
+        )
         let roster = try store.updateRoster { local in
             local.merge(theirRoster, newKey: AccountStore.randomKey())
             local.add(peer)
             return local
         }
-        if !initiator { try await channel.send(message("roster", ["roster": .data(try roster.encoded())])) }
+        if !initiator { try await send(.roster(try roster.encoded()), on: channel) }
         return PairingResult(code: code, peer: peer, roster: roster)
     }
 
@@ -111,23 +127,23 @@ public enum AccountFlows {
     /// The inviter's side: checks the joiner's secret against the open invites (each works once), adds the joiner
     /// with the certificate it presented, and answers with the roster.
     public static func admit(over channel: MessageChannel, identity: DeviceIdentity, store: AccountStore, now: Date = Date()) async throws -> Roster.Member {
-        let join = try await expect("join", on: channel)
-        guard let secret = join["secret"]?.dataValue, secret.count == 16, let name = join["name"]?.stringValue else {
-            throw await refuse(channel, BatonAgentError(.protocolViolation, "the join lacks a 16-byte secret or a name"))
+        // The decoder insists on a secret of `secretLength` bytes, a name and a roster; a join without them is refused.
+        let (secret, name, joinerRosterData) = try await expect(.join, on: channel) { message in
+            if case .join(let secret, let name, let roster) = message { (secret, name, roster) } else { nil }
         }
         do {
             try store.consumeInvite(secret: Array(secret), now: now)
         } catch let error as BatonAgentError {
             throw await refuse(channel, error)
         }
-        let joinerRoster = try decodeRoster(in: join)
+        let joinerRoster = try decodeRoster(joinerRosterData)
         let joiner = Roster.Member(certificate: try peerCertificate(channel), name: name, addedBy: identity.id, addedAt: now)
         let roster = try store.updateRoster { local in
             local.merge(joinerRoster, newKey: AccountStore.randomKey())
             local.add(joiner)
             return local
         }
-        try await channel.send(message("welcome", ["roster": .data(try roster.encoded())]))
+        try await send(.welcome(roster: try roster.encoded()), on: channel)
         return joiner
     }
 
@@ -137,11 +153,12 @@ public enum AccountFlows {
         guard let certificate = channel.peerCertificate, DeviceID(certificateDER: certificate) == token.inviter else {
             throw BatonAgentError(.peerRefused, "the device answering is not the inviter named in the token")
         }
-        try await channel.send(
-            message("join", ["secret": .data(Data(token.secret)), "name": .string(identity.name), "roster": .data(try store.roster().encoded())])
+        try await send(.join(secret: Data(token.secret), name: identity.name, roster: try store.roster().encoded()), on: channel)
+        let theirs = try decodeRoster(
+            try await expect(.welcome, on: channel, refusal: .inviteRejected) { message in
+                if case .welcome(let roster) = message { roster } else { nil }
+            }
         )
-        let welcome = try await expect("welcome", on: channel, refusal: .inviteRejected)
-        let theirs = try decodeRoster(in: welcome)
         return try store.updateRoster { local in
             local.merge(theirs, newKey: AccountStore.randomKey())
             return local
@@ -163,14 +180,12 @@ public enum AccountFlows {
         agentPort: Int? = nil,
         dialed: String? = nil
     ) async throws -> Roster {
-        var fields: [String: PropertyList] = ["roster": .data(try store.roster().encoded())]
-        if let agentPort { fields["agentPort"] = .integer(Int64(agentPort)) }
-        let mine = message("sync", fields)
-        if initiator { try await channel.send(mine) }
-        let received = try await expect("sync", on: channel, refusal: .peerRefused)
-        guard let roster = received["roster"]?.dataValue else { throw BatonAgentError(.protocolViolation, "the message carries no roster") }
-        if !initiator { try await channel.send(mine) }
-        let theirPort = received["agentPort"]?.integerValue.flatMap { (1...65_535).contains($0) ? Int($0) : nil }
+        let mine = AccountMessage.sync(roster: try store.roster().encoded(), agentPort: agentPort)
+        if initiator { try await send(mine, on: channel) }
+        let (roster, theirPort) = try await expect(.sync, on: channel, refusal: .peerRefused) { message in
+            if case .sync(let roster, let port) = message { (roster, port) } else { nil }
+        }
+        if !initiator { try await send(mine, on: channel) }
         let peer = DeviceID(certificateDER: try peerCertificate(channel))
         let merged = try absorbSync(roster: roster, agentPort: theirPort, from: peer, host: channel.peerHost, dialed: dialed, store: store)
         return merged

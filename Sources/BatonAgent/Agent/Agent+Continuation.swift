@@ -145,21 +145,21 @@ extension Agent: PeerLinkResponder {
         do {
             payload = try ActivityPayload(decoding: data)
         } catch {
-            return .failed(app: "", reason: FetchFailure.protocolViolation.rawValue, message: "the state cannot be read: \(error)")
+            return .failed(app: "", reason: .fetch(.protocolViolation), message: "the state cannot be read: \(error)")
         }
         let decision = router.route(RouteRequest(activityType: payload.activityType, teamIdentifier: nil, webpageURL: payload.webpageURL))
         state.withLockedValue { $0.continuationRecords[id]?.reason = decision.reason }
         switch decision.target {
         case .nothing:
-            return .failed(app: "", reason: "noApp", message: "no app on this device continues \(payload.activityType) (D1, D3)")
+            return .failed(app: "", reason: .noApp, message: "no app on this device continues \(payload.activityType) (D1, D3)")
         case .browser(let browser?, _):
-            return .failed(app: browser, reason: "noApp", message: "the default browser app is not connected")
+            return .failed(app: browser, reason: .noApp, message: "the default browser app is not connected")
         case .browser(nil, let url):
             do {
                 let pid = try Launcher.spawn("/usr/bin/env", arguments: configuration.browserCommand + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
                 state.withLockedValue { _ = $0.spawned.insert(pid) }
             } catch {
-                return .failed(app: "browser", reason: "launchFailed", message: "cannot open \(url.absoluteString): \(error)")
+                return .failed(app: "browser", reason: .launchFailed, message: "cannot open \(url.absoluteString): \(error)")
             }
             return .opened(app: "browser", message: "opened \(url.absoluteString) in the browser (E1)")
         case .app(let bundle):
@@ -172,7 +172,7 @@ extension Agent: PeerLinkResponder {
                 delivered = web
             }
             guard let data = try? delivered.encoded() else {
-                return .failed(app: bundle, reason: FetchFailure.protocolViolation.rawValue, message: "the state cannot be encoded again for \(bundle)")
+                return .failed(app: bundle, reason: .fetch(.protocolViolation), message: "the state cannot be encoded again for \(bundle)")
             }
             let running = state.withLockedValue { $0.apps[bundle].flatMap { $0.channel.isActive ? $0.appID : nil } }
             return .app(bundle: bundle, activityType: type, running: running, payload: data)
@@ -188,7 +188,7 @@ extension Agent: PeerLinkResponder {
             returning: ContinuationOutcome(
                 app: outcome.app,
                 reason: record.reason,
-                failure: outcome.failure,
+                failure: outcome.failure?.rawValue,
                 message: outcome.message,
                 microseconds: (DispatchTime.now().uptimeNanoseconds - record.started) / 1000
             )

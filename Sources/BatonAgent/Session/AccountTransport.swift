@@ -50,57 +50,6 @@ public enum AccountTransport {
     /// How long a TLS connection may take to establish.
     public static let connectTimeout = TimeAmount.seconds(5)
 
-    static func tlsConfiguration(identity: DeviceIdentity, server: Bool) throws -> TLSConfiguration {
-        let certificate = try NIOSSLCertificate(bytes: Array(identity.certificateDER), format: .der)
-        let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKey.derRepresentation), format: .der)
-        var configuration =
-            server
-            ? TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
-            : TLSConfiguration.makeClientConfiguration()
-        configuration.certificateChain = [.certificate(certificate)]
-        configuration.privateKey = .privateKey(key)
-        configuration.minimumTLSVersion = .tlsv13
-        // A closed session waits this long for the peer's close_notify before the socket goes: a peer that never
-        // answers (hostile, or gone) holds a descriptor no longer than this (NIOSSL's default is 5 s).
-        configuration.shutdownTimeout = .seconds(1)
-        // Peers are checked by the custom callback (pinning); on a server this also makes client certificates required.
-        configuration.certificateVerification = .noHostnameVerification
-        return configuration
-    }
-
-    /// The verification callback: accept exactly the certificates `policy` allows, and remember the one presented.
-    static func verifier(_ policy: PeerPolicy, presented: NIOLockedValueBox<Data?>) -> NIOSSLCustomVerificationCallback {
-        { certificates, promise in
-            guard let leaf = certificates.first, let der = try? leaf.toDERBytes(), policy.allows(DeviceID(certificateDER: der)) else {
-                promise.succeed(.failed)
-                return
-            }
-            presented.withLockedValue { $0 = Data(der) }
-            promise.succeed(.certificateVerified)
-        }
-    }
-
-    /// Adds a ``HandshakeWaiter`` and returns the future it completes.
-    static func addHandshakeWaiter(to channel: Channel) throws -> EventLoopFuture<Void> {
-        let promise = channel.eventLoop.makePromise(of: Void.self)
-        try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: promise))
-        return promise.futureResult
-    }
-
-    static func waitForHandshake(_ handshake: EventLoopFuture<Void>?, peer: String) async throws {
-        guard let handshake else { throw BatonAgentError(.protocolViolation, "no TLS handshake to wait for with \(peer)") }
-        do {
-            try await handshake.get()
-        } catch let error as BatonAgentError {
-            throw BatonAgentError(error.code, "\(peer): \(error.message)")
-        }
-    }
-
-    static func addSessionHandlers(to channel: Channel) throws {
-        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
-        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
-    }
-
     /// Opens a session to `host:port`, accepting the server only if `policy` allows its certificate, runs `body`
     /// with it, and closes it whatever happens.
     /// - Throws: `peerUnreachable` when nothing answers, `peerRefused` when the handshake fails, or `body`'s error.
@@ -112,32 +61,26 @@ public enum AccountTransport {
         _ body: (SessionConnection) async throws -> Result
     ) async throws -> Result {
         let name = Agent.joinHostPort(host, port)
-        let context = try NIOSSLContext(configuration: try tlsConfiguration(identity: identity, server: false))
-        let presented = NIOLockedValueBox<Data?>(nil)
-        let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+        let tls = try TLSPipeline(identity: identity, role: .client)
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        let connection: TLSPipeline.Connection
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            (channel, connection) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(connectTimeout)
                 .connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        let handler = try NIOSSLClientHandler(
-                            context: context,
-                            serverHostname: nil,
-                            customVerificationCallback: verifier(policy, presented: presented)
-                        )
-                        try channel.pipeline.syncOperations.addHandler(handler)
-                        handshake.withLockedValue { $0 = try? addHandshakeWaiter(to: channel) }
-                        try addSessionHandlers(to: channel)
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        let connection = try tls.configure(channel, policy: policy)
+                        return (try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), connection)
                     }
                 }
         } catch {
             throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
         }
         return try await channel.executeThenClose { inbound, outbound in
-            try await waitForHandshake(handshake.withLockedValue { $0 }, peer: name)
-            return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: channel.channel, presented: presented, peerName: name))
+            try await TLSPipeline.waitForHandshake(connection.handshake, peer: name)
+            return try await body(
+                SessionConnection(inbound: inbound, outbound: outbound, channel: channel.channel, presented: connection.presented, peerName: name)
+            )
         }
     }
 
@@ -169,7 +112,7 @@ public enum AccountTransport {
             let handshake = handshakes.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(connection.channel)) }
             let name = connection.channel.remoteAddress.map { "\($0)" } ?? "peer"
             return (try? await connection.executeThenClose { inbound, outbound in
-                try await AccountTransport.waitForHandshake(handshake, peer: name)
+                try await TLSPipeline.waitForHandshake(handshake, peer: name)
                 return try await body(SessionConnection(inbound: inbound, outbound: outbound, channel: connection.channel, presented: box, peerName: name))
             }) ?? false
         }
@@ -214,7 +157,7 @@ public enum AccountTransport {
 
     /// Listens on `host:port` (port 0 picks a free one), accepting peers whose certificate `policy` allows.
     public static func listen(host: String, port: Int, identity: DeviceIdentity, policy: PeerPolicy) async throws -> Listener {
-        let context = try NIOSSLContext(configuration: try tlsConfiguration(identity: identity, server: true))
+        let tls = try TLSPipeline(identity: identity, role: .server)
         let presented = NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>([:])
         let handshakes = NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>([:])
         do {
@@ -222,13 +165,9 @@ public enum AccountTransport {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        let box = NIOLockedValueBox<Data?>(nil)
-                        presented.withLockedValue { $0[ObjectIdentifier(channel)] = box }
-                        let handler = NIOSSLServerHandler(context: context, customVerificationCallback: verifier(policy, presented: box))
-                        try channel.pipeline.syncOperations.addHandler(handler)
-                        let handshake = try addHandshakeWaiter(to: channel)
-                        handshakes.withLockedValue { $0[ObjectIdentifier(channel)] = handshake }
-                        try addSessionHandlers(to: channel)
+                        let connection = try tls.configure(channel, policy: policy)
+                        presented.withLockedValue { $0[ObjectIdentifier(channel)] = connection.presented }
+                        handshakes.withLockedValue { $0[ObjectIdentifier(channel)] = connection.handshake }
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }

@@ -4,7 +4,6 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// Answers what a peer asks over a link. Implemented by the agent.
 protocol PeerLinkResponder: AnyObject, Sendable {
@@ -240,8 +239,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 final class PeerLinks: @unchecked Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
-    let clientContext: NIOSSLContext
-    let serverContext: NIOSSLContext
+    let clientTLS: TLSPipeline
+    let serverTLS: TLSPipeline
     let group: EventLoopGroup
     /// Where accepted connections are adopted and peers' requests answered (the session service's work).
     let work: TaskPool
@@ -276,8 +275,8 @@ final class PeerLinks: @unchecked Sendable {
         self.identity = identity
         self.policy = policy
         self.group = group
-        clientContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: false))
-        serverContext = try NIOSSLContext(configuration: try AccountTransport.tlsConfiguration(identity: identity, server: true))
+        clientTLS = try TLSPipeline(identity: identity, role: .client)
+        serverTLS = try TLSPipeline(identity: identity, role: .server)
     }
 
     /// The open link to `device`, if there is one.
@@ -334,24 +333,17 @@ final class PeerLinks: @unchecked Sendable {
     /// device is learnt from its certificate).
     func connect(host: String, port: Int, policy: PeerPolicy? = nil) async throws -> PeerLink {
         let name = Agent.joinHostPort(host, port)
-        let presented = NIOLockedValueBox<Data?>(nil)
         let handler = MessageHandler()
-        let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+        let connection = NIOLockedValueBox<TLSPipeline.Connection?>(nil)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(AccountTransport.connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { [clientContext, policy = policy ?? self.policy] channel in
+                .channelInitializer { [clientTLS, policy = policy ?? self.policy] channel in
                     channel.eventLoop.makeCompletedFuture {
-                        let tls = try NIOSSLClientHandler(
-                            context: clientContext,
-                            serverHostname: nil,
-                            customVerificationCallback: AccountTransport.verifier(policy, presented: presented)
-                        )
-                        try channel.pipeline.syncOperations.addHandler(tls)
-                        handshake.withLockedValue { $0 = try? AccountTransport.addHandshakeWaiter(to: channel) }
-                        try AccountTransport.addSessionHandlers(to: channel)
+                        let configured = try clientTLS.configure(channel, policy: policy)
+                        connection.withLockedValue { $0 = configured }
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
                 }
@@ -361,13 +353,14 @@ final class PeerLinks: @unchecked Sendable {
             throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
         }
         count(channel)
+        let configured = connection.withLockedValue { $0 }
         do {
-            try await AccountTransport.waitForHandshake(handshake.withLockedValue { $0 }, peer: name)
+            try await TLSPipeline.waitForHandshake(configured?.handshake, peer: name)
         } catch {
             channel.close(promise: nil)
             throw error
         }
-        return try await adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: true)
+        return try await adopt(channel, handler: handler, presented: configured?.presented ?? NIOLockedValueBox(nil), name: name, dialedByMe: true)
     }
 
     /// Makes a link of a verified channel and records it; returns the link to use for its device (this one, or an
@@ -477,7 +470,7 @@ final class PeerLinks: @unchecked Sendable {
             return try await ServerBootstrap(group: group)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { [serverContext, policy, gauge] channel in
+                .childChannelInitializer { [serverTLS, policy, gauge] channel in
                     let admitted = gauge.withLockedValue { gauge -> Bool in
                         guard gauge.handshaking < Self.pendingHandshakes else { return false }
                         gauge.handshaking += 1
@@ -486,21 +479,16 @@ final class PeerLinks: @unchecked Sendable {
                     guard admitted else { return channel.close() }
                     self.count(channel)
                     return channel.eventLoop.makeCompletedFuture {
-                        let presented = NIOLockedValueBox<Data?>(nil)
-                        let tls = NIOSSLServerHandler(
-                            context: serverContext,
-                            customVerificationCallback: AccountTransport.verifier(policy, presented: presented)
-                        )
-                        try channel.pipeline.syncOperations.addHandler(tls)
-                        let handshake = try AccountTransport.addHandshakeWaiter(to: channel)
-                        try AccountTransport.addSessionHandlers(to: channel)
+                        let connection = try serverTLS.configure(channel, policy: policy)
                         let handler = MessageHandler()
                         try channel.pipeline.syncOperations.addHandler(handler)
                         let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
-                        handshake.whenComplete { [self] result in
+                        connection.handshake.whenComplete { [self] result in
                             gauge.withLockedValue { $0.handshaking -= 1 }
                             guard case .success = result else { return }
-                            self.work.start { _ = try? await self.adopt(channel, handler: handler, presented: presented, name: name, dialedByMe: false) }
+                            self.work.start {
+                                _ = try? await self.adopt(channel, handler: handler, presented: connection.presented, name: name, dialedByMe: false)
+                            }
                         }
                     }.flatMapErrorThrowing { error in
                         gauge.withLockedValue { $0.handshaking -= 1 }

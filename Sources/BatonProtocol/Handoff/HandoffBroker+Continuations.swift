@@ -35,21 +35,21 @@ extension HandoffBroker {
         case app(bundle: String, activityType: String, running: AppID?, payload: Data)
         /// The agent opened it in the web browser (E1); `message` says so.
         case opened(app: String, message: String)
-        /// Nowhere: `reason` (a ``FetchFailure`` raw value, `noApp`, `launchFailed`) and why.
-        case failed(app: String, reason: String, message: String)
+        /// Nowhere: `reason` and why.
+        case failed(app: String, reason: ContinuationFailure, message: String)
     }
 
     /// How a continuation ended, for whoever asked for it.
     public struct Outcome: Sendable, Hashable {
         /// The app chosen, "browser", or "" when none was.
         public var app: String
-        /// The failure (a ``FetchFailure`` raw value or `noApp`, `launchFailed`, `notPermitted`), or nil.
-        public var failure: String?
+        /// The failure, or nil.
+        public var failure: ContinuationFailure?
         /// What happened, for a person.
         public var message: String
 
         /// An outcome.
-        public init(app: String, failure: String?, message: String) {
+        public init(app: String, failure: ContinuationFailure?, message: String) {
             self.app = app
             self.failure = failure
             self.message = message
@@ -84,7 +84,7 @@ extension HandoffBroker {
     /// The person continues an activity here (C3, C4); `route` is what the advert's type hash names. Every
     /// continuation still in progress fails first with `cancelled` (C6).
     public mutating func continueAsked(_ id: ContinuationID, route: Route) -> [Action] {
-        var actions = endAll(failure: FetchFailure.cancelled.rawValue, message: "a newer continuation started (C6)")
+        var actions = endAll(failure: .fetch(.cancelled), message: "a newer continuation started (C6)")
         switch route {
         case .app(let bundle, let type, let running?):
             let told = Told(app: running, bundle: bundle, activityType: type)
@@ -124,7 +124,7 @@ extension HandoffBroker {
         switch ongoing[id] {
         case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
             ongoing[id] = nil
-            return [.finished(id, Outcome(app: bundle, failure: "launchFailed", message: message))]
+            return [.finished(id, Outcome(app: bundle, failure: .launchFailed, message: message))]
         case .fetching, .routing, nil:
             return []
         }
@@ -147,9 +147,9 @@ extension HandoffBroker {
         ongoing[id] = nil
         var actions: [Action] = []
         if let told {
-            actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: reason.rawValue, message: message))
+            actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: .fetch(reason), message: message))
         }
-        actions.append(.finished(id, Outcome(app: told?.bundle ?? "", failure: reason.rawValue, message: message)))
+        actions.append(.finished(id, Outcome(app: told?.bundle ?? "", failure: .fetch(reason), message: message)))
         return actions
     }
 
@@ -177,9 +177,9 @@ extension HandoffBroker {
         for (id, told) in toldContinuations(of: app) {
             ongoing[id] = nil
             actions += [
-                .tellFailed(app: app, id, activityType: told.activityType, reason: "notPermitted", message: message),
+                .tellFailed(app: app, id, activityType: told.activityType, reason: .notPermitted, message: message),
                 .stopWork(id),
-                .finished(id, Outcome(app: told.bundle, failure: "notPermitted", message: message)),
+                .finished(id, Outcome(app: told.bundle, failure: .notPermitted, message: message)),
             ]
         }
         return actions
@@ -187,7 +187,7 @@ extension HandoffBroker {
 
     /// Whoever asked for continuation `id` gave up: it ends with `cancelled`, and its app, if told, hears it.
     public mutating func cancel(_ id: ContinuationID) -> [Action] {
-        end(id, failure: FetchFailure.cancelled.rawValue, message: "the continuation was cancelled")
+        end(id, failure: .fetch(.cancelled), message: "the continuation was cancelled")
     }
 
     /// The app told about a continuation now, if any (the agent checks it before a delivery).
@@ -210,17 +210,17 @@ extension HandoffBroker {
     mutating func continuationsGone(with app: AppID) -> [Action] {
         toldContinuations(of: app).flatMap { id, told -> [Action] in
             ongoing[id] = nil
-            return [.stopWork(id), .finished(id, Outcome(app: told.bundle, failure: FetchFailure.appGone.rawValue, message: "\(told.bundle) went away"))]
+            return [.stopWork(id), .finished(id, Outcome(app: told.bundle, failure: .fetch(.appGone), message: "\(told.bundle) went away"))]
         }
     }
 
     /// Ends every continuation in progress with `failure`: apps told `willContinue` hear it (C5, C6).
-    mutating func endAll(failure: String, message: String) -> [Action] {
+    mutating func endAll(failure: ContinuationFailure, message: String) -> [Action] {
         ongoing.keys.sorted().flatMap { end($0, failure: failure, message: message) }
     }
 
     /// Ends continuation `id` with `failure`; its app hears it if it was told `willContinue` (C5).
-    mutating func end(_ id: ContinuationID, failure: String, message: String) -> [Action] {
+    mutating func end(_ id: ContinuationID, failure: ContinuationFailure, message: String) -> [Action] {
         guard let state = ongoing.removeValue(forKey: id) else { return [] }
         var actions: [Action] = []
         var app = ""

@@ -82,7 +82,7 @@ public struct HandoffBroker: Sendable {
         /// Give `app` the state of continuation `id` (C5, C7).
         case deliver(app: AppID, ContinuationID, payload: Data)
         /// Tell `app` that continuation `id` failed, and why (C5, C6, C8).
-        case tellFailed(app: AppID, ContinuationID, activityType: String, reason: String, message: String)
+        case tellFailed(app: AppID, ContinuationID, activityType: String, reason: ContinuationFailure, message: String)
         /// Stop whatever is under way for continuation `id` (its fetch, its launch wait): it has ended.
         case stopWork(ContinuationID)
         /// Continuation `id` ended: answer whoever asked for it.
@@ -178,7 +178,7 @@ public struct HandoffBroker: Sendable {
     /// The agent is stopping: the goodbye goes out, every fetch fails (`appGone`), every continuation ends
     /// (`cancelled`).
     public mutating func stop() -> [Action] {
-        var actions = endAll(failure: FetchFailure.cancelled.rawValue, message: "the agent on \(deviceName) is stopping")
+        var actions = endAll(failure: .fetch(.cancelled), message: "the agent on \(deviceName) is stopping")
         for (save, waiting) in saves.sorted(by: { $0.key < $1.key }) {
             actions.append(.cancelTimer(save: save))
             actions.append(.reply(waiting.fetch, .failed(.appGone, "the agent on \(deviceName) is stopping")))

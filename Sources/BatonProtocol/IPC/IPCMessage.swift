@@ -201,8 +201,8 @@ public enum IPCMessage: Sendable, Hashable {
     case willContinue(continuation: UInt64, activityType: String)
     /// The state arrived: an encoded ``ActivityPayload`` (C5, C7).
     case deliver(continuation: UInt64, payload: Data)
-    /// The continuation failed (C5, C6, C8): `reason` is a ``FetchFailure`` raw value or `noApp`/`launchFailed`.
-    case failed(continuation: UInt64, activityType: String, reason: String, message: String)
+    /// The continuation failed (C5, C6, C8), and why: on the wire the reason's raw value.
+    case failed(continuation: UInt64, activityType: String, reason: ContinuationFailure, message: String)
     /// Control: the nearby activities.
     case nearby(request: UInt64, [NearbyItem])
     /// Control: how a continuation ended.
@@ -249,7 +249,7 @@ public enum IPCMessage: Sendable, Hashable {
         case .failed(let continuation, let type, let reason, let message):
             return makeMessage(
                 "failed",
-                ["cont": .number(continuation), "type": .string(type), "reason": .string(bounded(reason, 64)), "message": .string(bounded(message, 4_096))]
+                ["cont": .number(continuation), "type": .string(type), "reason": .string(reason.rawValue), "message": .string(bounded(message, 4_096))]
             )
         case .nearby(let request, let items): return makeMessage("nearby", ["req": .number(request), "items": .array(items.map(\.propertyList))])
         case .continueResult(let request, let outcome):
@@ -308,7 +308,8 @@ public enum IPCMessage: Sendable, Hashable {
             self = .failed(
                 continuation: try fields.number("cont"),
                 activityType: try fields.string("type", maximumLength: typeLimit),
-                reason: try fields.string("reason", maximumLength: 64),
+                // A reason this version does not know reads as something unreadable, as in a session's `fail` (§6).
+                reason: ContinuationFailure(rawValue: try fields.string("reason", maximumLength: 64)) ?? .fetch(.protocolViolation),
                 message: try fields.string("message")
             )
         case "nearby": self = .nearby(request: try fields.number("req"), try items())

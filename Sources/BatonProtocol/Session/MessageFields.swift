@@ -52,6 +52,20 @@ struct MessageFields {
         return value
     }
 
+    /// Data of exactly `count` bytes (a nonce, a secret).
+    func data(_ key: String, count: Int) throws -> Data {
+        let value = try data(key)
+        guard value.count == count else { throw missing(key, "\(count) bytes of data") }
+        return value
+    }
+
+    /// An optional port number: 1 to 65535 when present.
+    func port(_ key: String) throws -> Int? {
+        guard let port = try optionalNumber(key) else { return nil }
+        guard (1...65_535).contains(port) else { throw missing(key, "a port number") }
+        return Int(port)
+    }
+
     func bool(_ key: String) throws -> Bool {
         guard let value = fields[key]?.boolValue else { throw missing(key, "a boolean") }
         return value

@@ -138,14 +138,9 @@ public enum SessionMessage: Sendable, Hashable {
     /// - Throws: ``BatonProtocolError`` `malformedMessage` naming the type or field that is wrong.
     public init(_ plist: PropertyList) throws {
         let fields = try MessageFields(plist)
-        func port() throws -> Int? {
-            guard let port = try fields.optionalNumber("agentPort") else { return nil }
-            guard (1...65_535).contains(port) else { throw fields.missing("agentPort", "a port number") }
-            return Int(port)
-        }
         switch fields.type {
-        case "sync": self = .sync(id: try fields.optionalNumber("id"), roster: try fields.data("roster"), agentPort: try port())
-        case "synced": self = .synced(id: try fields.number("id"), roster: try fields.data("roster"), agentPort: try port())
+        case "sync": self = .sync(id: try fields.optionalNumber("id"), roster: try fields.data("roster"), agentPort: try fields.port("agentPort"))
+        case "synced": self = .synced(id: try fields.number("id"), roster: try fields.data("roster"), agentPort: try fields.port("agentPort"))
         case "fetch":
             self = .fetch(id: try fields.number("id"), sequence: try fields.number("seq"), deadlineMilliseconds: try fields.number("deadline"))
         case "describe": self = .describe(id: try fields.number("id"), sequence: try fields.number("seq"))
