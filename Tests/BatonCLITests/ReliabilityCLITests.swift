@@ -21,6 +21,13 @@ enum ProcessProbe {
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
+
+    /// Whether `pid` has ended: gone, or a zombie nobody has reaped yet (a container's first process may never).
+    static func hasEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        let state = stat.split(separator: ")").last?.split(separator: " ").first
+        return state == "Z" || state == "X"
+    }
 }
 
 /// A Unix stream socket connected to `path`, or nil.

@@ -250,9 +250,9 @@ struct UserActivityTests {
         let silent = try await AgentClient.connect(path: world.devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
         silent.send(.becomeCurrent(activity: 99, ActivityNotice(activityType: "com.example.notes.edit", title: "Silent")))
         try await world.waitUntilNearby()
-        let started = Date()
+        // The 0.2 s deadline, not the fetch's network timeout, ends it: the reason says so (A7, C8). When the
+        // deadline passes is the broker's (HandoffBrokerTests), with the time passed in, not measured here.
         let events = await world.continueOnDesktop()
-        #expect(Date().timeIntervalSince(started) < 1.5)
         #expect(recorder.calls == ["will com.example.notes.edit", "didFail appNotAnswering"], "\(recorder.calls)")
         guard case .failed(_, let error) = events.last else {
             Issue.record("\(events)")

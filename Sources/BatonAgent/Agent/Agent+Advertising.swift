@@ -69,7 +69,10 @@ extension Agent {
                 sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
             }
             let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }
-            for entry in expired { nearbyChanged(entry.advert.device, .removed) }
+            for entry in expired {
+                logger.info("nearby: \(entry.advert.device.short) expired (no advert for \(PeerLink.format(configuration.nearbyTimeToLive)))")
+                nearbyChanged(entry.advert.device, .removed)
+            }
         }
     }
 
@@ -105,6 +108,9 @@ extension Agent {
         }
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
         if change == .added { advertBell.ring() }  // its expiry is due some time
+        if change == .removed {
+            logger.info("nearby: \(device.short) withdrew its activity (goodbye, A9)", metadata: ["peer": "\(device.short)"])
+        }
         nearbyChanged(device, change)
     }
 
