@@ -70,7 +70,24 @@ enum MessageSamples {
         ),
         .continueResult(request: 8, ContinuationOutcome(app: "", reason: "", failure: "notFound", message: "nothing nearby", microseconds: 3)),
         .nearbyChanged([item]),
+        .listApps(request: 10),
+        .apps(
+            request: 10,
+            [
+                AppListing(bundle: "com.razeware.shopsnap", name: "ShopSnap", team: "RAZEWARE1", activityTypes: ["com.razeware.shopsnap.view"], problem: ""),
+                AppListing(bundle: "", name: "Broken", team: nil, activityTypes: [], problem: "/apps/Broken.app: Info.plist is not a property list"),
+            ]
+        ),
     ]
+
+    /// The `index`th entry of the sample `apps` message, as its property list.
+    static func appPropertyList(_ index: Int) -> PropertyList {
+        let apps = ipc.compactMap { message -> PropertyList? in
+            guard case .apps = message else { return nil }
+            return message.propertyList["apps"]?.arrayValue?[index]
+        }
+        return apps.first ?? .null
+    }
 
     /// `items[0]` of an IPC message, as its property list.
     static func itemPropertyList(_ item: NearbyItem) -> PropertyList {
@@ -114,7 +131,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "welcome": ["device", "name"], "refused": ["code", "message"], "save": ["req", "activity", "deadline"],
             "continued": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
             "failed": ["cont", "type", "reason", "message"], "nearby": ["req", "items"],
-            "result": ["req", "app", "reason", "message", "us"], "changed": ["items"],
+            "result": ["req", "app", "reason", "message", "us"], "changed": ["items"], "apps?": ["req"], "apps": ["req", "apps"],
         ],
         limits: [
             "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255], "continue": ["device": 1_024],
@@ -135,7 +152,18 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         }
     )
 
-    static let all = [session, ipc, item, account]
+    /// The entries of `apps` (`baton apps list --agent`, issue 11 part 7).
+    static let app = MessageFamily(
+        description: "app listing",
+        samples: [MessageSamples.appPropertyList(0), MessageSamples.appPropertyList(1)],
+        required: ["app": ["bundle", "name", "types", "problem"]],
+        limits: ["app": ["bundle": 255, "name": 1_024, "team": 64]],
+        reread: { app in
+            try IPCMessage(.dictionary(["t": "apps", "req": 1, "apps": [app]])).propertyList["apps"]?.arrayValue?.first ?? .null
+        }
+    )
+
+    static let all = [session, ipc, item, app, account]
 }
 
 /// Property-list and byte helpers shared by the message tests.
@@ -234,7 +262,7 @@ struct SessionMessageTests {
         #expect(
             types == [
                 "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
-                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed",
+                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps",
             ]
         )
     }
@@ -331,7 +359,7 @@ struct SessionMessageTests {
                 }
             }
         }
-        #expect(checked >= 2)
+        #expect(checked >= 2 || family.description == "app listing", "an app listing has no numbers; every other family has")
     }
 
     @Test("strings are limited in UTF-8 bytes: at the limit they read, one byte over is malformedMessage", arguments: MessageFamily.all)
