@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak test of docs/RELIABILITY.md (issue 10): two paired agents syncing every 0.2 s, an app making activities
+# The soak test of docs/RELIABILITY.md (issue 10): two paired agents (sync retries after 0.2 s), an app making activities
 # current and the other device continuing each one, a datagram flood at both advert ports and connection churn on
 # every port, for --minutes (default 10). Samples descriptors, TCP sockets and resident memory every 10 s and fails
 # when any grows, when an agent restarts, or when a continuation fails without a typed reason.
