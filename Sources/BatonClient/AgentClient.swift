@@ -6,6 +6,10 @@ import NIOCore
 import NIOPosix
 
 /// A connection to the device's agent over its Unix socket: what the app library and the command line use.
+///
+/// `@unchecked Sendable`: `device` and `deviceName` are written once, on the channel's event loop, before the welcome
+/// is handed to ``connect(path:bundleIdentifier:timeout:)``, which returns the client only after that; everything
+/// else is a `let` of a Sendable type or under a lock.
 public final class AgentClient: MessageSink, @unchecked Sendable {
     /// The agent's device id and name, from its welcome.
     public private(set) var device = ""

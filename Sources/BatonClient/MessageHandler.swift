@@ -15,6 +15,10 @@ package protocol MessageSink: AnyObject, Sendable {
 
 /// Decodes each frame (a binary property list, depth-limited) and hands it to a sink. Messages that arrive before the
 /// sink is attached (right after a TLS handshake) wait in order.
+///
+/// `@unchecked Sendable`: like every NIO handler, its mutable state is touched only on its channel's event loop
+/// (``attach(_:)`` is called there too: from the channel initializer, or through `execute`/`submit`); it is
+/// Sendable only so it can be made off the loop and captured by the closures that attach it.
 package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     package typealias InboundIn = ByteBuffer
 

@@ -13,6 +13,9 @@ import NIOPosix
 /// IPv4, or whose switches drop IPv4 multicast, still finds its devices. An IPv6 link-local group is one group
 /// per link, so adverts are sent once per interface, scoped to it; the receiver learns the sender's scoped
 /// address (`fe80::1%eth0`) and dials it back there. Memberships are renewed when the interfaces change.
+///
+/// `@unchecked Sendable`: its channels and addresses are `let`s set when it opens; the memberships, the only thing
+/// that changes, are under their lock (`joined`).
 final class AdvertSocket: @unchecked Sendable {
     /// The IPv4 group adverts go to (administratively scoped, RFC 2365).
     static let group = "239.77.11.1"
