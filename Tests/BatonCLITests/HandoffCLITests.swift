@@ -204,6 +204,26 @@ struct HandoffCLITests {
         #expect(desktop.lines(containing: "shopsnap: continued list").count == 1)
     }
 
+    @Test("SIGTERM and SIGINT stop the agent through its service group: the goodbye goes out first, the socket goes (A9, issue 11 part 3)", arguments: [SIGTERM, SIGINT])
+    func stopSignalSaysGoodbye(signal: Int32) throws {
+        let world = try HandoffWorld()
+        for name in ["laptop", "desktop"] { try world.device(name) }
+        try world.pair("laptop", "desktop")
+        try world.agent("laptop", apps: try world.apps("laptop"))
+        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+        _ = try world.shopSnap(on: "laptop", ["list", "Milk"])
+        #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
+        let laptop = try #require(world.agents["laptop"])
+        let desktop = try #require(world.agents["desktop"])
+        let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        laptop.signal(signal)
+        #expect(laptop.waitForExit(timeout: 30), "it stops")
+        #expect(laptop.process.terminationStatus == 0, "\(laptop.output)")
+        #expect(laptop.output.contains("stopped"), "\(laptop.output)")
+        #expect(!FileManager.default.fileExists(atPath: socket), "the app socket is removed")
+        #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "the goodbye went out before the sockets closed: \(desktop.output)")
+    }
+
     @Test("invalidate removes the activity from the other device's nearby list by its goodbye, not by expiry (A9)")
     func invalidateIsSeenAtOnce() throws {
         let world = try HandoffWorld()
