@@ -100,9 +100,9 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
         }?()
     }
 
-    /// Sends a message.
+    /// Sends a message; a client that has stopped reading is disconnected instead (``Backpressure``).
     func send(_ message: IPCMessage) {
-        try? channel.writeMessage(message.propertyList)
+        Backpressure.write(message.propertyList, to: channel)
     }
 
     /// Sends a refusal and closes.
@@ -160,6 +160,7 @@ enum IPCServer {
         let waiting = NIOLockedValueBox(0)
         do {
             let channel = try await ServerBootstrap(group: group)
+                .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
                 .childChannelInitializer { channel in
                     let admitted = waiting.withLockedValue { count -> Bool in
                         guard count < Limits.unauthenticatedConnections else { return false }

@@ -138,8 +138,10 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         closeIfRetiredAndIdle()
     }
 
+    /// Sends a message; a peer that has stopped reading is disconnected instead (``Backpressure``), which fails
+    /// what waits on the link with peerGone.
     func send(_ message: SessionMessage) {
-        try? channel.writeMessage(message.propertyList)
+        Backpressure.write(message.propertyList, to: channel)
     }
 
     /// Closes the connection; waiting requests fail with `peerGone`.
@@ -338,6 +340,7 @@ final class PeerLinks: @unchecked Sendable {
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
+                .channelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
                 .connectTimeout(AccountTransport.connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .channelInitializer { [clientTLS, policy = policy ?? self.policy] channel in
@@ -468,6 +471,7 @@ final class PeerLinks: @unchecked Sendable {
     func listen(host: String, port: Int) async throws -> Channel {
         do {
             return try await ServerBootstrap(group: group)
+                .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { [serverTLS, policy, gauge] channel in
