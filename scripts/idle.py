@@ -12,6 +12,7 @@ when an agent wakes more than --max-wakeups times a second or holds more than --
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -127,6 +128,7 @@ def main():
             }
     finally:
         world.stop()
+        shutil.rmtree(root, ignore_errors=True)
     print(f"idle for {report['seconds']} s, two paired agents, nothing current:")
     failed = []
     for name, figures in report["agents"].items():

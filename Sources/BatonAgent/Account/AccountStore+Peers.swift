@@ -40,7 +40,9 @@ extension AccountStore {
     /// Sets the peer list aside when it cannot be read, so it is rebuilt from the next syncs (ISSUE 10 item 8); the
     /// agent calls this when the state folder changes. True when it was damaged.
     public func repairPeers() throws -> Bool {
-        try withStateLock {
+        // Reading takes no lock (opening the lock file is itself a change in the folder); only a repair does.
+        guard (try? peers()) == nil else { return false }
+        return try withStateLock {
             do {
                 _ = try peers()
                 return false

@@ -21,11 +21,14 @@ extension AccountStore {
         }
     }
 
+    /// The state folder's lock file (``withStateLock(_:)``).
+    static let lockFileName = "lock"
+
     /// Runs `body` holding an exclusive `flock` on the state folder's lock file: every read-modify-write of a state
     /// file goes through here, across processes.
     func withStateLock<T>(_ body: () throws -> T) throws -> T {
         try createFolderOnly()
-        let lockPath = folder.appendingPathComponent("lock").path
+        let lockPath = folder.appendingPathComponent(Self.lockFileName).path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw AtomicFile.failure("cannot open \(lockPath)") }
         defer { close(descriptor) }

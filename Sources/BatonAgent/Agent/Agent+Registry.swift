@@ -10,7 +10,7 @@ extension Agent {
     /// Starts watching the state folder, and `apps` (the search paths; none when the registry was given in code).
     func watchFolders(apps folders: [URL]) {
         let stateFolder = store.folder.standardizedFileURL.path
-        watcher = FolderWatcher { [weak self] changed in
+        watcher = FolderWatcher(ignoring: [AccountStore.lockFileName]) { [weak self] changed in
             guard let self else { return }
             if changed.contains(stateFolder) { stateFolderChanged() }
             if !changed.subtracting([stateFolder]).isEmpty { appsChanged(folders) }

@@ -29,9 +29,13 @@ final class FolderWatcher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "baton.folder-watcher")
     private let state = NIOLockedValueBox(State())
     private let changed: @Sendable (Set<String>) -> Void
+    private let ignoring: Set<String>
 
     /// Nil when the kernel gives no inotify descriptor (too many watchers already): changes are then seen on restart.
-    init?(changed: @escaping @Sendable (_ folders: Set<String>) -> Void) {
+    /// Changes to files named in `ignoring` are not reported (the state folder's lock file, which every reader of
+    /// the state opens for writing: reporting it would make each report cause the next).
+    init?(ignoring: Set<String> = [], changed: @escaping @Sendable (_ folders: Set<String>) -> Void) {
+        self.ignoring = ignoring
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else { return nil }
         self.descriptor = descriptor
@@ -88,7 +92,9 @@ final class FolderWatcher: @unchecked Sendable {
                     let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                     return (event.wd, Int(event.len))
                 }
-                if let folder = state.withLockedValue({ $0.watches[watch] }) { folders.insert(folder) }
+                let nameEnd = min(offset + header + length, count)
+                let name = String(decoding: buffer[(offset + header)..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+                if !ignoring.contains(name), let folder = state.withLockedValue({ $0.watches[watch] }) { folders.insert(folder) }
                 offset += header + length
             }
         }
