@@ -13,6 +13,9 @@ struct BenchCommand: AsyncParsableCommand {
               swift run -c release baton bench plist
               swift run -c release baton bench route
               swift run -c release baton bench handoff
+            Every subcommand takes --json and then prints {"figures": [{"name", "value", "unit", "baseline", \
+            "baselineValue", "ratio", "target", "met"}]}: ratio is value / baselineValue; a figure whose target is \
+            "report only" is there to be read, not judged.
             """,
         subcommands: [Plist.self, Route.self, Handoff.self]
     )
@@ -66,9 +69,20 @@ struct BenchCommand: AsyncParsableCommand {
                 rows.append(BenchmarkRow(payload: label, bytes: ours.count, operation: "decode", timing: decode))
             }
             if json {
-                printJSON(rows)
+                print(BenchFigure.json(figures(rows)))
             } else {
                 printTable(rows)
+            }
+        }
+
+        /// One figure per row: Baton's time against Foundation's; the target (3x faster) is a ratio of at most 1/3.
+        func figures(_ rows: [BenchmarkRow]) -> [BenchFigure] {
+            rows.map { row in
+                .microseconds(
+                    "\(row.operation) \(row.payload) (\(row.bytes) bytes)", row.timing.baton,
+                    baseline: "Foundation PropertyListSerialization, same payload", row.timing.baseline,
+                    target: "≤ 0.33x (3x faster)", met: row.timing.ratio >= 3
+                )
             }
         }
 
@@ -87,17 +101,6 @@ struct BenchCommand: AsyncParsableCommand {
                         + (row.timing.ratio >= 3 ? "met" : "NOT met")
                 )
             }
-        }
-
-        func printJSON(_ rows: [BenchmarkRow]) {
-            let entries = rows.map { row in
-                """
-                  {"payload": "\(row.payload)", "bytes": \(row.bytes), "operation": "\(row.operation)", \
-                "batonMicroseconds": \(row.timing.baton * 1e6), "foundationMicroseconds": \(row.timing.baseline * 1e6), \
-                "speedup": \(row.timing.ratio)}
-                """
-            }
-            print("[\n" + entries.joined(separator: ",\n") + "\n]")
         }
     }
 }
@@ -133,6 +136,12 @@ struct InterleavedTimer {
             baselineTimes.append(try time(baselineBatch, baseline))
         }
         return Comparison(baton: median(batonTimes), baseline: median(baselineTimes))
+    }
+
+    /// Median seconds per call of one operation alone.
+    func measure(_ operation: () throws -> Void) throws -> Double {
+        let batch = try batchSize(operation)
+        return median(try (0..<samples).map { _ in try time(batch, operation) })
     }
 
     func batchSize(_ operation: () throws -> Void) throws -> Int {

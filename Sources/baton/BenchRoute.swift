@@ -22,6 +22,9 @@ extension BenchCommand {
         @Option(help: "Timed samples; the median is reported.")
         var samples = 9
 
+        @Flag(help: "Print the results as JSON.")
+        var json = false
+
         func validate() throws {
             guard apps >= 10, decisions >= 100, samples >= 3 else {
                 throw ValidationError("Use at least 10 apps, 100 decisions and 3 samples.")
@@ -30,7 +33,7 @@ extension BenchCommand {
 
         func run() throws {
             #if DEBUG
-            print("note: this is a debug build; for real figures run `swift run -c release baton bench route`\n")
+            if !json { print("note: this is a debug build; for real figures run `swift run -c release baton bench route`\n") }
             #endif
             let (registry, approvals, requests) = try RoutingWorkload.make(apps: apps, decisions: decisions)
             let router = ActivityRouter(registry: registry, approvals: approvals)
@@ -42,6 +45,15 @@ extension BenchCommand {
             )
             let perDecision = result.baton / Double(requests.count)
             let baseline = result.baseline / Double(requests.count)
+            if json {
+                let figure = BenchFigure.microseconds(
+                    "route one activity (\(registry.apps.count) apps)", perDecision,
+                    baseline: "linear scan over every app", baseline, target: "< 2 µs", met: perDecision < 2e-6
+                )
+                print(BenchFigure.json([figure]))
+                if checksum == 42 { print("") }
+                return
+            }
             print("Routing \(requests.count) activities against \(registry.apps.count) apps (median of \(samples) samples)")
             print(String(format: "indexed router   %.3f µs per decision", perDecision * 1e6))
             print(String(format: "linear scan      %.3f µs per decision (baseline, same run)", baseline * 1e6))

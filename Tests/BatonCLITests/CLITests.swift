@@ -161,7 +161,8 @@ struct CLITests {
     func bench() throws {
         let result = try Baton.run("bench", "plist", "--samples", "3", "--sample-milliseconds", "1", "--json")
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.stdout.components(separatedBy: "\"speedup\"").count - 1 == 4)
-        #expect(result.stdout.contains("\"payload\": \"256 KB\""))
+        #expect(result.stdout.hasPrefix("{\"figures\": ["))
+        #expect(result.stdout.components(separatedBy: "\"ratio\"").count - 1 == 4)
+        #expect(result.stdout.contains("\"name\": \"decode 256 KB"))
     }
 }

@@ -191,7 +191,7 @@ public final class Agent: @unchecked Sendable {
         }
         self.listener = listener
         port = listener.localAddress?.port ?? configuration.port
-        adverts = try await AdvertSocket.open(
+        let adverts = try await AdvertSocket.open(
             host: host,
             port: port,
             discoveryPort: configuration.discoveryPort,
@@ -199,12 +199,16 @@ public final class Agent: @unchecked Sendable {
         ) { [weak self] datagram, source in
             self?.receiveAdvert(datagram, from: source)
         }
-        ipc = try await IPCServer.listen(path: socketPath, handler: self)
+        self.adverts = adverts
+        // Apps' connections share the advert sockets' event loop, so a becomeCurrent is read, sealed and sent as a
+        // datagram on one thread, without a hop between loops (the visible path). Apps are few and their messages
+        // small: one loop is plenty for them.
+        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: adverts.eventLoop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)
         log("agent for \(identity.name) (\(identity.id.short)) on \(Self.joinHostPort(host, port)); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
-        log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts?.multicastIsOn == true ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
+        log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts.multicastIsOn ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
         refreshTargets()
         syncBell.ring()
     }

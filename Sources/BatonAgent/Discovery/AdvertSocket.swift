@@ -57,6 +57,9 @@ final class AdvertSocket: @unchecked Sendable {
     /// Whether adverts go to a group at all (either family's socket opened).
     var multicastIsOn: Bool { multicast != nil || multicast6 != nil }
 
+    /// The event loop every advert socket runs on.
+    var eventLoop: EventLoop { unicast.eventLoop }
+
     /// Opens the sockets. `receive` is called on an event loop with each datagram of the right size and its source.
     static func open(
         host: String,
@@ -66,8 +69,10 @@ final class AdvertSocket: @unchecked Sendable {
         log: @escaping @Sendable (String) -> Void,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> AdvertSocket {
+        // Every advert socket on one loop: a send to all of them makes no hop between loops.
+        let loop = group.next()
         func bootstrap() -> DatagramBootstrap {
-            DatagramBootstrap(group: group)
+            DatagramBootstrap(group: loop)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelOption(.maxMessagesPerRead, value: 16)
                 .channelInitializer { channel in

@@ -144,8 +144,12 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         Backpressure.write(message.propertyList, to: channel)
     }
 
-    /// Closes the connection; waiting requests fail with `peerGone`.
+    /// Closes the connection; waiting requests fail with `peerGone`. No new request goes out on it from now on:
+    /// TLS keeps the channel active until the peer answers its close_notify (up to the 1 s shutdown timeout), and a
+    /// request sent meanwhile failed with `peerGone` instead of dialling a new link (a cold continue right after
+    /// `closeLinks()` or an idle sweep).
     public func close() {
+        state.withLockedValue { $0.closed = true }
         channel.close(promise: nil)
     }
 

@@ -9,9 +9,11 @@ import NIOSSL
 /// The one place the pipeline is built, for the one-shot account sessions (pairing, invites, `baton sync`:
 /// ``AccountTransport``) and the agent's multiplexed links (``PeerLinks``) alike. Made once per agent or session
 /// (the `NIOSSLContext` is the costly part); ``configure(_:policy:)`` then runs on each channel's event loop.
-struct TLSPipeline: Sendable {
+/// `package` (with ``Role``, ``configuration(identity:role:)`` and ``verifier(_:presented:)``) only so that
+/// `baton bench handoff` can measure a bare TLS handshake configured exactly as the agent's.
+package struct TLSPipeline: Sendable {
     /// Which end of the connection this side is.
-    enum Role: Sendable {
+    package enum Role: Sendable {
         /// The side that connected.
         case client
         /// The side that accepted.
@@ -37,7 +39,7 @@ struct TLSPipeline: Sendable {
         context = try NIOSSLContext(configuration: try Self.configuration(identity: identity, role: role))
     }
 
-    static func configuration(identity: DeviceIdentity, role: Role) throws -> TLSConfiguration {
+    package static func configuration(identity: DeviceIdentity, role: Role) throws -> TLSConfiguration {
         let certificate = try NIOSSLCertificate(bytes: Array(identity.certificateDER), format: .der)
         let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKey.derRepresentation), format: .der)
         var configuration =
@@ -57,7 +59,7 @@ struct TLSPipeline: Sendable {
     }
 
     /// The verification callback: accept exactly the certificates `policy` allows, and remember the one presented.
-    static func verifier(_ policy: PeerPolicy, presented: NIOLockedValueBox<Data?>) -> NIOSSLCustomVerificationCallback {
+    package static func verifier(_ policy: PeerPolicy, presented: NIOLockedValueBox<Data?>) -> NIOSSLCustomVerificationCallback {
         { certificates, promise in
             guard let leaf = certificates.first, let der = try? leaf.toDERBytes(), policy.allows(DeviceID(certificateDER: der)) else {
                 promise.succeed(.failed)

@@ -1,0 +1,87 @@
+import Foundation
+
+/// One figure a benchmark reports: what was measured, the baseline measured in the same run, their ratio and the
+/// target. Every `baton bench` subcommand prints these, as a table or (`--json`) as `{"figures": [...]}`.
+struct BenchFigure {
+    /// What was measured.
+    var name: String
+    /// The measurement, in `unit`.
+    var value: Double
+    /// "µs", or whatever `value` is in.
+    var unit: String
+    /// What the baseline is.
+    var baseline: String
+    /// The baseline's measurement, in `unit`.
+    var baselineValue: Double
+    /// The target, as a person reads it ("≤ 5x", "< 2 µs"); "report only" when there is none.
+    var target: String
+    /// Whether the target is met (true when there is none).
+    var met: Bool
+
+    /// `value / baselineValue`.
+    var ratio: Double { baselineValue > 0 ? value / baselineValue : 0 }
+
+    /// The target of a figure that is reported for reading, not judged.
+    static let reportOnly = "report only"
+
+    /// A figure in microseconds from `seconds` and `baselineSeconds`.
+    static func microseconds(
+        _ name: String,
+        _ seconds: Double,
+        baseline: String,
+        _ baselineSeconds: Double,
+        target: String = reportOnly,
+        met: Bool = true
+    ) -> BenchFigure {
+        BenchFigure(name: name, value: seconds * 1e6, unit: "µs", baseline: baseline, baselineValue: baselineSeconds * 1e6, target: target, met: met)
+    }
+
+    /// `{"figures": [...]}`, one object per figure, keys in a fixed order.
+    static func json(_ figures: [BenchFigure]) -> String {
+        let objects = figures.map { figure in
+            "    {\"name\": \(quoted(figure.name)), \"value\": \(number(figure.value)), \"unit\": \(quoted(figure.unit)), "
+                + "\"baseline\": \(quoted(figure.baseline)), \"baselineValue\": \(number(figure.baselineValue)), "
+                + "\"ratio\": \(number(figure.ratio)), \"target\": \(quoted(figure.target)), \"met\": \(figure.met)}"
+        }
+        return "{\"figures\": [\n" + objects.joined(separator: ",\n") + "\n]}"
+    }
+
+    /// The figures as a table: value, baseline, ratio, target.
+    static func table(_ figures: [BenchFigure]) -> String {
+        let width = min(max(figures.map(\.name.count).max() ?? 0, 20), 64) + 2
+        var lines = ["measure".padding(width) + "value".padding(12) + "baseline".padding(12) + "ratio".padding(9) + "target"]
+        for figure in figures {
+            let verdict = figure.target == reportOnly ? "" : figure.met ? " met" : " MISSED"
+            lines.append(
+                figure.name.padding(width) + formatted(figure.value, figure.unit).padding(12)
+                    + formatted(figure.baselineValue, figure.unit).padding(12) + ratioText(figure.ratio).padding(9) + figure.target + verdict
+            )
+        }
+        var seen: Set<String> = []
+        let baselines = figures.map(\.baseline).filter { seen.insert($0).inserted }
+        lines.append("\nbaselines (same run): " + baselines.joined(separator: "; "))
+        return lines.joined(separator: "\n")
+    }
+
+    static func formatted(_ value: Double, _ unit: String) -> String {
+        unit == "µs" && value >= 10_000 ? String(format: "%.1f ms", value / 1000) : String(format: "%.1f %@", value, unit)
+    }
+
+    static func ratioText(_ ratio: Double) -> String {
+        ratio < 0.1 ? String(format: "%.3fx", ratio) : String(format: "%.2fx", ratio)
+    }
+
+    /// A JSON number (finite; three decimals are enough for microseconds and ratios alike, six below 1).
+    static func number(_ value: Double) -> String {
+        guard value.isFinite else { return "0" }
+        let scale = abs(value) < 1 ? 1e6 : 1e3
+        return "\((value * scale).rounded() / scale)"
+    }
+
+    /// A JSON string.
+    static func quoted(_ text: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+    }
+}
