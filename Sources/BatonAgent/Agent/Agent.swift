@@ -50,7 +50,7 @@ public final class Agent: @unchecked Sendable {
     /// What wakes each service's loop (issue 11 part 8: nothing polls).
     let advertBell = Doorbell()
     let syncBell = Doorbell()
-    let sessionBell = Doorbell()
+    let sessionBell: Doorbell
     let childBell = Doorbell()
     /// Set when every peer must be synced again, in step or not (a damaged peer cache).
     let resyncAll = NIOLockedValueBox(false)
@@ -123,7 +123,11 @@ public final class Agent: @unchecked Sendable {
                 broker: HandoffBroker(deviceName: identity.name, saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000))
             )
         )
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), work: sessionWork)
+        let sessionBell = Doorbell()
+        self.sessionBell = sessionBell
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), work: sessionWork) {
+            sessionBell.ring()
+        }
     }
 
     /// Starts an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and

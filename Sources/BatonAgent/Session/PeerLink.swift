@@ -276,8 +276,18 @@ final class PeerLinks: @unchecked Sendable {
         var devicesByAddress: [String: DeviceID] = [:]
     }
 
-    init(identity: DeviceIdentity, policy: PeerPolicy, work: TaskPool, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+    /// Called when `burst` connections have closed since the most open at once (the agent rings its sweeper).
+    let burstEnding: @Sendable () -> Void
+
+    init(
+        identity: DeviceIdentity,
+        policy: PeerPolicy,
+        work: TaskPool,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        burstEnding: @escaping @Sendable () -> Void = {}
+    ) throws {
         self.work = work
+        self.burstEnding = burstEnding
         self.identity = identity
         self.policy = policy
         self.group = group
@@ -431,7 +441,15 @@ final class PeerLinks: @unchecked Sendable {
             gauge.open += 1
             gauge.peak = max(gauge.peak, gauge.open)
         }
-        channel.closeFuture.whenComplete { [gauge] _ in gauge.withLockedValue { $0.open -= 1 } }
+        channel.closeFuture.whenComplete { [gauge, burstEnding] _ in
+            let crossed = gauge.withLockedValue { gauge -> Bool in
+                gauge.open -= 1
+                return gauge.peak - gauge.open == Self.burst
+            }
+            // Every `burst` connections gone since the peak: the sweeper gives their memory back now, not at its
+            // next deadline (issue 10 item 7, kept event-driven by issue 11).
+            if crossed { burstEnding() }
+        }
     }
 
     /// The most connections open at once since the last call, and how many are open now.
