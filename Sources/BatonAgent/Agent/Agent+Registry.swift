@@ -19,13 +19,13 @@ extension Agent {
             logger.warning("the kernel gave no inotify descriptor: changes to the account and apps are seen on restart")
             return
         }
-        watcher.watch(stateFolder)
-        watcher.replaceWatches(Set([stateFolder]).union(Self.watchedAppFolders(folders)))
+        watcher.replaceWatches(watchedFolders(apps: folders))
     }
 
-    /// The folders to watch for `searchPaths`: each that exists, and each bundle in it (an edited Info.plist).
-    static func watchedAppFolders(_ searchPaths: [URL]) -> Set<String> {
-        var folders: Set<String> = []
+    /// The folders to watch: the state folder, each of `searchPaths` that exists, and each bundle in those (an
+    /// edited Info.plist).
+    func watchedFolders(apps searchPaths: [URL]) -> Set<String> {
+        var folders: Set<String> = [store.folder.standardizedFileURL.path]
         for folder in searchPaths {
             let path = folder.standardizedFileURL.path
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
@@ -41,7 +41,7 @@ extension Agent {
         let old = registry
         catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh)) }
         rebuildHashIndex()
-        watcher?.replaceWatches(Set([store.folder.standardizedFileURL.path]).union(Self.watchedAppFolders(searchPaths)))
+        watcher?.replaceWatches(watchedFolders(apps: searchPaths))
         let before = Dictionary(old.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Dictionary(fresh.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })
         for (bundle, app) in after where before[bundle] == nil {

@@ -34,7 +34,8 @@ extension Agent {
             }
             let now = DispatchTime.now().uptimeNanoseconds
             let roster = try? store.roster().encoded()
-            for target in syncTargets() {
+            let targets = syncTargets()
+            for target in targets {
                 var record = records[target] ?? SyncRecord()
                 if let retryAt = record.retryAt, retryAt > now { continue }
                 if record.retryAt == nil, let roster, record.roster == roster, let link = record.link,
@@ -63,7 +64,6 @@ extension Agent {
                 }
                 records[target] = record
             }
-            let targets = Set(syncTargets())
             records = records.filter { targets.contains($0.key) }
         }
     }
@@ -79,12 +79,6 @@ extension Agent {
     enum SyncOutcome {
         case synced(String, link: ObjectIdentifier, sent: Data)
         case failed(String)
-
-        var text: String {
-            switch self {
-            case .synced(let text, _, _), .failed(let text): text
-            }
-        }
     }
 
     /// One roster sync over the (reused) link to `address`.
