@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "BatonCore", targets: ["BatonCore"]),
         .library(name: "BatonEmbedded", targets: ["BatonEmbedded"]),
         .executable(name: "baton", targets: ["baton"]),
+        .executable(name: "baton-agent", targets: ["baton-agent"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -78,10 +79,38 @@ let package = Package(
             name: "BatonEmbedded",
             dependencies: ["Baton", "BatonAgent", "BatonRegistry", .product(name: "Logging", package: "swift-log")]
         ),
+        // `baton agent`'s options and running it, shared by `baton` and the lean `baton-agent`.
+        .target(
+            name: "BatonAgentCommand",
+            dependencies: [
+                "BatonAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The agent alone, what `baton agent` runs: no command line, no example apps, no full Foundation (so an agent
+        // that runs all day maps less memory: docs/ARCHITECTURE.md, "A lean agent").
+        .executableTarget(name: "baton-agent", dependencies: ["BatonAgentCommand"]),
+        // The least an agent on the same libraries could be, measured beside the real one by scripts/idle.py.
+        .executableTarget(
+            name: "idle-floor",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The command line.
         .executableTarget(
             name: "baton",
             dependencies: [
+                "BatonAgentCommand",
                 "BatonCore",
                 "BatonRegistry",
                 "BatonAgent",
@@ -101,7 +130,7 @@ let package = Package(
         // library so `baton demo` can run two copies in one process.
         .target(name: "ShopSnapKit", dependencies: ["Baton"], path: "Examples/ShopSnapKit"),
         .executableTarget(name: "shopsnap", dependencies: ["Baton", "ShopSnapKit"], path: "Examples/shopsnap"),
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(
@@ -114,7 +143,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry"]),
-        // Runs the built `baton` executable as a person would; depends on it so `swift test` builds it first.
-        .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonCore", "BatonProtocol"], exclude: ["Fixtures"]),
+        // Runs the built `baton` (and `baton-agent`) executables as a person would; depends on them so `swift test` builds
+        // them first.
+        .testTarget(
+            name: "BatonCLITests",
+            dependencies: ["baton", "baton-agent", "BatonCore", "BatonProtocol"],
+            exclude: ["Fixtures"]
+        ),
     ]
 )

@@ -37,7 +37,7 @@ mkdir -p "$work/corpus" "$work/crashes"
 echo "building the $target fuzzer (-sanitize=fuzzer,address)..."
 # One module (the BatonProtocol files' `import BatonCore` is then ignored, with a warning: warnings are off here;
 # the package build reports them).
-swiftc -sanitize=fuzzer,address -parse-as-library -O -suppress-warnings -module-name BatonCore "${sources[@]}" \
+swiftc -sanitize=fuzzer,address -parse-as-library -O -suppress-warnings -module-name BatonCore -package-name Baton "${sources[@]}" \
     -o "$work/$target-fuzzer" 2> >(grep -v "Cannot export local symbol" >&2)
 
 echo "fuzzing for ${seconds}s (2 GiB memory cap, 5 s per input)..."

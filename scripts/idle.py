@@ -4,8 +4,10 @@
 Two paired agents on loopback with their default settings, ShopSnap installed, nothing current and the rosters in
 step. After a settling pause it samples each agent over --seconds (default 60): context switches per second (voluntary
 and involuntary, summed over /proc/PID/task/*/status: each is a wakeup), CPU time (user + system, from
-/proc/PID/stat) and resident memory. It prints a report (and JSON with --json) and, with --check, exits non-zero
-when an agent wakes more than --max-wakeups times a second or holds more than --max-rss MB.
+/proc/PID/stat) and resident memory. Beside them runs `idle-floor` (when it is built in --bin): a program on the same libraries that
+only makes a key and a TLS context and listens, no Baton code; its memory is the floor the agents' is compared with.
+It prints a report (and JSON with --json) and, with --check, exits non-zero when an agent wakes more than
+--max-wakeups times a second or holds more than --max-rss MB.
 
   python3 scripts/idle.py --bin .build/release
   python3 scripts/idle.py --bin .build/release --seconds 60 --check --json /tmp/idle.json"""
@@ -92,6 +94,17 @@ def memory_mb(pid):
     return figures
 
 
+def start_floor(world, binaries):
+    """`idle-floor` from `binaries`, started in the world's folder and waited for; None when it is not built."""
+    program = os.path.join(binaries, "idle-floor")
+    if not os.access(program, os.X_OK):
+        return None
+    process = world.background([program, os.path.join(world.root, "floor.sock")], "floor.log")
+    if not world.wait_for("floor.log", "idle-floor listening"):
+        raise SystemExit("idle-floor did not start: " + world.log("floor.log"))
+    return process
+
+
 def threads(pid):
     return len(os.listdir(f"/proc/{pid}/task"))
 
@@ -102,8 +115,11 @@ def main():
     world = World(options.bin, root)
     try:
         world.setup(interval=None)
+        floor = start_floor(world, options.bin)
         time.sleep(options.settle)
         pids = {name: process.pid for name, process in world.agents.items()}
+        if floor:
+            pids["floor"] = floor.pid
         counters = {name: WakeupCounter(pid) for name, pid in pids.items()}
         cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
         started = time.monotonic()
@@ -114,7 +130,7 @@ def main():
         elapsed = time.monotonic() - started
         report = {"seconds": round(elapsed, 1), "agents": {}}
         for name, pid in pids.items():
-            if world.agents[name].poll() is not None:
+            if (world.agents.get(name) or floor).poll() is not None:
                 raise SystemExit(f"the {name} agent ended while idle: " + world.log(f"agent-{name}.log"))
             memory = memory_mb(pid)
             report["agents"][name] = {
@@ -131,16 +147,30 @@ def main():
         shutil.rmtree(root, ignore_errors=True)
     print(f"idle for {report['seconds']} s, two paired agents, nothing current:")
     failed = []
+    floor = report["agents"].pop("floor", None)
+    if floor:
+        report["floor"] = floor
     for name, figures in report["agents"].items():
         print(
             f"  {name:8} {figures['wakeupsPerSecond']:6.2f} wakeups/s  {figures['cpuSeconds']:6.3f} s CPU  "
             f"{figures['rssMB']:5.1f} MB resident ({figures['rssAnonMB']:.1f} anonymous, {figures['rssFileMB']:.1f} "
             f"file-backed)  {figures['threads']} threads ({figures['threadsStarted']} started while idle)"
         )
+        if floor:
+            figures["rssRatioToFloor"] = round(figures["rssMB"] / floor["rssMB"], 2)
+            print(f"           {figures['rssRatioToFloor']}x the floor's resident memory")
         if figures["wakeupsPerSecond"] > options.max_wakeups:
             failed.append(f"{name}: {figures['wakeupsPerSecond']} wakeups/s, target at most {options.max_wakeups}")
         if figures["rssMB"] > options.max_rss:
             failed.append(f"{name}: {figures['rssMB']} MB resident, target under {options.max_rss}")
+    if floor:
+        print(
+            f"  floor    {floor['wakeupsPerSecond']:6.2f} wakeups/s  {floor['rssMB']:5.1f} MB resident "
+            f"({floor['rssAnonMB']:.1f} anonymous, {floor['rssFileMB']:.1f} file-backed): the same libraries, a key, a TLS "
+            "context and three listening sockets, no Baton code"
+        )
+    else:
+        print("  (no floor: build idle-floor into --bin to measure it, e.g. swift build -c release --product idle-floor)")
     report["failed"] = failed
     if options.json:
         with open(options.json, "w") as handle:

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 
 /// The one error type of `BatonAgent`: state on disk, sessions, pairing.

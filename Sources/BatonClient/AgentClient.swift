@@ -1,6 +1,10 @@
 import BatonCore
 import BatonProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -30,7 +34,7 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
     /// The socket the agent of the state folder `stateFolder` announced (its `agent-socket` file), or the default one.
     public static func socketPath(stateFolder: URL, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let announced = FileManager.default.contents(atPath: stateFolder.appendingPathComponent("agent-socket").path) {
-            let path = String(decoding: announced, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let path = String(decoding: announced, as: UTF8.self).trimmingWhitespace()
             if !path.isEmpty { return path }
         }
         return AgentSocket.defaultPath(stateFolder: stateFolder, environment: environment)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one error type of `BatonClient`: reaching the device's agent over its Unix socket.
 ///

@@ -2,25 +2,6 @@ import ArgumentParser
 import BatonAgent
 import Foundation
 
-/// `--state DIR`, shared by every command that uses this device's account.
-struct StateOptions: ParsableArguments {
-    @Option(name: .customLong("state"), help: ArgumentHelp("The state folder (default: $XDG_DATA_HOME/baton).", valueName: "dir"))
-    var folder: String?
-
-    var store: AccountStore {
-        AccountStore(folder: folder.map { URL(fileURLWithPath: $0) } ?? AccountStore.defaultFolder())
-    }
-}
-
-/// Runs `body`, turning agent errors into messages that stand alone.
-func reportingAgentErrors<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let error as BatonAgentError {
-        throw CommandLineError(error.description)
-    }
-}
-
 struct InitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",

@@ -111,12 +111,6 @@ struct PlistCommand: ParsableCommand {
     }
 }
 
-/// An error the command line reports as it is, already naming the file and place.
-struct CommandLineError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Reads and decodes a property-list file, turning every failure into a message that names the file.
 func readPropertyList(_ path: String) throws -> (PropertyList, PropertyListFormat) {
     let data: Data

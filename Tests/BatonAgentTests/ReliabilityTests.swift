@@ -137,3 +137,17 @@ struct LinkChoiceTests {
         }
     }
 }
+
+/// Paths the agent handles as text (it links no `NSString`): the same answers as Foundation's path methods.
+@Suite("File paths without Foundation")
+struct FilePathsTests {
+    @Test("standardized and parent match NSString's standardizingPath and deletingLastPathComponent")
+    func matchesFoundation() {
+        for path in ["/run/user/1000/./baton/../baton", "/a/b/", "/", "/a", "a/b", "a/../../b", "//tmp//baton-0/", "/.."] {
+            #expect(FilePaths.standardized(path) == (path as NSString).standardizingPath, "\(path)")
+        }
+        for path in ["/a/b", "/a", "/run/user/1000/baton/agent.sock", "/"] {
+            #expect(FilePaths.parent(path) == (path as NSString).deletingLastPathComponent, "\(path)")
+        }
+    }
+}

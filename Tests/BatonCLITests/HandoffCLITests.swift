@@ -224,6 +224,20 @@ struct HandoffCLITests {
         #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "the goodbye went out before the sockets closed: \(desktop.output)")
     }
 
+    @Test("`baton agent` becomes the lean baton-agent, same process, which maps no full Foundation (issue 11 part 8)")
+    func agentIsLean() throws {
+        let world = try HandoffWorld()
+        try world.device("laptop")
+        try world.agent("laptop", apps: try world.apps("laptop"))
+        let agent = try #require(world.agents["laptop"])
+        let pid = agent.process.processIdentifier
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+        #expect(executable.hasSuffix("/baton-agent"), "\(executable)")
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        #expect(maps.contains("libFoundationEssentials.so"))
+        #expect(!maps.contains("libFoundation.so") && !maps.contains("lib_FoundationICU.so"), "the agent maps the full Foundation")
+    }
+
     @Test("invalidate removes the activity from the other device's nearby list by its goodbye, not by expiry (A9)")
     func invalidateIsSeenAtOnce() throws {
         let world = try HandoffWorld()

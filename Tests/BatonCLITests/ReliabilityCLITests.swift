@@ -102,7 +102,14 @@ struct ReliabilityCLITests {
         // Room for exactly one more descriptor: the command line's own connection. The app launched to continue
         // cannot be accepted.
         let pid = desktop.process.processIdentifier
-        let open = ProcessProbe.descriptors(pid).count
+        // Counted once it is steady: a descriptor open for a moment (a roster sync's session) would leave room for two.
+        var open = ProcessProbe.descriptors(pid).count
+        for _ in 0..<20 {
+            Thread.sleep(forTimeInterval: 0.3)
+            let now = ProcessProbe.descriptors(pid).count
+            if now == open { break }
+            open = now
+        }
         let limited = try Baton.run(["--pid", "\(pid)", "--nofile=\(open + 1):\(open + 1)"], executable: URL(fileURLWithPath: "/usr/bin/prlimit"))
         try #require(limited.status == 0, "\(limited.output)")
         let continued = try Baton.run("continue", "--state", world.state("desktop"))

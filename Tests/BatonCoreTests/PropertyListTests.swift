@@ -1,3 +1,4 @@
+import Baton  // userInfo values to and from property lists (NSNumber, NSData, NSNull) live in the app library
 import BatonCore
 import Foundation
 import Testing

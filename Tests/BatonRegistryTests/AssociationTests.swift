@@ -135,7 +135,11 @@ struct AssociationTests {
     @Test("malformed files give typed errors")
     func malformed() throws {
         for json in ["", "[]", "{\"activitycontinuation\": []}", "{\"activitycontinuation\": {\"apps\": [1]}}",
-            "{\"applinks\": {\"details\": 3}}", "{\"applinks\": {\"details\": [{\"components\": [{\"exclude\": \"yes\"}]}]}}", "{"]
+            "{\"applinks\": {\"details\": 3}}", "{\"applinks\": {\"details\": [{\"components\": [{\"exclude\": \"yes\"}]}]}}", "{",
+            // JSON's null and numbers are not strings, objects or flags (read without JSONSerialization since issue 11).
+            "{\"applinks\": null}", "{\"activitycontinuation\": {\"apps\": [null]}}",
+            "{\"applinks\": {\"details\": [{\"components\": [{\"exclude\": 1}]}]}}",
+            String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)]
         {
             let error = #expect(throws: BatonRegistryError.self, "\(json)") { try Self.aasa(json) }
             #expect(error?.code == .invalidAssociationFile, "\(json)")

@@ -1,6 +1,10 @@
 import BatonCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The conversations that build and keep the account (docs/PROTOCOL.md, "Account sessions"). Each runs over a
 /// ``MessageChannel``: TLS 1.3 between device certificates in the agent, an in-memory pipe in tests.

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a device was last reached, and when.
 public struct PeerRecord: Sendable, Hashable {

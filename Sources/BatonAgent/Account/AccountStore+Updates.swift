@@ -1,6 +1,10 @@
 import BatonCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

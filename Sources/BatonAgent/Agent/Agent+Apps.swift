@@ -1,6 +1,11 @@
 import BatonCore
 import BatonRegistry
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import NIOCore
 
 #if canImport(Glibc)

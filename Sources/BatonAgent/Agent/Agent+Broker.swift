@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 
 /// The agent as the driver of its ``HandoffBroker``: events go in under the state lock, actions come out and are

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension Agent {
     /// Adds an agent address to advertise to and sync with (like `--peer`).

@@ -1,6 +1,10 @@
 import BatonCore
 import BatonRegistry
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// The registry follows installs (issue 11 part 7): the app folders and every bundle in them are watched (inotify,

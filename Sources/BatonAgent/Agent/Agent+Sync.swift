@@ -1,5 +1,10 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import Logging
 
 /// Roster sync (the sync service's work): event-driven, not periodic (issue 11 part 8). A round runs when the bell

@@ -1,6 +1,10 @@
 import BatonCore
 import BatonRegistry
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

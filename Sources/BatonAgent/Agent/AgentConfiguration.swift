@@ -1,5 +1,9 @@
 import BatonRegistry
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import UnixSignals
 
@@ -58,7 +62,7 @@ public struct AgentConfiguration: Sendable {
     /// (only `folder` itself is checked).
     static func fallbackRuntimeFolder(containing folder: String) -> String? {
         let base = AgentSocket.fallbackRuntimeFolder
-        let standardized = (folder as NSString).standardizingPath
+        let standardized = FilePaths.standardized(folder)
         return standardized == base || standardized.hasPrefix(base + "/") ? base : nil
     }
 

@@ -1,5 +1,9 @@
 import BatonProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

@@ -1,6 +1,10 @@
 import BatonClient
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -144,7 +148,7 @@ enum IPCServer {
     /// Listens at `path`, replacing a stale socket left by an agent that died; refuses when another agent answers
     /// there.
     static func listen(path: String, handler: IPCHandler, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> Channel {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = FilePaths.parent(path)
         try RuntimeFolder.prepare(folder, below: AgentConfiguration.fallbackRuntimeFolder(containing: folder))
         guard path.utf8.count < 108 else {
             throw BatonAgentError(.stateUnwritable, "the socket path \(path) is longer than a Unix socket allows (107 bytes)")

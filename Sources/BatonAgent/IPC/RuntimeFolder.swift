@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -20,12 +24,12 @@ enum RuntimeFolder {
     ///   be made.
     static func prepare(_ folder: String, below base: String?) throws {
         var chain: [String] = []
-        var path = (folder as NSString).standardizingPath
-        let stop = base.map { ($0 as NSString).standardizingPath }
+        var path = FilePaths.standardized(folder)
+        let stop = base.map { FilePaths.standardized($0) }
         while true {
             chain.insert(path, at: 0)
             if path == stop || stop == nil || path == "/" || !path.hasPrefix(stop ?? "/") { break }
-            path = (path as NSString).deletingLastPathComponent
+            path = FilePaths.parent(path)
         }
         for path in chain {
             if mkdir(path, 0o700) != 0, errno != EEXIST {

@@ -1,6 +1,11 @@
 import BatonClient
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -122,7 +127,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 
     static func format(_ seconds: Double) -> String {
-        seconds < 1 ? "\(Int(seconds * 1000)) ms" : String(format: "%.1f s", seconds)
+        seconds < 1 ? "\(Int(seconds * 1000)) ms" : "\((seconds * 10).rounded() / 10) s"
     }
 
     /// Completes request `id` once; optionally tells the peer to stop working on it.

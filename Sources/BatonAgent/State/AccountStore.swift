@@ -1,7 +1,11 @@
 import BatonClient
 import BatonCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import X509
 
 /// The account as it lives in a state folder: this device's identity, the roster, and the open invites.
@@ -122,8 +126,7 @@ public struct AccountStore: Sendable {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw BatonAgentError(.notInitialized, "\(url.path): no \(what) here; run `baton init --name NAME` first (or pass --state)")
         }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        if let mode = attributes?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+        if let mode = FileStatus(path: url.path)?.permissions, mode & 0o077 != 0 {
             throw BatonAgentError(
                 .statePermissions,
                 "\(url.path): permissions \(String(mode, radix: 8)) let others read the \(what); run `chmod 600 \(url.path)`"

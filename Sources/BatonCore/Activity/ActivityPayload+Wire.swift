@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The payload's encoding: a binary property list dictionary with these keys (docs/PROTOCOL.md, "Activity
 /// payload"). Fields at their default value are left out, which keeps small activities small (SEMANTICS H3).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The object markers of the binary property-list format (`bplist00`), high nibble unless noted.
 ///
@@ -181,7 +185,7 @@ private struct Reader {
         guard intMarker >> 4 == BinaryPropertyListMarker.integer, intMarker & 0x0F <= 3 else {
             throw BatonCoreError(
                 .invalidObject,
-                String(format: "extended count has marker 0x%02X, expected an integer", intMarker),
+                "extended count has marker \(hex(intMarker)), expected an integer",
                 offset: offset + 1
             )
         }
@@ -221,7 +225,7 @@ private struct Reader {
             return .real(size == 4 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))) : Double(bitPattern: bits))
         case BinaryPropertyListMarker.date:
             guard marker == 0x33 else {
-                throw BatonCoreError(.invalidObject, String(format: "date marker 0x%02X, expected 0x33", marker), offset: offset)
+                throw BatonCoreError(.invalidObject, "date marker \(hex(marker)), expected 0x33", offset: offset)
             }
             try require(8, at: offset + 1, for: "a date")
             let seconds = Double(bitPattern: Self.readUnsigned(bytes, at: offset + 1, size: 8))
@@ -246,7 +250,7 @@ private struct Reader {
         case BinaryPropertyListMarker.array, BinaryPropertyListMarker.set, BinaryPropertyListMarker.dictionary:
             return try container(index, marker: marker, at: offset, depth: depth)
         default:
-            throw BatonCoreError(.invalidObject, String(format: "unknown object marker 0x%02X", marker), offset: offset)
+            throw BatonCoreError(.invalidObject, "unknown object marker \(hex(marker))", offset: offset)
         }
     }
 
@@ -282,7 +286,7 @@ private struct Reader {
             }
             return .url(url)
         default:
-            throw BatonCoreError(.invalidObject, String(format: "unknown object marker 0x%02X", marker), offset: offset)
+            throw BatonCoreError(.invalidObject, "unknown object marker \(hex(marker))", offset: offset)
         }
     }
 
@@ -413,4 +417,11 @@ private struct Reader {
             return .dictionary(entries)
         }
     }
+}
+
+/// A marker byte as errors print it: `0x0F`, two upper-case digits (what `String(format: "0x%02X")` gave, without
+/// needing Foundation's formatter).
+private func hex(_ byte: UInt8) -> String {
+    let digits = String(byte, radix: 16, uppercase: true)
+    return "0x" + (digits.count == 1 ? "0" + digits : digits)
 }

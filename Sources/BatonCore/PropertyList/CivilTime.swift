@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A UTC date and time of the proleptic Gregorian calendar, to the second: what a property-list `<date>` holds.
 ///

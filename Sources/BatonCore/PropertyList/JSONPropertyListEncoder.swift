@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes the JSON-compatible subset of property lists: strings, finite numbers, booleans, arrays, dictionaries
 /// and null. Keys are sorted, indentation is two spaces, output ends with a newline.

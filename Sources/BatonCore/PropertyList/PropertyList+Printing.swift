@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension PropertyList {
     /// A readable, indented rendering in the style of `plutil -p`: every type visible, keys sorted.

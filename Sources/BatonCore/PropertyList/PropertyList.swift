@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A property-list value: everything an activity's `userInfo` may hold (SEMANTICS A3).
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The serialized forms a ``PropertyList`` can take.
 public enum PropertyListFormat: String, Sendable, CaseIterable, CustomStringConvertible {

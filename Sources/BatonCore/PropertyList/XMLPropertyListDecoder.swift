@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads XML property lists (Apple's `PropertyList-1.0.dtd`) into ``PropertyList`` values.
 ///

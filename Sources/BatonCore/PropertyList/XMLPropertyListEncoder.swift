@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes ``PropertyList`` values as XML property lists, in the layout Apple's tools use (tab indentation,
 /// sorted keys), readable by Foundation, Python's `plistlib` and Xcode.
@@ -26,7 +30,7 @@ public enum XMLPropertyListEncoder {
 
 /// A readable location of a value inside a document, for error messages: `items[2].name`. A path of long or odd
 /// keys is quoted and cut short, so a hostile key cannot make a huge message (issue 10).
-func describeKeyPath(_ path: [String]) -> String {
+package func describeKeyPath(_ path: [String]) -> String {
     guard !path.isEmpty else { return "the top-level value" }
     let joined = path.joined()
     let quoted = BatonCoreError.quoted(joined)

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension AccountKey {
     /// Seals `plaintext` for the account's devices: AES-256-GCM under this key, with a random 96-bit nonce and the

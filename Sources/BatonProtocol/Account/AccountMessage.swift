@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One message of the account sessions: pairing, invites and the one-shot sync (docs/PROTOCOL.md §4). Like
 /// ``SessionMessage`` it travels as a binary property-list dictionary whose type is under `t`; the agent's

@@ -1,6 +1,10 @@
 import BatonCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A device's identity in the account: the SHA-256 of its certificate (DER), so the id and the certificate pin are
 /// the same thing and one cannot be claimed without the other.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A one-time invitation for a headless machine: `baton invite` prints it, `baton join` takes it.
 ///
@@ -45,7 +49,7 @@ public struct InviteToken: Sendable, Hashable, CustomStringConvertible {
     /// Reads a written token.
     /// - Throws: ``BatonProtocolError`` `invalidInvite` for anything malformed.
     public init(parsing text: String) throws {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespace()
         guard trimmed.lowercased().hasPrefix(Self.prefix), let bytes = Base32.decode(String(trimmed.dropFirst(Self.prefix.count))),
             bytes.count >= 1 + 32 + 16 + 8 + 2 + 1, bytes[0] == 1
         else {

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The six-digit code both devices show during numeric-comparison pairing.
 ///

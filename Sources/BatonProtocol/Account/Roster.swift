@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The key that seals adverts between the account's devices, with the epoch that orders rotations.
 public struct AccountKey: Sendable, Hashable {

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The notice a device broadcasts about its current activity (SEMANTICS C2): just enough for another device of the
 /// account to show it and to connect back for the state. No title, no `userInfo`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a device does with each datagram that arrives on the advert port: a pure state machine, time passed in.
 ///

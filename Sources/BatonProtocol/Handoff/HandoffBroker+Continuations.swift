@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The continuing side of the broker (C5-C8): every continuation this device starts, from the person's choice to
 /// its one ending.

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The device's handoff decisions as a pure state machine (issue 11 part 1): no sockets, no clocks, no tasks. The
 /// agent feeds it events (an app made an activity current, a peer asked for it, the app answered, a deadline

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What an app tells its agent about its current activity (A9, C2): enough to advertise it and to show it, never
 /// its `userInfo` (the agent asks for that only when another device continues it).

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads the fields of one message (a property-list dictionary with its type under `t`), turning every missing or
 /// mistyped field into a `malformedMessage` error that names it. Shared by the session and IPC messages.

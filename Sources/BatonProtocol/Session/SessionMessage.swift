@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why a fetch or describe failed, as one device tells another (SEMANTICS C8). The continuing app sees it in its
 /// `didFailToContinueUserActivity` error.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Both roles of one session between two agents, as a pure state machine (ARCHITECTURE: sockets only move bytes).
 ///

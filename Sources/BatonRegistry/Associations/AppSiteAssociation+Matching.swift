@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Whether an association file approves an app, and why, in words a person can read.
 public struct AssociationApproval: Sendable, Hashable, CustomStringConvertible {
@@ -87,7 +91,7 @@ extension AppSiteAssociation {
             // Each named item must be present with a value the pattern matches (values compared decoded).
             let present = parts?.queryItems ?? []
             for (name, valuePattern) in items {
-                let decodedPattern = rule.percentsEncoded ? (valuePattern.removingPercentEncoding ?? valuePattern) : valuePattern
+                let decodedPattern = rule.percentsEncoded ? (valuePattern.percentDecoded ?? valuePattern) : valuePattern
                 let found = present.contains { item in
                     item.name == name && URLPattern.matches(decodedPattern, item.value ?? "", caseSensitive: rule.caseSensitive)
                 }

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A parsed `apple-app-site-association` file: which apps a domain approves, per service (SEMANTICS E4).
 ///
@@ -93,9 +97,9 @@ public struct AppSiteAssociation: Sendable, Hashable {
             throw BatonRegistryError(.associationTooLarge, "\(what) is \(data.count) bytes, the limit is \(limit)")
         }
         do {
-            return try JSONSerialization.jsonObject(with: data)
+            return try JSONDecoder().decode(JSONTree.self, from: data).anyValue
         } catch {
-            throw BatonRegistryError(.invalidAssociationFile, "not valid JSON: \(error.localizedDescription)")
+            throw BatonRegistryError(.invalidAssociationFile, "not valid JSON: \(error)")
         }
     }
 

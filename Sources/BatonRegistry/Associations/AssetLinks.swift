@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A parsed Android `assetlinks.json` (Digital Asset Links): which apps and sites a domain approves, per relation.
 /// The Android counterpart of ``AppSiteAssociation``, answered the same way: approved or not, with a reason.
@@ -86,9 +90,9 @@ public struct AssetLinks: Sendable, Hashable {
 
     /// Whether the file grants `relation` to the web site `site` (an origin such as `https://example.com`).
     public func approval(ofSite site: String, relation: String) -> AssociationApproval {
-        let wanted = site.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let wanted = site.lowercased().trimming { $0 == "/" }
         for (index, statement) in statements.enumerated() where statement.relations.contains(relation) {
-            if case .web(let granted) = statement.target, granted.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == wanted {
+            if case .web(let granted) = statement.target, granted.lowercased().trimming { $0 == "/" } == wanted {
                 return AssociationApproval(isApproved: true, reason: "statement \(index) grants \(relation) to \(site)")
             }
         }

@@ -1,6 +1,10 @@
 import BatonCore
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SwiftASN1
 // The SPI is the one swift-certificates' own deprecation notice points to for validating at a given time; it lets
 // the caller inject the clock (tests check expiry without waiting). The CMS SPI is not used: it rejects the RSA

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -49,8 +53,7 @@ extension AppBundleLoader {
                     )
                     return nil
                 }
-                let type = (try? FileManager.default.attributesOfItem(atPath: target))?[.type] as? FileAttributeType
-                if type == .typeRegular, FileManager.default.isExecutableFile(atPath: target) {
+                if FileStatus(path: target)?.kind == .regular, FileManager.default.isExecutableFile(atPath: target) {
                     return candidate
                 }
             }

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Loads an app bundle on Linux: a folder `Name.app/` with an `Info.plist` (XML or binary), the executable named by
 /// `CFBundleExecutable`, and optionally `Name.entitlements` or `Entitlements.plist`.
@@ -169,8 +173,7 @@ public enum AppBundleLoader {
     }
 
     static func readDictionary(_ url: URL, what: String) throws -> [String: PropertyList] {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        guard let size = attributes?[.size] as? Int else {
+        guard let size = FileStatus(path: url.path)?.size else {
             throw BatonRegistryError(.bundleUnreadable, "\(url.path): no \(what) (or it cannot be read)")
         }
         guard size <= maximumFileSize else {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the registry knows about one installed app: who it is, what it continues, what it may launch.
 public struct AppRecord: Sendable, Hashable {

@@ -1,5 +1,9 @@
 import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The installed apps: every `*.app` bundle in the search paths, and the bundles that could not be loaded, each
 /// with its path and why.

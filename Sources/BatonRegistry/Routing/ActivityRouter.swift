@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the router is asked: an activity offered by another device.
 public struct RouteRequest: Sendable, Hashable {

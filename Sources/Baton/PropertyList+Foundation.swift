@@ -1,4 +1,8 @@
+import BatonCore
 import Foundation
+
+// In the app library, not BatonCore: NSNumber, NSData and NSNull are Foundation's (not FoundationEssentials'), and the
+// agent links no Foundation (docs/ARCHITECTURE.md, "A lean agent").
 
 extension PropertyList {
     /// Converts a plain Swift or Foundation value (what `[AnyHashable: Any]` userInfo dictionaries hold).

@@ -1,0 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `stat(2)` says about a path, links followed. Used instead of `FileManager.attributesOfItem`, whose values are
+/// `NSNumber`s in Foundation but plain integers in FoundationEssentials (which the agent links), so a cast such as
+/// `attributes[.posixPermissions] as? Int` that works in one silently answers nil in the other.
+package struct FileStatus: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
+        case regular, directory, other
+    }
+
+    package let kind: Kind
+    /// The size in bytes.
+    package let size: Int
+    /// The permission bits (`0o600`), without the file type.
+    package let permissions: Int
+    /// The owner's user id.
+    package let owner: UInt32
+
+    /// The status of `path`, or nil when it cannot be had (no such file, no permission to look).
+    package init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        default: kind = .other
+        }
+        size = Int(info.st_size)
+        permissions = Int(info.st_mode & 0o7777)
+        owner = info.st_uid
+    }
+}
