@@ -86,3 +86,29 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
 
     public var description: String { "\(message) [\(code)]" }
 }
+
+/// Continuation errors as `NSError`s, the way Apple's code checks them (issue 12): all in the Cocoa domain, a
+/// cancellation as `NSUserCancelledError`, the failures Apple names as its own `NSUserActivity…Error` codes, and the
+/// rest as `NSUserActivityHandoffFailedError`; `userInfo[ContinuationError.codeKey]` has Baton's exact code.
+extension ContinuationError: CustomNSError, LocalizedError {
+    /// The `NSError` `userInfo` key holding Baton's code name (`"peerGone"`, …), for code that wants the detail.
+    public static let codeKey = "BatonContinuationErrorCode"
+
+    public static var errorDomain: String { NSCocoaErrorDomain }
+
+    public var errorCode: Int {
+        switch code {
+        case .userCancelled: NSUserCancelledError
+        case .peerGone, .agentGone: CocoaError.Code.userActivityConnectionUnavailable.rawValue
+        case .timedOut, .appNotAnswering: CocoaError.Code.userActivityRemoteApplicationTimedOut.rawValue
+        case .tooLarge: CocoaError.Code.userActivityHandoffUserInfoTooLarge.rawValue
+        default: CocoaError.Code.userActivityHandoffFailed.rawValue
+        }
+    }
+
+    public var errorUserInfo: [String: Any] {
+        [NSLocalizedDescriptionKey: message, Self.codeKey: code.name]
+    }
+
+    public var errorDescription: String? { message }
+}

@@ -98,16 +98,17 @@ extension PropertyList {
         }
     }
 
-    /// The value as plain Swift and Foundation types: `String`, `Int`, `UInt64` (above `Int.max`), `Double`, `Bool`,
-    /// `Data`, `Date`, `[Any]`, `[String: Any]`, `NSNull`, `Set<AnyHashable>`, `URL`, `UUID`. The first eight are what
-    /// Foundation's `PropertyListSerialization` accepts.
+    /// The value as Foundation gives property-list values on Apple's systems: `String`, `NSNumber` for every number
+    /// and Boolean, `Data`, `Date`, `[Any]`, `[String: Any]`, `NSNull`, `Set<AnyHashable>`, `URL`, `UUID`. Numbers
+    /// are `NSNumber`s so they bridge as they do there: a stored `3` reads back `as? Int` and `as? Double` (3.0) alike
+    /// (issue 12). All but the last three are what Foundation's `PropertyListSerialization` accepts.
     public var anyValue: Any {
         switch self {
         case .string(let value): value
-        case .integer(let value): Int(value)
-        case .unsignedInteger(let value): value
-        case .real(let value): value
-        case .bool(let value): value
+        case .integer(let value): NSNumber(value: value)
+        case .unsignedInteger(let value): NSNumber(value: value)
+        case .real(let value): NSNumber(value: value)
+        case .bool(let value): NSNumber(value: value)
         case .data(let value): value
         case .date(let value): value
         case .array(let value): value.map(\.anyValue)

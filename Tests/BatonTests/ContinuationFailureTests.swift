@@ -33,6 +33,23 @@ struct ContinuationFailureTests {
         #expect(ContinuationError.Code(.fetch(.cancelled)) == .userCancelled)
     }
 
+    @Test("issue 12: continuation errors are NSErrors as Apple's are: a cancellation is NSUserCancelledError in the Cocoa domain")
+    func bridgesToNSError() {
+        let cancelled = ContinuationError(.userCancelled, "another continuation started") as Error as NSError
+        #expect(cancelled.domain == NSCocoaErrorDomain && cancelled.code == NSUserCancelledError)
+        #expect(cancelled.localizedDescription == "another continuation started")
+        let expected: [(ContinuationError.Code, CocoaError.Code)] = [
+            (.peerGone, .userActivityConnectionUnavailable), (.timedOut, .userActivityRemoteApplicationTimedOut),
+            (.appNotAnswering, .userActivityRemoteApplicationTimedOut), (.tooLarge, .userActivityHandoffUserInfoTooLarge),
+            (.launchFailed, .userActivityHandoffFailed), (.noApp, .userActivityHandoffFailed),
+        ]
+        for (code, cocoa) in expected {
+            let error = ContinuationError(code, "why") as Error as NSError
+            #expect(error.domain == NSCocoaErrorDomain && error.code == cocoa.rawValue, "\(code)")
+            #expect(error.userInfo[ContinuationError.codeKey] as? String == code.name, "Baton's exact code travels along")
+        }
+    }
+
     @Test("every reason the agent sends over the app socket reaches the delegate's error as its code")
     func everyReasonOverTheSocket() async throws {
         let app = BatonApplication()

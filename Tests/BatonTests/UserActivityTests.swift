@@ -294,6 +294,9 @@ struct UserActivityTests {
         #expect(controller.saves == 1)
         #expect(continued.userInfo["saved"] == true && continued.userInfo["items"] == ["Milk", "Eggs"])
         #expect(NSUserActivity(continued).userInfo?["count"] as? Int == 2)
+        // Numbers bridge as NSNumber does on Apple's systems: a stored integer reads back as a Double too (issue 12).
+        #expect(NSUserActivity(continued).userInfo?["count"] as? Double == 2.0)
+        #expect(NSUserActivity(continued).userInfo?["saved"] as? Bool == true)
         activity.invalidate()
         BatonApplication.shared.disconnect()
         await world.stop()
