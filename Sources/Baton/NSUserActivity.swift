@@ -32,13 +32,19 @@ open class NSUserActivity {
 
     /// `init(activityType:)`. An invalid type (empty, control characters) is reported on standard error and the
     /// activity can never become current; `UserActivity(activityType:)` throws for it instead (A1).
-    public init(activityType: String) {
+    public convenience init(activityType: String) {
+        self.init(activityType: activityType, application: .shared)
+    }
+
+    /// An activity of `application` rather than the shared one: for a process that plays several apps (tests, the
+    /// embedded mode, `baton demo`).
+    public init(activityType: String, application: BatonApplication) {
         do {
-            activity = try UserActivity(activityType: activityType)
+            activity = try UserActivity(activityType: activityType, application: application)
         } catch {
             Self.report(error)
             // A usable object that can never become current.
-            activity = UserActivity(invalidType: activityType, application: .shared)
+            activity = UserActivity(invalidType: activityType, application: application)
         }
     }
 

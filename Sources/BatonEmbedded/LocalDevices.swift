@@ -17,6 +17,43 @@ public final class LocalDevices: Sendable {
         self.agents = agents
     }
 
+    /// Devices whose agents know the app bundles (`Name.app`) in `appFolders`, for code outside this package: no
+    /// BatonRegistry import needed (issue 12 part 5). Otherwise as ``start(names:apps:configure:paired:)``.
+    public static func start(
+        names: [String],
+        appFolders: [URL],
+        configure: @Sendable (inout AgentConfiguration) -> Void = { _ in },
+        paired: @Sendable (String, String, String) -> Void = { _, _, _ in }
+    ) async throws -> LocalDevices {
+        try await start(names: names, apps: AppRegistry.load(searchPaths: appFolders), configure: configure, paired: paired)
+    }
+
+    /// Devices whose agents know the apps these `Info.plist` files (XML or binary) describe, as if each were installed
+    /// as a bundle with no executable: the apps run in this process (connect a `BatonApplication` per device) and are
+    /// never launched. For code outside this package (issue 12 part 5).
+    /// - Throws: ``BatonAgentError`` `stateUnwritable` when the bundles cannot be written; an `Info.plist` that does
+    ///   not load is not registered (as a bad bundle on disk is not), and the agent answers its app `unknownApp`.
+    public static func start(
+        names: [String],
+        infoPlists: [Data],
+        configure: @Sendable (inout AgentConfiguration) -> Void = { _ in },
+        paired: @Sendable (String, String, String) -> Void = { _, _, _ in }
+    ) async throws -> LocalDevices {
+        let root = newRoot()
+        let folder = root.appendingPathComponent("apps")
+        do {
+            for (index, plist) in infoPlists.enumerated() {
+                let bundle = folder.appendingPathComponent("App\(index).app")
+                try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+                try plist.write(to: bundle.appendingPathComponent("Info.plist"))
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: root)
+            throw BatonAgentError(.stateUnwritable, "cannot write the apps' bundles under \(folder.path): \(error)")
+        }
+        return try await start(names: names, root: root, apps: AppRegistry.load(searchPaths: [folder]), configure: configure, paired: paired)
+    }
+
     /// Makes identities for `names`, pairs the first device with each other one over TLS 1.3 on loopback (`paired`
     /// sees each pairing code), starts an agent for each (ports picked by the system, multicast off, apps in this
     /// process trusted), tells each agent where the others are, and syncs rosters so every device knows every other.
@@ -26,7 +63,20 @@ public final class LocalDevices: Sendable {
         configure: @Sendable (inout AgentConfiguration) -> Void = { _ in },
         paired: @Sendable (String, String, String) -> Void = { _, _, _ in }
     ) async throws -> LocalDevices {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-devices-\(UUID().uuidString)")
+        try await start(names: names, root: newRoot(), apps: apps, configure: configure, paired: paired)
+    }
+
+    static func newRoot() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("baton-devices-\(UUID().uuidString)")
+    }
+
+    static func start(
+        names: [String],
+        root: URL,
+        apps: AppRegistry,
+        configure: @Sendable (inout AgentConfiguration) -> Void,
+        paired: @Sendable (String, String, String) -> Void
+    ) async throws -> LocalDevices {
         let stores = names.map { AccountStore(folder: root.appendingPathComponent($0)) }
         var identities: [DeviceIdentity] = []
         for (store, name) in zip(stores, names) {
