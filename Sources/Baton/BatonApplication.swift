@@ -2,6 +2,7 @@ import BatonClient
 import BatonProtocol
 import BatonCore
 import Foundation
+import Synchronization
 
 /// What an app is told about continuations (C5–C8), in the order they happen; ``BatonApplication/events`` carries
 /// them for async code, the delegate gets the same as calls.
@@ -48,7 +49,7 @@ extension BatonApplicationDelegate {
 @MainActor
 public final class BatonApplication {
     /// The app's application object.
-    public static let shared = BatonApplication()
+    public nonisolated static let shared = BatonApplication()
 
     /// Told about continuations and updates.
     public weak var delegate: BatonApplicationDelegate?
@@ -69,7 +70,7 @@ public final class BatonApplication {
     let eventSink: AsyncStream<ContinuationEvent>.Continuation
     var client: AgentClient?
     var receiving: Task<Void, Never>?
-    var nextIdentifier: UInt64 = 1
+    nonisolated let nextIdentifier = Atomic<UInt64>(1)
     var live: [UInt64: WeakActivity] = [:]
     /// Continuations told `willContinue` and not yet ended: each ends exactly once (C5).
     var pending: [UInt64: String] = [:]
@@ -78,9 +79,41 @@ public final class BatonApplication {
         weak var activity: UserActivity?
     }
 
+    /// Work asked of the main actor from other threads (``perform(_:)``), run in the order asked.
+    nonisolated let operations: AsyncStream<@MainActor @Sendable () -> Void>.Continuation
+    /// How many of those are queued and not yet run.
+    nonisolated let queuedOperations = Atomic<Int>(0)
+
     /// A new application object (most apps use ``shared``).
     public nonisolated init() {
         (events, eventSink) = AsyncStream.makeStream(of: ContinuationEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let (stream, operations) = AsyncStream.makeStream(of: (@MainActor @Sendable () -> Void).self)
+        self.operations = operations
+        // Ends when the application object does (deinit finishes the stream).
+        Task { @MainActor in
+            for await operation in stream {
+                operation()
+            }
+        }
+    }
+
+    isolated deinit {
+        operations.finish()
+    }
+
+    /// Runs `body` on the main actor: at once when the caller is on it (`isolation`, the caller's `#isolation`)
+    /// with nothing queued before it, otherwise after everything asked before it, in order. How ``NSUserActivity``
+    /// (usable anywhere) reaches the connection.
+    nonisolated func perform(from isolation: (any Actor)?, _ body: @escaping @MainActor @Sendable () -> Void) {
+        if let isolation, isolation === MainActor.shared, queuedOperations.load(ordering: .acquiring) == 0 {
+            MainActor.assumeIsolated { body() }
+            return
+        }
+        queuedOperations.add(1, ordering: .relaxed)
+        operations.yield { [weak self] in
+            body()
+            self?.queuedOperations.subtract(1, ordering: .releasing)
+        }
     }
 
     /// Whether the agent connection is up.
@@ -127,9 +160,9 @@ public final class BatonApplication {
         }
     }
 
-    func nextActivityIdentifier() -> UInt64 {
-        defer { nextIdentifier += 1 }
-        return nextIdentifier
+    /// A new activity id, from any thread (activities may be made anywhere: issue 12).
+    nonisolated func nextActivityIdentifier() -> UInt64 {
+        nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 
     // MARK: The current activity (A9, C2)
@@ -190,7 +223,10 @@ public final class BatonApplication {
                 client?.send(.saveFailed(request: request, message: "\(error)"))
             }
         case .continued(let identifier):
-            if let activity = live[identifier]?.activity { activity.delegate?.userActivityWasContinued(activity) }
+            if let activity = live[identifier]?.activity {
+                activity.delegate?.userActivityWasContinued(activity)
+                activity.apple.delegate?.userActivityWasContinued(activity.nsUserActivity)
+            }
         case .willContinue(let continuation, let type):
             pending[continuation] = type
             eventSink.yield(.willContinue(activityType: type))

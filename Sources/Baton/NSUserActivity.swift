@@ -6,8 +6,9 @@ public let NSUserActivityTypeBrowsingWeb = "NSUserActivityTypeBrowsingWeb"
 /// `NSUserActivityDocumentURLKey`: where a document activity keeps its URL (B5).
 public let NSUserActivityDocumentURLKey = "NSUserActivityDocumentURL"
 
-/// Apple's delegate protocol, for code written against `NSUserActivity`.
-@MainActor
+/// Apple's delegate protocol, for code written against `NSUserActivity`. Not tied to the main actor, as Apple's is
+/// not: a helper class that builds activities off the main actor may be their delegate (issue 12). Baton calls it on
+/// the main actor.
 public protocol NSUserActivityDelegate: AnyObject {
     func userActivityWillSave(_ userActivity: NSUserActivity)
     func userActivityWasContinued(_ userActivity: NSUserActivity)
@@ -19,19 +20,25 @@ extension NSUserActivityDelegate {
 }
 
 /// `NSUserActivity` for Linux: Apple's names and `[AnyHashable: Any]` `userInfo` over ``UserActivity``, so Handoff
-/// code written for Apple platforms compiles unchanged (ISSUE 5 part 5).
+/// code written for Apple platforms compiles unchanged (ISSUE 5 part 5, issue 12).
+///
+/// Usable from any thread or actor, as Apple's is: the values live behind a lock shared with the ``UserActivity``
+/// underneath, and what needs the app's connection (``becomeCurrent()``, ``resignCurrent()``, ``invalidate()``, a
+/// title other devices show) runs on the main actor, at once when called there and otherwise in the order asked.
 ///
 /// Where Apple raises an Objective-C exception (a non-plist value in `userInfo`, a `file:` webpage URL), this
 /// type keeps the previous value and writes the error to standard error: a setter cannot throw. The throwing
 /// ``setUserInfo(_:)`` and ``setWebpageURL(_:)`` report it to the caller instead.
-@MainActor
-open class NSUserActivity {
+// @unchecked: every stored property is a `let` of a Sendable type; the delegate lives in the activity's
+// `AppleSide`, behind its lock.
+open class NSUserActivity: @unchecked Sendable {
     /// The activity underneath.
     public let activity: UserActivity
-    private var relay: DelegateRelay?
+    let fields: ActivityFields
 
-    /// `init(activityType:)`. An invalid type (empty, control characters) is reported on standard error and the
-    /// activity can never become current; `UserActivity(activityType:)` throws for it instead (A1).
+    /// `init(activityType:)`, for the shared application. An invalid type (empty, control characters) is reported on
+    /// standard error and the activity can never become current; `UserActivity(activityType:)` throws for it
+    /// instead (A1).
     public convenience init(activityType: String) {
         self.init(activityType: activityType, application: .shared)
     }
@@ -46,11 +53,16 @@ open class NSUserActivity {
             // A usable object that can never become current.
             activity = UserActivity(invalidType: activityType, application: application)
         }
+        fields = activity.fields
+        activity.apple.adopt(self)
     }
 
-    /// Wraps an existing activity (a continued one).
+    /// Wraps an existing activity (a continued one). It shares the activity's values and delegate with every other
+    /// wrapper of it; ``UserActivity/nsUserActivity`` gives the one the library passes to delegates.
     public init(_ activity: UserActivity) {
         self.activity = activity
+        fields = activity.fields
+        activity.apple.adopt(self)
     }
 
     static func report(_ error: Error) {
@@ -60,121 +72,166 @@ open class NSUserActivity {
     public var activityType: String { activity.activityType }
 
     public var title: String? {
-        get { activity.title }
-        set { activity.title = newValue }
+        get { fields[\.title] }
+        set { if fields.set(\.title, newValue) { republish() } }
     }
 
-    /// `userInfo` as Foundation values; a value that is not a property-list type is refused (A3).
+    /// `userInfo` as Foundation values (numbers as `NSNumber`); a value that is not a property-list type is refused
+    /// (A3).
     public var userInfo: [AnyHashable: Any]? {
-        get { activity.userInfo.isEmpty ? nil : activity.userInfo.mapValues(\.anyValue) }
+        get {
+            let values = fields[\.userInfo]
+            return values.isEmpty ? nil : values.mapValues(\.anyValue)
+        }
         set {
-            do { try activity.setUserInfo(newValue ?? [:]) } catch { Self.report(error) }
+            do { try setUserInfo(newValue ?? [:]) } catch { Self.report(error) }
         }
     }
 
     /// Replaces `userInfo`, throwing for a value that is not a property-list type (A3).
     public func setUserInfo(_ values: [AnyHashable: Any]) throws {
-        try activity.setUserInfo(values)
+        fields[\.userInfo] = try PropertyList.dictionary(from: values)
     }
 
     public func addUserInfoEntries(from otherDictionary: [AnyHashable: Any]) {
-        do { try activity.addUserInfoEntries(from: otherDictionary) } catch { Self.report(error) }
+        do {
+            let entries = try PropertyList.dictionary(from: otherDictionary)
+            fields.withLock { $0.userInfo.merge(entries) { $1 } }
+        } catch {
+            Self.report(error)
+        }
     }
 
     public var webpageURL: URL? {
-        get { activity.webpageURL }
+        get { fields[\.webpageURL] }
         set {
-            do { try activity.setWebpageURL(newValue) } catch { Self.report(error) }
+            do { try setWebpageURL(newValue) } catch { Self.report(error) }
         }
     }
 
     /// Sets the webpage URL, throwing for anything but http and https (A5).
     public func setWebpageURL(_ url: URL?) throws {
-        try activity.setWebpageURL(url)
+        if let url { try ActivityPayload.validateWebpageURL(url) }
+        if fields.set(\.webpageURL, url) { republish() }
     }
 
     public var needsSave: Bool {
-        get { activity.needsSave }
-        set { activity.needsSave = newValue }
+        get { fields[\.needsSave] }
+        set { fields[\.needsSave] = newValue }
     }
 
     public var requiredUserInfoKeys: Set<String>? {
-        get { activity.requiredUserInfoKeys }
-        set { activity.requiredUserInfoKeys = newValue }
+        get { fields[\.requiredUserInfoKeys] }
+        set { fields[\.requiredUserInfoKeys] = newValue }
     }
 
     public var keywords: Set<String> {
-        get { activity.keywords }
-        set { activity.keywords = newValue }
+        get { fields[\.keywords] }
+        set { fields[\.keywords] = newValue }
     }
 
     public var isEligibleForHandoff: Bool {
-        get { activity.isEligibleForHandoff }
-        set { activity.isEligibleForHandoff = newValue }
+        get { fields[\.isEligibleForHandoff] }
+        set { if fields.set(\.isEligibleForHandoff, newValue) { republish() } }
     }
 
     public var isEligibleForSearch: Bool {
-        get { activity.isEligibleForSearch }
-        set { activity.isEligibleForSearch = newValue }
+        get { fields[\.isEligibleForSearch] }
+        set { fields[\.isEligibleForSearch] = newValue }
     }
 
     public var isEligibleForPublicIndexing: Bool {
-        get { activity.isEligibleForPublicIndexing }
-        set { activity.isEligibleForPublicIndexing = newValue }
+        get { fields[\.isEligibleForPublicIndexing] }
+        set { fields[\.isEligibleForPublicIndexing] = newValue }
+    }
+
+    /// Apple's Siri-prediction flag: kept, with no effect on this platform.
+    public var isEligibleForPrediction: Bool {
+        get { fields[\.isEligibleForPrediction] }
+        set { fields[\.isEligibleForPrediction] = newValue }
     }
 
     public var expirationDate: Date? {
-        get { activity.expirationDate }
-        set { activity.expirationDate = newValue }
+        get { fields[\.expirationDate] }
+        set { if fields.set(\.expirationDate, newValue) { republish() } }
     }
 
     public var persistentIdentifier: String? {
-        get { activity.persistentIdentifier }
-        set { activity.persistentIdentifier = newValue }
+        get { fields[\.persistentIdentifier] }
+        set { fields[\.persistentIdentifier] = newValue }
     }
 
     public var targetContentIdentifier: String? {
-        get { activity.targetContentIdentifier }
-        set { activity.targetContentIdentifier = newValue }
+        get { fields[\.targetContentIdentifier] }
+        set { fields[\.targetContentIdentifier] = newValue }
     }
 
     public var referrerURL: URL? {
-        get { activity.referrerURL }
-        set { activity.referrerURL = newValue }
+        get { fields[\.referrerURL] }
+        set { fields[\.referrerURL] = newValue }
     }
 
     public var supportsContinuationStreams: Bool {
-        get { activity.supportsContinuationStreams }
-        set { activity.supportsContinuationStreams = newValue }
+        get { fields[\.supportsContinuationStreams] }
+        set { fields[\.supportsContinuationStreams] = newValue }
     }
 
+    /// The delegate, shared by every wrapper of the activity (weak, as Apple's).
     public weak var delegate: NSUserActivityDelegate? {
-        didSet {
-            relay = delegate.map { _ in DelegateRelay(owner: self) }
-            activity.delegate = relay
-        }
+        get { activity.apple.delegate }
+        set { activity.apple.delegate = newValue }
     }
 
-    public func becomeCurrent() { activity.becomeCurrent() }
-    public func resignCurrent() { activity.resignCurrent() }
-    public func invalidate() { activity.invalidate() }
+    // `isolation` is the caller's, filled in by the compiler: on the main actor the call takes effect before it
+    // returns; from anywhere else it is queued for the main actor, in order.
 
-    /// Passes ``UserActivityDelegate`` calls on with the wrapper as argument.
-    final class DelegateRelay: UserActivityDelegate {
-        weak var owner: NSUserActivity?
+    /// Makes this the device's current activity (A9, C2).
+    public func becomeCurrent(isolation: isolated (any Actor)? = #isolation) {
+        let activity = self.activity
+        activity.application.perform(from: isolation) { activity.becomeCurrent() }
+    }
 
-        init(owner: NSUserActivity) {
-            self.owner = owner
-        }
+    /// Stops being current, if it is (A9).
+    public func resignCurrent(isolation: isolated (any Actor)? = #isolation) {
+        let activity = self.activity
+        activity.application.perform(from: isolation) { activity.resignCurrent() }
+    }
 
-        func userActivityWillSave(_ userActivity: UserActivity) {
-            guard let owner else { return }
-            owner.delegate?.userActivityWillSave(owner)
-        }
+    /// Ends the activity for good (A9).
+    public func invalidate(isolation: isolated (any Actor)? = #isolation) {
+        let activity = self.activity
+        activity.application.perform(from: isolation) { activity.invalidate() }
+    }
 
-        func userActivityWasContinued(_ userActivity: UserActivity) {
-            guard let owner else { return }
-            owner.delegate?.userActivityWasContinued(owner)
-        }
+    /// What other devices show changed: tell the agent, if the activity is current. Queued (a setter has no
+    /// caller's isolation to go by); the values themselves are already set.
+    func republish() {
+        let activity = self.activity
+        activity.application.operations.yield { activity.application.activityChanged(activity) }
+    }
+}
+
+/// The Apple-facing side of a ``UserActivity``: its ``NSUserActivityDelegate`` and the wrapper the library passes
+/// to it, both weak, behind a lock (any thread may set the delegate).
+// @unchecked: both references are read and written only under `lock`.
+final class AppleSide: @unchecked Sendable {
+    private let lock = NSLock()
+    private weak var _delegate: NSUserActivityDelegate?
+    private weak var wrapper: NSUserActivity?
+
+    var delegate: NSUserActivityDelegate? {
+        get { lock.withLock { _delegate } }
+        set { lock.withLock { _delegate = newValue } }
+    }
+
+    /// Makes `wrapper` the one delegates are given, unless one is alive already.
+    func adopt(_ candidate: NSUserActivity) {
+        lock.withLock { if wrapper == nil { wrapper = candidate } }
+    }
+
+    /// The wrapper delegates are given: the live one, or a new one for `activity`.
+    func wrapper(for activity: UserActivity) -> NSUserActivity {
+        if let existing = lock.withLock({ wrapper }) { return existing }
+        return NSUserActivity(activity)
     }
 }

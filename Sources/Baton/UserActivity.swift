@@ -8,41 +8,91 @@ import Foundation
 @MainActor
 public final class UserActivity {
     /// The activity type, fixed at creation (A1).
-    public let activityType: String
+    public nonisolated let activityType: String
+    /// The values, shared with the ``NSUserActivity`` that wraps this activity, if any (any thread may set them).
+    nonisolated let fields: ActivityFields
+    /// The ``NSUserActivityDelegate`` and the wrapper given to it.
+    nonisolated let apple = AppleSide()
+
+    /// This activity as an ``NSUserActivity``: the wrapper it was made with while that is alive, else a new one
+    /// sharing its values and delegate.
+    public nonisolated var nsUserActivity: NSUserActivity { apple.wrapper(for: self) }
+
     /// A short title shown on other devices (A2).
     public var title: String? {
-        didSet { if title != oldValue { application.activityChanged(self) } }
+        get { fields[\.title] }
+        set { if fields.set(\.title, newValue) { application.activityChanged(self) } }
     }
     /// The app's state (A2, A3). Assigning replaces it (A4).
-    public var userInfo: [String: PropertyList] = [:]
+    public var userInfo: [String: PropertyList] {
+        get { fields[\.userInfo] }
+        set { fields[\.userInfo] = newValue }
+    }
     /// The web page equivalent; set with ``setWebpageURL(_:)`` (A5).
-    public private(set) var webpageURL: URL?
+    public var webpageURL: URL? { fields[\.webpageURL] }
     /// When true, the system asks for fresh state (``UserActivityDelegate/userActivityWillSave(_:)``) the next time
     /// it needs it, once however often it was set (A6, A7).
-    public var needsSave = false
+    public var needsSave: Bool {
+        get { fields[\.needsSave] }
+        set { fields[\.needsSave] = newValue }
+    }
     /// Only these `userInfo` keys travel (A10).
-    public var requiredUserInfoKeys: Set<String>?
+    public var requiredUserInfoKeys: Set<String>? {
+        get { fields[\.requiredUserInfoKeys] }
+        set { fields[\.requiredUserInfoKeys] = newValue }
+    }
     /// Search-era properties (A10, G1).
-    public var keywords: Set<String> = []
-    public var isEligibleForHandoff = true {
-        didSet { if isEligibleForHandoff != oldValue { application.activityChanged(self) } }
+    public var keywords: Set<String> {
+        get { fields[\.keywords] }
+        set { fields[\.keywords] = newValue }
     }
-    public var isEligibleForSearch = false
-    public var isEligibleForPublicIndexing = false
+    public var isEligibleForHandoff: Bool {
+        get { fields[\.isEligibleForHandoff] }
+        set { if fields.set(\.isEligibleForHandoff, newValue) { application.activityChanged(self) } }
+    }
+    public var isEligibleForSearch: Bool {
+        get { fields[\.isEligibleForSearch] }
+        set { fields[\.isEligibleForSearch] = newValue }
+    }
+    public var isEligibleForPublicIndexing: Bool {
+        get { fields[\.isEligibleForPublicIndexing] }
+        set { fields[\.isEligibleForPublicIndexing] = newValue }
+    }
+    /// Apple's Siri-prediction flag: kept and carried, with no effect on this platform.
+    public var isEligibleForPrediction: Bool {
+        get { fields[\.isEligibleForPrediction] }
+        set { fields[\.isEligibleForPrediction] = newValue }
+    }
     public var expirationDate: Date? {
-        didSet { if expirationDate != oldValue { application.activityChanged(self) } }
+        get { fields[\.expirationDate] }
+        set { if fields.set(\.expirationDate, newValue) { application.activityChanged(self) } }
     }
-    public var persistentIdentifier: String?
-    public var targetContentIdentifier: String?
-    public var referrerURL: URL?
-    public var contentAttributeSet: [String: PropertyList]?
+    public var persistentIdentifier: String? {
+        get { fields[\.persistentIdentifier] }
+        set { fields[\.persistentIdentifier] = newValue }
+    }
+    public var targetContentIdentifier: String? {
+        get { fields[\.targetContentIdentifier] }
+        set { fields[\.targetContentIdentifier] = newValue }
+    }
+    public var referrerURL: URL? {
+        get { fields[\.referrerURL] }
+        set { fields[\.referrerURL] = newValue }
+    }
+    public var contentAttributeSet: [String: PropertyList]? {
+        get { fields[\.contentAttributeSet] }
+        set { fields[\.contentAttributeSet] = newValue }
+    }
     /// Whether the continuing app may ask for streams (F1).
-    public var supportsContinuationStreams = false
+    public var supportsContinuationStreams: Bool {
+        get { fields[\.supportsContinuationStreams] }
+        set { fields[\.supportsContinuationStreams] = newValue }
+    }
     /// The delegate: told before a save (A7) and when the activity was continued elsewhere (A8).
     public weak var delegate: UserActivityDelegate?
 
     /// The app this activity belongs to.
-    public let application: BatonApplication
+    public nonisolated let application: BatonApplication
     /// Whether this is the device's current activity (A9).
     public internal(set) var isCurrent = false
     /// False once invalidated: it can never become current again (A9).
@@ -51,7 +101,7 @@ public final class UserActivity {
     public internal(set) var payloadVersion = ActivityPayload.currentVersion
 
     /// The id the agent knows this activity by (per app).
-    let identifier: UInt64
+    nonisolated let identifier: UInt64
     /// Whether the app has given its state at least once since creation.
     var hasSaved = false
     /// Responders and documents sharing this activity (B1, B4), held weakly.
@@ -62,19 +112,22 @@ public final class UserActivity {
 
     /// A new activity of `activityType` for `application` (the shared one unless given).
     /// - Throws: ``BatonCoreError`` `invalidActivityType` for an empty, overlong or control-character type (A1).
-    public init(activityType: String, application: BatonApplication = .shared) throws {
+    /// Made from any thread or actor (``NSUserActivity`` is).
+    public nonisolated init(activityType: String, application: BatonApplication = .shared) throws {
         try ActivityPayload.validateActivityType(activityType)
         self.activityType = activityType
         self.application = application
         self.identifier = application.nextActivityIdentifier()
+        fields = ActivityFields()
     }
 
     /// An activity whose type failed validation (for the ``NSUserActivity`` initializer, which cannot throw): it
     /// is invalid from the start, so it is never advertised.
-    init(invalidType: String, application: BatonApplication) {
+    nonisolated init(invalidType: String, application: BatonApplication) {
         activityType = invalidType
         self.application = application
         identifier = application.nextActivityIdentifier()
+        fields = ActivityFields()
         isValid = false
     }
 
@@ -83,20 +136,24 @@ public final class UserActivity {
         activityType = payload.activityType
         self.application = application
         identifier = application.nextActivityIdentifier()
-        title = payload.title
-        userInfo = payload.userInfo
-        webpageURL = payload.webpageURL
-        requiredUserInfoKeys = payload.requiredUserInfoKeys
-        keywords = payload.keywords
-        isEligibleForHandoff = payload.isEligibleForHandoff
-        isEligibleForSearch = payload.isEligibleForSearch
-        isEligibleForPublicIndexing = payload.isEligibleForPublicIndexing
-        expirationDate = payload.expirationDate
-        persistentIdentifier = payload.persistentIdentifier
-        targetContentIdentifier = payload.targetContentIdentifier
-        referrerURL = payload.referrerURL
-        contentAttributeSet = payload.contentAttributeSet
-        supportsContinuationStreams = payload.supportsContinuationStreams
+        fields = ActivityFields(
+            ActivityFields.Values(
+                title: payload.title,
+                userInfo: payload.userInfo,
+                webpageURL: payload.webpageURL,
+                requiredUserInfoKeys: payload.requiredUserInfoKeys,
+                keywords: payload.keywords,
+                isEligibleForHandoff: payload.isEligibleForHandoff,
+                isEligibleForSearch: payload.isEligibleForSearch,
+                isEligibleForPublicIndexing: payload.isEligibleForPublicIndexing,
+                expirationDate: payload.expirationDate,
+                persistentIdentifier: payload.persistentIdentifier,
+                targetContentIdentifier: payload.targetContentIdentifier,
+                referrerURL: payload.referrerURL,
+                contentAttributeSet: payload.contentAttributeSet,
+                supportsContinuationStreams: payload.supportsContinuationStreams
+            )
+        )
         payloadVersion = payload.version
     }
 
@@ -104,9 +161,7 @@ public final class UserActivity {
     /// - Throws: ``BatonCoreError`` `unsupportedURLScheme` for anything but http or https; the old value stays.
     public func setWebpageURL(_ url: URL?) throws {
         if let url { try ActivityPayload.validateWebpageURL(url) }
-        guard url != webpageURL else { return }
-        webpageURL = url
-        application.activityChanged(self)
+        if fields.set(\.webpageURL, url) { application.activityChanged(self) }
     }
 
     /// Replaces `userInfo` with values of any type, checking each is a property-list value (A3, A4).
@@ -118,13 +173,14 @@ public final class UserActivity {
 
     /// Merges entries into `userInfo` (A4).
     public func addUserInfoEntries(from entries: [String: PropertyList]) {
-        userInfo.merge(entries) { $1 }
+        fields.withLock { $0.userInfo.merge(entries) { $1 } }
     }
 
     /// Merges entries of any type, checking each is a property-list value (A3, A4).
     /// - Throws: ``BatonCoreError`` `unsupportedType` naming the first bad key path; nothing changes then.
     public func addUserInfoEntries(from entries: [AnyHashable: Any]) throws {
-        userInfo.merge(try PropertyList.dictionary(from: entries)) { $1 }
+        let converted = try PropertyList.dictionary(from: entries)
+        addUserInfoEntries(from: converted)
     }
 
     /// Makes this the device's one current activity (A9, C2): the agent starts advertising it at once.
@@ -178,13 +234,14 @@ public final class UserActivity {
     /// was saved yet: the coalescing of A6.
     func save() throws -> ActivityPayload {
         if needsSave || !hasSaved {
-            delegate?.userActivityWillSave(self)
             let responders = self.responders
-            if !responders.isEmpty {
-                // B2: each responder adds its part to an empty userInfo.
-                userInfo = [:]
-                for responder in responders { responder.updateUserActivityState(self) }
-            }
+            // B2: with responders, userInfo is emptied before anyone adds to it, then the delegate and every
+            // responder add their parts. Emptying it first keeps what the delegate adds in userActivityWillSave
+            // (issue 12: it used to be wiped before the responders ran).
+            if !responders.isEmpty { userInfo = [:] }
+            delegate?.userActivityWillSave(self)
+            apple.delegate?.userActivityWillSave(nsUserActivity)
+            for responder in responders { responder.updateUserActivityState(self) }
             // B3: after every update, the app delegate (to stamp a version, say).
             application.delegate?.application(application, didUpdate: self)
             needsSave = false
