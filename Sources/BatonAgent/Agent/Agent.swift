@@ -69,8 +69,8 @@ public final class Agent: @unchecked Sendable {
         /// Uptime nanoseconds when it was asked for.
         var started: UInt64
         var waiter: CheckedContinuation<ContinuationOutcome, Never>
-        /// Its fetch, and its launch deadline, while they run.
-        var work: TaskPool.Handle?
+        /// What stops its fetch, and its launch deadline, while they run.
+        var work: PeerLink.Cancel?
         var launchTimer: Scheduled<Void>?
     }
 
@@ -93,7 +93,7 @@ public final class Agent: @unchecked Sendable {
         var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
         /// Fetches from other devices waiting for the broker's reply, and the deadline timers of their saves.
-        var fetchWaiters: [HandoffBroker.FetchID: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
+        var fetchWaiters: [HandoffBroker.FetchID: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
         var saveTimers: [UInt64: Scheduled<Void>] = [:]
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
@@ -125,7 +125,7 @@ public final class Agent: @unchecked Sendable {
         )
         let sessionBell = Doorbell()
         self.sessionBell = sessionBell
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), work: sessionWork) {
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store)) {
             sessionBell.ring()
         }
     }
