@@ -29,6 +29,11 @@ public final class Agent: @unchecked Sendable {
     public let socketPath: String
 
     let store: AccountStore
+    /// The one event loop of this agent's sockets: the app socket, the advert sockets and every session. A
+    /// becomeCurrent is read, sealed and sent, and a fetch asked of the app, answered and sent on to the peer, on one
+    /// thread with no hop between loops (issue 11). An agent has few peers and apps, and TLS records and adverts
+    /// take microseconds each: one loop is plenty, and a burst of handshakes still goes through at hundreds a second.
+    let loop: EventLoop
     let links: PeerLinks
     let state: NIOLockedValueBox<State>
     /// The installed apps and the router over them: replaced when an app folder changes (part 7).
@@ -125,7 +130,9 @@ public final class Agent: @unchecked Sendable {
         )
         let sessionBell = Doorbell()
         self.sessionBell = sessionBell
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store)) {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        self.loop = loop
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop) {
             sessionBell.ring()
         }
     }
@@ -199,15 +206,13 @@ public final class Agent: @unchecked Sendable {
             host: host,
             port: port,
             discoveryPort: configuration.discoveryPort,
+            group: loop,
             log: { [logger] line in logger.info("\(line)") }
         ) { [weak self] datagram, source in
             self?.receiveAdvert(datagram, from: source)
         }
         self.adverts = adverts
-        // Apps' connections share the advert sockets' event loop, so a becomeCurrent is read, sealed and sent as a
-        // datagram on one thread, without a hop between loops (the visible path). Apps are few and their messages
-        // small: one loop is plenty for them.
-        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: adverts.eventLoop)
+        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)
