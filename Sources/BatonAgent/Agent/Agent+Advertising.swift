@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Dispatch
+import NIOConcurrencyHelpers
 import NIOCore
 
 extension Agent {
@@ -124,9 +125,34 @@ extension Agent {
         for observer in nearbyObservers.withLockedValue({ $0 }) { observer(device, change) }
         let watchers = state.withLockedValue { Array($0.watchers.values) }
         guard !watchers.isEmpty else { return }
-        appWork.start { [self] in
-            let items = await nearbyItems(describe: true)
+        // Type and title not told yet are asked over the open links, by callback, and the watchers told from the
+        // thread with the last answer (issue 11: no task on the way); a device with no open link is dialled in the
+        // app socket service's work.
+        let missing = entriesToDescribe()
+        let open = missing.compactMap { links.existing($0.advert.device) }
+        guard open.count == missing.count else {
+            appWork.start { [self] in
+                let items = await nearbyItems(describe: true)
+                for watcher in watchers { watcher.send(.nearbyChanged(items)) }
+            }
+            return
+        }
+        let left = NIOLockedValueBox(missing.count)
+        let tell: @Sendable () -> Void = { [self] in
+            let items = nearbyItemsNow()
             for watcher in watchers { watcher.send(.nearbyChanged(items)) }
+        }
+        guard !missing.isEmpty else { return tell() }
+        for (entry, link) in Swift.zip(missing, open) {
+            link.request(.describe(sequence: entry.advert.sequence), timeout: 1) { [self] reply in
+                remember(reply, for: entry)
+                if left.withLockedValue({ left in
+                    left -= 1
+                    return left == 0
+                }) {
+                    tell()
+                }
+            }
         }
     }
 
@@ -136,17 +162,28 @@ extension Agent {
     /// `describe`, asks each originating device for type and title it has not told yet (C3), at most 1 s.
     public func nearbyItems(describe: Bool = false) async -> [NearbyItem] {
         if describe {
-            let missing = state.withLockedValue { state in
-                state.nearby.entries.values.filter { entry in
-                    state.summaries[entry.advert.device]?.sequence != entry.advert.sequence
-                }
-            }
+            let missing = entriesToDescribe()
             await withTaskGroup(of: Void.self) { group in
                 for entry in missing {
                     group.addTask { await self.describe(entry) }
                 }
             }
         }
+        return nearbyItemsNow()
+    }
+
+    /// The nearby entries whose type and title this device has not been told yet.
+    func entriesToDescribe() -> [NearbyTable.Entry] {
+        state.withLockedValue { state in
+            state.nearby.entries.values.filter { entry in
+                state.summaries[entry.advert.device]?.sequence != entry.advert.sequence
+            }
+        }
+    }
+
+    /// The activities other devices offer now, with what is known of them (``nearbyItems(describe:)`` without the
+    /// asking).
+    func nearbyItemsNow() -> [NearbyItem] {
         let now = Self.now()
         return state.withLockedValue { state in
             state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }.map { entry in
@@ -177,7 +214,12 @@ extension Agent {
     /// Asks the originating device what its activity is (type, title), and remembers the answer for this sequence.
     func describe(_ entry: NearbyTable.Entry) async {
         guard let link = try? await links.link(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort)) else { return }
-        if case .summary(let summary) = await link.request(.describe(sequence: entry.advert.sequence), timeout: 1) {
+        remember(await link.request(.describe(sequence: entry.advert.sequence), timeout: 1), for: entry)
+    }
+
+    /// Keeps the type and title a device told for `entry`'s sequence.
+    func remember(_ reply: SessionMultiplexer.Reply, for entry: NearbyTable.Entry) {
+        if case .summary(let summary) = reply {
             state.withLockedValue { $0.summaries[entry.advert.device] = (entry.advert.sequence, summary) }
         }
     }

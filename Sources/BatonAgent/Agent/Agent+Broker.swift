@@ -33,7 +33,7 @@ extension Agent {
             case .cancelTimer(let save):
                 state.withLockedValue { $0.saveTimers.removeValue(forKey: save) }?.cancel()
             case .reply(let fetch, let reply):
-                state.withLockedValue { $0.fetchWaiters.removeValue(forKey: fetch) }?.resume(returning: reply)
+                state.withLockedValue { $0.fetchWaiters.removeValue(forKey: fetch) }?(reply)
             case .tellContinued(let app, let activity):
                 state.withLockedValue { $0.appConnections[app] }?.send(.continued(activity: activity))
             case .launch(let id, let bundle):
@@ -52,7 +52,7 @@ extension Agent {
                     .send(.failed(continuation: id.value, activityType: type, reason: reason, message: message))
             case .stopWork(let id):
                 let record = state.withLockedValue { $0.continuationRecords[id] }
-                record?.work?.cancel()
+                record?.work?()
                 record?.launchTimer?.cancel()
             case .finished(let id, let outcome):
                 finish(id, outcome)
@@ -68,23 +68,22 @@ extension Agent {
         state.withLockedValue { $0.saveTimers[save] = timer }
     }
 
-    /// A fetch from another device (C4): the broker asks the app and answers exactly once (the state, or why not).
-    func answerFetch(sequence: UInt64, deadlineMilliseconds: UInt64) async -> SessionMultiplexer.Reply {
-        let fetch = state.withLockedValue { state in
-            defer { state.nextFetch += 1 }
-            return HandoffBroker.FetchID(state.nextFetch)
+    /// A fetch from another device (C4): the broker asks the app and answers exactly once (the state, or why not),
+    /// through `reply`, from the thread that has the answer: the app socket's loop for a save, a timer's for the
+    /// deadline. Returns what the link calls when the other device gives up (C6 there).
+    func answerFetch(
+        sequence: UInt64,
+        deadlineMilliseconds: UInt64,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel {
+        let (fetch, actions) = state.withLockedValue { state -> (HandoffBroker.FetchID, [HandoffBroker.Action]) in
+            let fetch = HandoffBroker.FetchID(state.nextFetch)
+            state.nextFetch += 1
+            state.fetchWaiters[fetch] = reply
+            return (fetch, state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now()))
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { waiter in
-                let actions = state.withLockedValue { state -> [HandoffBroker.Action] in
-                    state.fetchWaiters[fetch] = waiter
-                    return state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now())
-                }
-                perform(actions)
-            }
-        } onCancel: {
-            // The other device gave up (C6 there): the broker forgets the save and answers the waiter.
-            broker { $0.fetchCancelled(fetch) }
-        }
+        perform(actions)
+        // The other device gave up (C6 there): the broker forgets the save and answers the waiter.
+        return { [self] in broker { $0.fetchCancelled(fetch) } }
     }
 }

@@ -6,39 +6,54 @@ import FoundationEssentials
 import Foundation
 #endif
 import Dispatch
+import NIOConcurrencyHelpers
 import NIOCore
 
 extension Agent: PeerLinkResponder {
-    /// The originating side (C4, A7, A8): what another device of the account asks over a session.
-    func respond(to request: SessionMultiplexer.Request, on link: PeerLink) async -> SessionMultiplexer.Reply {
+    /// The originating side (C4, A7, A8): what another device of the account asks over a session. A fetch and a
+    /// describe are answered from the link's event loop and the thread that has the app's save, with no task between
+    /// them (issue 11); a sync reads and writes the state folder, so it runs in the session service's work.
+    func respond(
+        to request: SessionMultiplexer.Request,
+        on link: PeerLink,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel {
         switch request {
         case .sync(let roster, let agentPort):
-            do {
-                _ = try AccountFlows.absorbSync(
-                    roster: roster,
-                    agentPort: agentPort,
-                    from: link.peer,
-                    host: link.channel.remoteAddress?.hostText,
-                    dialed: nil,
-                    store: store,
-                    log: { [logger] line in logger.info("\(line)", metadata: ["peer": "\(link.peer.short)"]) }
-                )
-                rosterChanged()
-                return .synced(roster: try store.roster().encoded(), agentPort: port)
-            } catch let error as BatonAgentError where error.code == .peerRefused || error.code == .protocolViolation {
-                return .failed(.refused, error.message)
-            } catch {
-                // The reason names files on this device: it stays in this device's log (ISSUE 10 item 8).
-                log("sync from \(link.peer.short) failed: \(error)")
-                return .failed(.refused, "\(identity.name) cannot merge rosters now (its account state cannot be read or written; its log says why)")
-            }
+            let work = sessionWork.start { [self] in reply(answerSync(roster: roster, agentPort: agentPort, on: link)) }
+            return { work.cancel() }
         case .describe(let sequence):
             guard let summary = state.withLockedValue({ $0.broker.summary(sequence: sequence) }) else {
-                return .failed(.notCurrent, "that activity is no longer current on \(identity.name)")
+                reply(.failed(.notCurrent, "that activity is no longer current on \(identity.name)"))
+                return {}
             }
-            return .summary(summary)
+            reply(.summary(summary))
+            return {}
         case .fetch(let sequence, let deadlineMilliseconds):
-            return await answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds)
+            return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, reply: reply)
+        }
+    }
+
+    /// A peer's roster sync: merged into the state folder, answered with the roster as merged.
+    func answerSync(roster: Data, agentPort: Int?, on link: PeerLink) -> SessionMultiplexer.Reply {
+        do {
+            _ = try AccountFlows.absorbSync(
+                roster: roster,
+                agentPort: agentPort,
+                from: link.peer,
+                host: link.channel.remoteAddress?.hostText,
+                dialed: nil,
+                store: store,
+                log: { [logger] line in logger.info("\(line)", metadata: ["peer": "\(link.peer.short)"]) }
+            )
+            rosterChanged()
+            return .synced(roster: try store.roster().encoded(), agentPort: port)
+        } catch let error as BatonAgentError where error.code == .peerRefused || error.code == .protocolViolation {
+            return .failed(.refused, error.message)
+        } catch {
+            // The reason names files on this device: it stays in this device's log (ISSUE 10 item 8).
+            log("sync from \(link.peer.short) failed: \(error)")
+            return .failed(.refused, "\(identity.name) cannot merge rosters now (its account state cannot be read or written; its log says why)")
         }
     }
 
@@ -48,8 +63,14 @@ extension Agent: PeerLinkResponder {
 
     func linkOpened(_ link: PeerLink) {
         sessionBell.ring()
-        syncBell.ring()  // a peer not synced over this session yet is synced now
+        // A peer not synced over this session yet is synced, once the request that opened the link has had its
+        // answer: a sync reads and writes the state folder on both devices (fsyncs), and racing a cold
+        // continuation's fetch it doubled that continuation's time (issue 11).
+        link.channel.eventLoop.scheduleTask(in: Self.syncAfterLinkOpened) { [syncBell] in syncBell.ring() }
     }
+
+    /// How long after a link opens its roster sync starts.
+    static let syncAfterLinkOpened = TimeAmount.milliseconds(100)
 
     // MARK: The continuing side
 
@@ -117,31 +138,81 @@ extension Agent: PeerLinkResponder {
         state.withLockedValue { $0.continuationRecords[id]?.launchTimer = timer }
     }
 
-    /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer.
+    /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer. No task: over a
+    /// link already open the request goes out from here, and a new one (TCP, TLS handshake) is made and then asked
+    /// on its event loop; the reply is handled there (issue 11).
     func startFetch(_ id: HandoffBroker.ContinuationID) {
         guard let entry = state.withLockedValue({ $0.continuationRecords[id]?.entry }) else { return }
-        let task = sessionWork.start { [self] in
-            let result = await fetch(entry)
-            guard !Task.isCancelled else { return }
+        if let link = links.existing(entry.advert.device) {
+            return record(requestFetch(id, entry, on: link), for: id)
+        }
+        let stopped = NIOLockedValueBox(false)
+        let request = NIOLockedValueBox<PeerLink.Cancel?>(nil)
+        links.linking(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort)).whenComplete { [self] result in
             switch result {
-            case .success(let payload):
-                // ISSUE 10 item 4: the state goes only to the process that said hello, still running the app.
-                let told = state.withLockedValue { state in
-                    state.broker.told(id).flatMap { told in state.appConnections[told.app].map { (told, $0) } }
-                }
-                if let (told, connection) = told, !isStillTheApp(connection) {
-                    let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
-                    log("\(id): \(message)")
-                    broker { $0.appDistrusted(told.app, message: message) }
-                    connection.refuse("notPermitted", "this process is no longer the app that connected")
-                    return
-                }
-                broker { $0.fetchReplied(id, payload: payload) }
-            case .failure(let failure):
-                broker { $0.fetchFailed(id, reason: failure.reason, message: failure.message) }
+            case .success(let link):
+                guard !stopped.withLockedValue({ $0 }) else { return }
+                let cancel = requestFetch(id, entry, on: link)
+                request.withLockedValue { $0 = cancel }
+                if stopped.withLockedValue({ $0 }) { cancel() }
+            case .failure(let error as BatonAgentError):
+                fetched(id, .failure(FetchError(reason: error.code == .peerRefused ? .refused : .peerGone, message: error.message)))
+            case .failure(let error):
+                fetched(id, .failure(FetchError(reason: .peerGone, message: "\(error)")))
             }
         }
-        state.withLockedValue { $0.continuationRecords[id]?.work = task }
+        record({
+            stopped.withLockedValue { $0 = true }
+            request.withLockedValue { $0 }?()
+        }, for: id)
+    }
+
+    /// Records what stops continuation `id`'s fetch; stops it at once when the continuation has ended meanwhile.
+    func record(_ cancel: @escaping PeerLink.Cancel, for id: HandoffBroker.ContinuationID) {
+        let running = state.withLockedValue { state -> Bool in
+            guard state.continuationRecords[id] != nil else { return false }
+            state.continuationRecords[id]?.work = cancel
+            return true
+        }
+        if !running { cancel() }
+    }
+
+    /// Sends the fetch of continuation `id` on `link`; its reply goes to the broker. The originating app gets the
+    /// save deadline; the network a little more on top.
+    func requestFetch(_ id: HandoffBroker.ContinuationID, _ entry: NearbyTable.Entry, on link: PeerLink) -> PeerLink.Cancel {
+        let deadline = configuration.saveDeadline
+        let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000))
+        return link.request(request, timeout: deadline + 1) { [self] reply in
+            switch reply {
+            case .payload(let data):
+                fetched(id, .success(data))
+            case .failed(let reason, let text):
+                fetched(id, .failure(FetchError(reason: reason, message: text)))
+            default:
+                fetched(id, .failure(FetchError(reason: .protocolViolation, message: "the peer answered a fetch with something else")))
+            }
+        }
+    }
+
+    /// The fetch of continuation `id` ended: the state goes to the broker, or why not.
+    func fetched(_ id: HandoffBroker.ContinuationID, _ result: Result<Data, FetchError>) {
+        switch result {
+        case .success(let payload):
+            // ISSUE 10 item 4: the state goes only to the process that said hello, still running the app.
+            let told = state.withLockedValue { state in
+                state.broker.told(id).flatMap { told in state.appConnections[told.app].map { (told, $0) } }
+            }
+            if let (told, connection) = told, !isStillTheApp(connection) {
+                let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
+                log("\(id): \(message)")
+                broker { $0.appDistrusted(told.app, message: message) }
+                connection.refuse("notPermitted", "this process is no longer the app that connected")
+                return
+            }
+            broker { $0.fetchReplied(id, payload: payload) }
+        case .failure(let failure):
+            broker { $0.fetchFailed(id, reason: failure.reason, message: failure.message) }
+        }
     }
 
     /// Where a state fetched without a route goes, by what it says (E1-E3).
@@ -187,7 +258,7 @@ extension Agent: PeerLinkResponder {
     /// The continuation `id` ended: its caller gets the outcome, and nothing of it is left behind.
     func finish(_ id: HandoffBroker.ContinuationID, _ outcome: HandoffBroker.Outcome) {
         guard let record = state.withLockedValue({ $0.continuationRecords.removeValue(forKey: id) }) else { return }
-        record.work?.cancel()
+        record.work?()
         record.launchTimer?.cancel()
         record.waiter.resume(
             returning: ContinuationOutcome(
@@ -198,29 +269,6 @@ extension Agent: PeerLinkResponder {
                 microseconds: (DispatchTime.now().uptimeNanoseconds - record.started) / 1000
             )
         )
-    }
-
-    /// The state of `entry`'s activity from its device over the (reused) session (C4).
-    func fetch(_ entry: NearbyTable.Entry) async -> Result<Data, FetchError> {
-        let link: PeerLink
-        do {
-            link = try await links.link(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort))
-        } catch let error as BatonAgentError {
-            return .failure(FetchError(reason: error.code == .peerRefused ? .refused : .peerGone, message: error.message))
-        } catch {
-            return .failure(FetchError(reason: .peerGone, message: "\(error)"))
-        }
-        // The originating app gets the save deadline; the network a little more on top.
-        let deadline = configuration.saveDeadline
-        let reply = await link.request(.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000)), timeout: deadline + 1)
-        switch reply {
-        case .payload(let data):
-            return .success(data)
-        case .failed(let reason, let text):
-            return .failure(FetchError(reason: reason, message: text))
-        default:
-            return .failure(FetchError(reason: .protocolViolation, message: "the peer answered a fetch with something else"))
-        }
     }
 
     /// The nearby entry `selector` names: a device id or a prefix of one, or a device name.

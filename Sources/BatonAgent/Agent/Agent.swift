@@ -33,6 +33,11 @@ public final class Agent: @unchecked Sendable {
     public let socketPath: String
 
     let store: AccountStore
+    /// The one event loop of this agent's sockets: the app socket, the advert sockets and every session. A
+    /// becomeCurrent is read, sealed and sent, and a fetch asked of the app, answered and sent on to the peer, on one
+    /// thread with no hop between loops (issue 11). An agent has few peers and apps, and TLS records and adverts
+    /// take microseconds each: one loop is plenty, and a burst of handshakes still goes through at hundreds a second.
+    let loop: EventLoop
     let links: PeerLinks
     let state: NIOLockedValueBox<State>
     /// The installed apps and the router over them: replaced when an app folder changes (part 7).
@@ -73,8 +78,8 @@ public final class Agent: @unchecked Sendable {
         /// Uptime nanoseconds when it was asked for.
         var started: UInt64
         var waiter: CheckedContinuation<ContinuationOutcome, Never>
-        /// Its fetch, and its launch deadline, while they run.
-        var work: TaskPool.Handle?
+        /// What stops its fetch, and its launch deadline, while they run.
+        var work: PeerLink.Cancel?
         var launchTimer: Scheduled<Void>?
     }
 
@@ -97,7 +102,7 @@ public final class Agent: @unchecked Sendable {
         var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
         /// Fetches from other devices waiting for the broker's reply, and the deadline timers of their saves.
-        var fetchWaiters: [HandoffBroker.FetchID: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
+        var fetchWaiters: [HandoffBroker.FetchID: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
         var saveTimers: [UInt64: Scheduled<Void>] = [:]
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
@@ -129,7 +134,9 @@ public final class Agent: @unchecked Sendable {
         )
         let sessionBell = Doorbell()
         self.sessionBell = sessionBell
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), work: sessionWork) {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        self.loop = loop
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop) {
             sessionBell.ring()
         }
     }
@@ -203,15 +210,13 @@ public final class Agent: @unchecked Sendable {
             host: host,
             port: port,
             discoveryPort: configuration.discoveryPort,
+            group: loop,
             log: { [logger] line in logger.info("\(line)") }
         ) { [weak self] datagram, source in
             self?.receiveAdvert(datagram, from: source)
         }
         self.adverts = adverts
-        // Apps' connections share the advert sockets' event loop, so a becomeCurrent is read, sealed and sent as a
-        // datagram on one thread, without a hop between loops (the visible path). Apps are few and their messages
-        // small: one loop is plenty for them.
-        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: adverts.eventLoop)
+        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)

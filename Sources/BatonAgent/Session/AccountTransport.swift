@@ -35,9 +35,11 @@ public enum PeerPolicy: Sendable {
     /// Active members of the roster as it is at handshake time.
     case members(@Sendable () -> Set<DeviceID>)
 
-    /// The active members of `store`'s roster, read afresh at each handshake, so a removal takes effect at once.
+    /// The active members of `store`'s roster as it is at each handshake, so a removal takes effect at once (read
+    /// again only when the file has changed: ``ActiveMembers``).
     public static func activeMembers(of store: AccountStore) -> PeerPolicy {
-        .members { Set(((try? store.roster())?.activeMembers ?? []).map(\.id)) }
+        let members = ActiveMembers(store: store)
+        return .members { members.current() }
     }
 
     func allows(_ id: DeviceID) -> Bool {

@@ -12,8 +12,18 @@ import NIOPosix
 
 /// Answers what a peer asks over a link. Implemented by the agent.
 protocol PeerLinkResponder: AnyObject, Sendable {
-    /// The answer to one request (fetch, describe, sync). A legacy `sync` arrives with `id` nil.
-    func respond(to request: SessionMultiplexer.Request, on link: PeerLink) async -> SessionMultiplexer.Reply
+    /// Starts answering one request (fetch, describe, sync; a legacy `sync` arrives with `id` nil): `reply` is
+    /// called exactly once with the answer, on whatever thread has it, possibly before this returns. Returns what
+    /// stops the work when the peer cancels the request or the link closes (harmless once it has replied).
+    ///
+    /// Called on the link's event loop: what needs no I/O beyond a message (a fetch, which waits for the app's
+    /// save, and a describe) is answered from there and from the thread that has the app's answer, with no task in
+    /// between (issue 11's hot path); what reads or writes files (a sync) runs in the session service's work.
+    func respond(
+        to request: SessionMultiplexer.Request,
+        on link: PeerLink,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel
     /// The link ended.
     func linkClosed(_ link: PeerLink)
     /// A link opened, by either side (the agent syncs rosters over it and sweeps it when idle).
@@ -35,14 +45,19 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     public let dialedByMe: Bool
     let channel: Channel
     let responder: PeerLinkResponder
-    /// Where the answers to the peer's requests run (the session service's work).
-    let work: TaskPool
+
+    /// Stops a piece of work started for a request (in either direction); calling it after the work has ended
+    /// does nothing.
+    public typealias Cancel = @Sendable () -> Void
 
     struct State {
         var multiplexer = SessionMultiplexer()
-        var waiters: [UInt64: CheckedContinuation<SessionMultiplexer.Reply, Never>] = [:]
+        /// This side's requests waiting for their reply: each is completed exactly once (reply, timeout, cancel, or
+        /// the link closing).
+        var waiters: [UInt64: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
         var timeouts: [UInt64: Scheduled<Void>] = [:]
-        var answering: [UInt64: TaskPool.Handle] = [:]
+        /// The peer's requests being answered, with what stops each.
+        var answering: [UInt64: Cancel] = [:]
         var closed = false
         /// Another link to the same device was kept instead of this one: no new requests go out on it, and it is
         /// closed as soon as nothing is in flight on it (ISSUE 10 item 1).
@@ -53,8 +68,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     let state = NIOLockedValueBox(State())
 
-    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder, work: TaskPool) {
-        self.work = work
+    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder) {
         self.peer = peer
         self.peerName = peerName
         self.dialedByMe = dialedByMe
@@ -94,36 +108,50 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// timeout or the caller's cancellation come back as `.failed` with ``FetchFailure`` `peerGone`, `timedOut`
     /// or `cancelled` (SEMANTICS C8: an error that says which, never a hang).
     public func request(_ request: SessionMultiplexer.Request, timeout: Double) async -> SessionMultiplexer.Reply {
-        let assigned = NIOLockedValueBox<UInt64?>(nil)
+        let cancel = NIOLockedValueBox<Cancel?>(nil)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: CheckedContinuation<SessionMultiplexer.Reply, Never>) in
-                let message: SessionMessage? = state.withLockedValue { state in
-                    guard !state.closed else { return nil }
-                    let (id, message) = state.multiplexer.ask(request)
-                    state.waiters[id] = waiter
-                    touch(&state)
-                    assigned.withLockedValue { $0 = id }
-                    return message
-                }
-                guard let message, let id = assigned.withLockedValue({ $0 }) else {
-                    waiter.resume(returning: .failed(.peerGone, "the session with \(peerName) has ended"))
-                    return
-                }
-                let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
-                    finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), cancelRemote: true)
-                }
-                state.withLockedValue { $0.timeouts[id] = timer }
-                if Task.isCancelled {
-                    finish(id, .failed(.cancelled, "cancelled"), cancelRemote: true)
-                    return
-                }
-                send(message)
+                let stop = self.request(request, timeout: timeout) { waiter.resume(returning: $0) }
+                cancel.withLockedValue { $0 = stop }
+                if Task.isCancelled { stop() }
             }
         } onCancel: {
-            if let id = assigned.withLockedValue({ $0 }) {
-                finish(id, .failed(.cancelled, "a newer continuation replaced this one (C6)"), cancelRemote: true)
-            }
+            cancel.withLockedValue { $0 }?()
         }
+    }
+
+    /// Sends a request; `completion` gets its reply exactly once, on whatever thread has it: the reply, or
+    /// `.failed` with `peerGone`, `timedOut` (after `timeout` seconds) or `cancelled` (the returned ``Cancel``,
+    /// which also tells the peer to stop). No task: the hot path of a warm continuation (issue 11).
+    @discardableResult
+    public func request(
+        _ request: SessionMultiplexer.Request,
+        timeout: Double,
+        completion: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> Cancel {
+        let asked: (UInt64, SessionMessage)? = state.withLockedValue { state in
+            guard !state.closed else { return nil }
+            let (id, message) = state.multiplexer.ask(request)
+            state.waiters[id] = completion
+            touch(&state)
+            return (id, message)
+        }
+        guard let (id, message) = asked else {
+            completion(.failed(.peerGone, "the session with \(peerName) has ended"))
+            return {}
+        }
+        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
+            finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), cancelRemote: true)
+        }
+        let stillWaiting = state.withLockedValue { state in
+            guard state.waiters[id] != nil else { return false }
+            state.timeouts[id] = timer
+            return true
+        }
+        // Answered (or the link closed) before the timer was recorded: it has nothing left to time out.
+        if !stillWaiting { timer.cancel() }
+        send(message)
+        return { [self] in finish(id, .failed(.cancelled, "a newer continuation replaced this one (C6)"), cancelRemote: true) }
     }
 
     static func format(_ seconds: Double) -> String {
@@ -132,14 +160,16 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     /// Completes request `id` once; optionally tells the peer to stop working on it.
     func finish(_ id: UInt64, _ reply: SessionMultiplexer.Reply, cancelRemote: Bool) {
-        let (waiter, cancel): (CheckedContinuation<SessionMultiplexer.Reply, Never>?, SessionMessage?) = state.withLockedValue { state in
+        let (waiter, cancel): ((@Sendable (SessionMultiplexer.Reply) -> Void)?, SessionMessage?) = state.withLockedValue { state in
+            guard let waiter = state.waiters.removeValue(forKey: id) else { return (nil, nil) }
             state.timeouts.removeValue(forKey: id)?.cancel()
             let cancel = cancelRemote ? state.multiplexer.cancel(id) : nil
             touch(&state)
-            return (state.waiters.removeValue(forKey: id), cancel)
+            return (waiter, cancel)
         }
+        guard let waiter else { return }
         if let cancel { send(cancel) }
-        waiter?.resume(returning: reply)
+        waiter(reply)
         closeIfRetiredAndIdle()
     }
 
@@ -173,32 +203,9 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         case .reply(let id, let reply):
             finish(id, reply, cancelRemote: false)
         case .request(let id, let request):
-            // The task is made and recorded under the lock it takes to finish, so it cannot finish before it is
-            // recorded (a quick answer used to leave a finished task recorded for ever, and the link never idle).
-            state.withLockedValue { state in
-                let task = work.start { [self] in
-                    let reply = await responder.respond(to: request, on: self)
-                    guard let id else {
-                        // The one-shot exchange of `baton sync`: answered in its own shape.
-                        if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
-                        if case .failed(_, let text) = reply { send(.error(message: text)) }
-                        return
-                    }
-                    let answer = self.state.withLockedValue { state -> SessionMessage? in
-                        state.answering[id] = nil
-                        touch(&state)
-                        return state.multiplexer.answer(id, with: reply)
-                    }
-                    if let answer { send(answer) }
-                    closeIfRetiredAndIdle()
-                }
-                if let id {
-                    state.answering[id] = task
-                    touch(&state)
-                }
-            }
+            answer(id, request)
         case .cancelled(let id):
-            state.withLockedValue { $0.answering.removeValue(forKey: id) }?.cancel()
+            state.withLockedValue { $0.answering.removeValue(forKey: id) }?()
         case .refused(let text):
             failAll(.refused, "\(peerName) refused the session: \(text)")
             close()
@@ -207,6 +214,42 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         case .ignore:
             break
         }
+    }
+
+    /// Answers the peer's request `id` (a legacy `sync` has none): the responder replies once, from whichever
+    /// thread has the answer, and the reply goes out unless the peer cancelled the request meanwhile.
+    func answer(_ id: UInt64?, _ request: SessionMultiplexer.Request) {
+        // Recorded before the responder starts, so a reply given at once (or a cancel) finds it; the responder's
+        // own cancel replaces the placeholder if the request is still being answered when it returns.
+        if let id {
+            state.withLockedValue { state in
+                state.answering[id] = {}
+                touch(&state)
+            }
+        }
+        let cancel = responder.respond(to: request, on: self) { [self] reply in
+            guard let id else {
+                // The one-shot exchange of `baton sync`: answered in its own shape.
+                if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
+                if case .failed(_, let text) = reply { send(.error(message: text)) }
+                return
+            }
+            let answer = state.withLockedValue { state -> SessionMessage? in
+                state.answering[id] = nil
+                touch(&state)
+                return state.multiplexer.answer(id, with: reply)
+            }
+            if let answer { send(answer) }
+            closeIfRetiredAndIdle()
+        }
+        guard let id else { return }
+        let pending = state.withLockedValue { state -> Bool in
+            guard state.answering[id] != nil else { return false }
+            state.answering[id] = cancel
+            return true
+        }
+        // Answered already (cancelling then does nothing), or cancelled or closed meanwhile: the work stops.
+        if !pending { cancel() }
     }
 
     package func malformed(_ error: Error) {
@@ -231,8 +274,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             }
             return (Array(state.waiters.values), Array(state.answering.values))
         }
-        for waiter in waiters { waiter.resume(returning: .failed(reason, text)) }
-        for task in tasks { task.cancel() }
+        for waiter in waiters { waiter(.failed(reason, text)) }
+        for cancel in tasks { cancel() }
     }
 }
 
@@ -253,8 +296,6 @@ final class PeerLinks: @unchecked Sendable {
     let clientTLS: TLSPipeline
     let serverTLS: TLSPipeline
     let group: EventLoopGroup
-    /// Where accepted connections are adopted and peers' requests answered (the session service's work).
-    let work: TaskPool
     weak var responder: (PeerLinkResponder & AnyObject)?
     let table = NIOLockedValueBox(Table())
     /// Seconds without a request in either direction before the side that dialled a link closes it.
@@ -287,11 +328,9 @@ final class PeerLinks: @unchecked Sendable {
     init(
         identity: DeviceIdentity,
         policy: PeerPolicy,
-        work: TaskPool,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         burstEnding: @escaping @Sendable () -> Void = {}
     ) throws {
-        self.work = work
         self.burstEnding = burstEnding
         self.identity = identity
         self.policy = policy
@@ -312,7 +351,13 @@ final class PeerLinks: @unchecked Sendable {
     /// certificate.
     func link(to device: DeviceID, host: String, port: Int) async throws -> PeerLink {
         if let link = existing(device) { return link }
-        return try await connect(host: host, port: port, policy: .members { [policy] in
+        return try await linking(to: device, host: host, port: port).get()
+    }
+
+    /// ``link(to:host:port:)`` as a future, completed on the link's event loop.
+    func linking(to device: DeviceID, host: String, port: Int) -> EventLoopFuture<PeerLink> {
+        if let link = existing(device) { return link.channel.eventLoop.makeSucceededFuture(link) }
+        return connecting(host: host, port: port, policy: .members { [policy] in
             policy.allows(device) ? [device] : []
         })
     }
@@ -353,41 +398,48 @@ final class PeerLinks: @unchecked Sendable {
     /// A new connection to `host:port`, accepting any device `policy` allows (used for `--peer` addresses, whose
     /// device is learnt from its certificate).
     func connect(host: String, port: Int, policy: PeerPolicy? = nil) async throws -> PeerLink {
+        try await connecting(host: host, port: port, policy: policy).get()
+    }
+
+    /// ``connect(host:port:policy:)`` as a future: connect, handshake and adoption all happen on the connection's
+    /// event loop, one after the other, with no task or other thread between them (issue 11: a cold continuation).
+    func connecting(host: String, port: Int, policy: PeerPolicy? = nil) -> EventLoopFuture<PeerLink> {
         let name = Agent.joinHostPort(host, port)
         let handler = MessageHandler()
         let connection = NIOLockedValueBox<TLSPipeline.Connection?>(nil)
-        let channel: Channel
-        do {
-            channel = try await ClientBootstrap(group: group)
-                .channelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
-                .connectTimeout(AccountTransport.connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { [clientTLS, policy = policy ?? self.policy] channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let configured = try clientTLS.configure(channel, policy: policy)
-                        connection.withLockedValue { $0 = configured }
-                        try channel.pipeline.syncOperations.addHandler(handler)
-                    }
+        return ClientBootstrap(group: group)
+            .channelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
+            .connectTimeout(AccountTransport.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [clientTLS, policy = policy ?? self.policy] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let configured = try clientTLS.configure(channel, policy: policy)
+                    connection.withLockedValue { $0 = configured }
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
-                .connect(host: host, port: port)
-                .get()
-        } catch {
-            throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)")
-        }
-        count(channel)
-        let configured = connection.withLockedValue { $0 }
-        do {
-            try await TLSPipeline.waitForHandshake(configured?.handshake, peer: name)
-        } catch {
-            channel.close(promise: nil)
-            throw error
-        }
-        return try await adopt(channel, handler: handler, presented: configured?.presented ?? NIOLockedValueBox(nil), name: name, dialedByMe: true)
+            }
+            .connect(host: host, port: port)
+            .flatMapErrorThrowing { error in throw BatonAgentError(.peerUnreachable, "cannot reach \(name): \(error)") }
+            .flatMap { [self] channel in
+                count(channel)
+                guard let configured = connection.withLockedValue({ $0 }) else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(BatonAgentError(.protocolViolation, "no TLS handshake to wait for with \(name)"))
+                }
+                return configured.handshake.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    guard let error = error as? BatonAgentError else { throw error }
+                    throw BatonAgentError(error.code, "\(name): \(error.message)")
+                }.flatMapThrowing { [self] in
+                    try adopt(channel, handler: handler, presented: configured.presented, name: name, dialedByMe: true)
+                }
+            }
     }
 
     /// Makes a link of a verified channel and records it; returns the link to use for its device (this one, or an
-    /// open one that wins over it).
-    func adopt(_ channel: Channel, handler: MessageHandler, presented: NIOLockedValueBox<Data?>, name: String, dialedByMe: Bool) async throws -> PeerLink {
+    /// open one that wins over it). On the channel's event loop (its message handler is attached here).
+    func adopt(_ channel: Channel, handler: MessageHandler, presented: NIOLockedValueBox<Data?>, name: String, dialedByMe: Bool) throws -> PeerLink {
+        channel.eventLoop.preconditionInEventLoop()
         guard let certificate = presented.withLockedValue({ $0 }), let responder else {
             channel.close(promise: nil)
             throw BatonAgentError(.peerRefused, "\(name) presented no verified certificate")
@@ -397,10 +449,9 @@ final class PeerLinks: @unchecked Sendable {
             peerName: name,
             dialedByMe: dialedByMe,
             channel: channel,
-            responder: responder,
-            work: work
+            responder: responder
         )
-        try await channel.eventLoop.submit { handler.attach(link) }.get()
+        handler.attach(link)
         let me = identity.id
         let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
             if dialedByMe { table.devicesByAddress[name] = link.peer }
@@ -514,12 +565,12 @@ final class PeerLinks: @unchecked Sendable {
                         let handler = MessageHandler()
                         try channel.pipeline.syncOperations.addHandler(handler)
                         let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
+                        // Completes on the channel's loop: the link is adopted there, before anything it carries
+                        // is read, with no task between (issue 11: a cold continuation's first fetch).
                         connection.handshake.whenComplete { [self] result in
                             gauge.withLockedValue { $0.handshaking -= 1 }
                             guard case .success = result else { return }
-                            self.work.start {
-                                _ = try? await self.adopt(channel, handler: handler, presented: connection.presented, name: name, dialedByMe: false)
-                            }
+                            _ = try? adopt(channel, handler: handler, presented: connection.presented, name: name, dialedByMe: false)
                         }
                     }.flatMapErrorThrowing { error in
                         gauge.withLockedValue { $0.handshaking -= 1 }
