@@ -233,8 +233,11 @@ struct HandoffCLITests {
         let pid = agent.process.processIdentifier
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
         #expect(executable.hasSuffix("/baton-agent"), "\(executable)")
-        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
-        #expect(maps.contains("libFoundationEssentials.so"))
+        // Read to the end: /proc files have no size, and a reader that trusts stat stops early.
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps"))
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        try handle.close()
+        #expect(maps.contains("[stack]") && maps.contains("libFoundationEssentials.so"), "the whole map was read")
         #expect(!maps.contains("libFoundation.so") && !maps.contains("lib_FoundationICU.so"), "the agent maps the full Foundation")
     }
 
