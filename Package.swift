@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Baton", targets: ["Baton"]),
         .library(name: "BatonCore", targets: ["BatonCore"]),
         .library(name: "BatonEmbedded", targets: ["BatonEmbedded"]),
+        .library(name: "BatonAppleNames", targets: ["BatonAppleNames"]),
         .executable(name: "baton", targets: ["baton"]),
         .executable(name: "baton-agent", targets: ["baton-agent"]),
     ],
@@ -74,6 +75,8 @@ let package = Package(
         ),
         // What apps import: a client of the device's agent.
         .target(name: "Baton", dependencies: ["BatonCore", "BatonProtocol", "BatonClient"]),
+        // Apple's names (UIApplication, UIResponder, CSSearchableItemAttributeSet, ...) for Baton's types, opt-in.
+        .target(name: "BatonAppleNames", dependencies: ["Baton"]),
         // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
         .target(
             name: "BatonEmbedded",
@@ -143,6 +146,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry"]),
+        // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
+        .testTarget(
+            name: "AppleShapedTests",
+            dependencies: ["BatonAppleNames", "BatonEmbedded"],
+            // As most Handoff code out there is written.
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         // Runs the built `baton` (and `baton-agent`) executables as a person would; depends on them so `swift test` builds
         // them first.
         .testTarget(

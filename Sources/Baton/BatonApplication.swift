@@ -15,33 +15,92 @@ public enum ContinuationEvent: Sendable {
     case failed(activityType: String, error: ContinuationError)
 }
 
-/// The app side of continuations, with Apple's `UIApplicationDelegate` names (C5, C7, B3).
+/// The app side of continuations (C5, C7, B3), in two shapes: Swift-first methods on ``UserActivity``, and Apple's
+/// exact `UIApplicationDelegate` / `NSApplicationDelegate` signatures on ``NSUserActivity`` (issue 12), so a delegate
+/// written for iOS or macOS is called as it is there. Implement either shape; every method has a default, and a
+/// delegate that implements no `continue` at all is warned about, once, when an activity arrives for it.
 @MainActor
 public protocol BatonApplicationDelegate: AnyObject {
     /// A continuation starts, before the state arrives: show progress (C5). Return whether the app shows its own.
     func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool
     /// The state arrived (C5, C7). Return whether the app handled it. Objects passed to `restorationHandler` get
-    /// ``UserActivityResponder/restoreUserActivityState(_:)``.
+    /// ``UserActivityResponder/restoreUserActivityState(_:)``. The default passes the activity on to the
+    /// `NSUserActivity` forms below.
     func application(
         _ application: BatonApplication,
         continue userActivity: UserActivity,
         restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
     ) -> Bool
+    /// UIKit's form: `application(_:continue:restorationHandler:)` with `([UIUserActivityRestoring]?) -> Void`.
+    /// The default passes the activity on to AppKit's form.
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: NSUserActivity,
+        restorationHandler: @escaping ([any UserActivityRestoring]?) -> Void
+    ) -> Bool
+    /// AppKit's form: `application(_:continue:restorationHandler:)` with `([NSUserActivityRestoring]) -> Void`.
+    /// The default handles nothing and warns that no `continue` is implemented.
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: NSUserActivity,
+        restorationHandler: @escaping ([any UserActivityRestoring]) -> Void
+    ) -> Bool
     /// The continuation failed (C5, C6, C8); exactly one of this or `continue` follows every `willContinue`.
     func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error)
-    /// An activity's state was just brought up to date (B3): stamp a version into it, say (H1).
+    /// An activity's state was just brought up to date (B3): stamp a version into it, say (H1). The default passes it
+    /// on to the `NSUserActivity` form.
     func application(_ application: BatonApplication, didUpdate userActivity: UserActivity)
+    /// Apple's form of `didUpdate`.
+    func application(_ application: BatonApplication, didUpdate userActivity: NSUserActivity)
 }
 
 extension BatonApplicationDelegate {
     public func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool { false }
+
     public func application(
         _ application: BatonApplication,
         continue userActivity: UserActivity,
         restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
-    ) -> Bool { false }
+    ) -> Bool {
+        let wrapper = userActivity.nsUserActivity
+        let restore: ([any UserActivityRestoring]?) -> Void = { objects in
+            for object in objects ?? [] { object.restoreUserActivityState(wrapper) }
+        }
+        return self.application(application, continue: wrapper, restorationHandler: restore)
+    }
+
+    public func application(
+        _ application: BatonApplication,
+        continue userActivity: NSUserActivity,
+        restorationHandler: @escaping ([any UserActivityRestoring]?) -> Void
+    ) -> Bool {
+        let restore: ([any UserActivityRestoring]) -> Void = { objects in restorationHandler(objects) }
+        return self.application(application, continue: userActivity, restorationHandler: restore)
+    }
+
+    public func application(
+        _ application: BatonApplication,
+        continue userActivity: NSUserActivity,
+        restorationHandler: @escaping ([any UserActivityRestoring]) -> Void
+    ) -> Bool {
+        application.warnNoContinue(self, activityType: userActivity.activityType)
+        return false
+    }
+
     public func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error) {}
-    public func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {}
+
+    public func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {
+        self.application(application, didUpdate: userActivity.nsUserActivity)
+    }
+
+    public func application(_ application: BatonApplication, didUpdate userActivity: NSUserActivity) {}
+}
+
+/// An object a continued activity restores, as Apple's `UIUserActivityRestoring` and `NSUserActivityRestoring`
+/// (what `restorationHandler` takes in the `NSUserActivity` forms of ``BatonApplicationDelegate``).
+@MainActor
+public protocol UserActivityRestoring: AnyObject {
+    func restoreUserActivityState(_ userActivity: NSUserActivity)
 }
 
 /// An app's link to its device's agent: publishes the current activity, gives its state when another device asks,
@@ -74,6 +133,8 @@ public final class BatonApplication {
     var live: [UInt64: WeakActivity] = [:]
     /// Continuations told `willContinue` and not yet ended: each ends exactly once (C5).
     var pending: [UInt64: String] = [:]
+    /// Whether the delegate was found to implement no `continue` (warned once).
+    var warnedNoContinue = false
 
     struct WeakActivity {
         weak var activity: UserActivity?
@@ -259,6 +320,17 @@ public final class BatonApplication {
         if case .failed(let type, let error) = event {
             delegate?.application(self, didFailToContinueUserActivityWithType: type, error: error)
         }
+    }
+
+    /// Says once, on standard error, that `delegate` implements none of the `continue` methods, so continued
+    /// activities go nowhere (issue 12: silence made an Apple-shaped delegate with a typo look dead).
+    func warnNoContinue(_ delegate: BatonApplicationDelegate, activityType: String) {
+        guard !warnedNoContinue else { return }
+        warnedNoContinue = true
+        let message = "BatonApplication: the delegate \(type(of: delegate)) implements no application(_:continue:restorationHandler:) "
+            + "(neither Baton's form with UserActivity nor Apple's with NSUserActivity), so the continued \(activityType) "
+            + "activity was not handled; check the method's signature\n"
+        FileHandle.standardError.write(Data(message.utf8))
     }
 
     /// C5, C7, B6: the delegate first; a document activity it did not handle opens its document.

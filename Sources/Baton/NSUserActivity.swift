@@ -171,6 +171,16 @@ open class NSUserActivity: @unchecked Sendable {
         set { fields[\.referrerURL] = newValue }
     }
 
+    /// What a search result shows for it. The set is kept by reference, as Apple's: changes made to it after it was
+    /// assigned travel too.
+    public var contentAttributeSet: SearchableItemAttributeSet? {
+        get { activity.apple.attributeSet(orFrom: fields[\.contentAttributeSet]) }
+        set {
+            activity.apple.attributeSet = newValue
+            fields[\.contentAttributeSet] = newValue?.propertyList
+        }
+    }
+
     public var supportsContinuationStreams: Bool {
         get { fields[\.supportsContinuationStreams] }
         set { fields[\.supportsContinuationStreams] = newValue }
@@ -222,6 +232,22 @@ final class AppleSide: @unchecked Sendable {
     var delegate: NSUserActivityDelegate? {
         get { lock.withLock { _delegate } }
         set { lock.withLock { _delegate = newValue } }
+    }
+
+    private var _attributeSet: SearchableItemAttributeSet?
+
+    /// The attribute set assigned through ``NSUserActivity/contentAttributeSet``.
+    var attributeSet: SearchableItemAttributeSet? {
+        get { lock.withLock { _attributeSet } }
+        set { lock.withLock { _attributeSet = newValue } }
+    }
+
+    /// The assigned attribute set, or one made from the payload form (a continued activity's) and kept.
+    func attributeSet(orFrom values: [String: PropertyList]?) -> SearchableItemAttributeSet? {
+        lock.withLock {
+            if _attributeSet == nil, let values { _attributeSet = SearchableItemAttributeSet(propertyList: values) }
+            return _attributeSet
+        }
     }
 
     /// Makes `wrapper` the one delegates are given, unless one is alive already.

@@ -79,9 +79,13 @@ public final class UserActivity {
         get { fields[\.referrerURL] }
         set { fields[\.referrerURL] = newValue }
     }
+    /// What a search result shows, in its payload form (``SearchableItemAttributeSet/propertyList``).
     public var contentAttributeSet: [String: PropertyList]? {
-        get { fields[\.contentAttributeSet] }
-        set { fields[\.contentAttributeSet] = newValue }
+        get { apple.attributeSet?.propertyList ?? fields[\.contentAttributeSet] }
+        set {
+            fields[\.contentAttributeSet] = newValue
+            apple.attributeSet = nil
+        }
     }
     /// Whether the continuing app may ask for streams (F1).
     public var supportsContinuationStreams: Bool {
@@ -222,9 +226,21 @@ public final class UserActivity {
         if isManaged, holders.isEmpty { invalidate() }
     }
 
-    /// The responders sharing this activity that are still alive.
-    var responders: [UserActivityResponder] {
-        holders.compactMap { $0.object as? UserActivityResponder }
+    /// The responders sharing this activity that are still alive: Baton's (``UserActivityResponder``) and Apple-shaped
+    /// ones (``NSUserActivityResponder``).
+    var responders: [AnyObject] {
+        holders.compactMap { holder in
+            holder.object.flatMap { $0 is UserActivityResponder || $0 is NSUserActivityResponder ? $0 : nil }
+        }
+    }
+
+    /// Asks `responder` to add its part of the state, in its own shape.
+    func update(_ responder: AnyObject) {
+        if let responder = responder as? UserActivityResponder {
+            responder.updateUserActivityState(self)
+        } else if let responder = responder as? NSUserActivityResponder {
+            responder.updateUserActivityState(nsUserActivity)
+        }
     }
 
     // MARK: Saving (A6, A7, B2, B3)
@@ -241,7 +257,7 @@ public final class UserActivity {
             if !responders.isEmpty { userInfo = [:] }
             delegate?.userActivityWillSave(self)
             apple.delegate?.userActivityWillSave(nsUserActivity)
-            for responder in responders { responder.updateUserActivityState(self) }
+            for responder in responders { update(responder) }
             // B3: after every update, the app delegate (to stamp a version, say).
             application.delegate?.application(application, didUpdate: self)
             needsSave = false
@@ -265,7 +281,8 @@ public final class UserActivity {
         payload.persistentIdentifier = persistentIdentifier
         payload.targetContentIdentifier = targetContentIdentifier
         payload.referrerURL = referrerURL
-        payload.contentAttributeSet = contentAttributeSet
+        // An attribute set assigned through NSUserActivity may have changed since: it is kept by reference.
+        payload.contentAttributeSet = apple.attributeSet?.propertyList ?? contentAttributeSet
         payload.supportsContinuationStreams = supportsContinuationStreams
         return payload
     }
@@ -323,4 +340,31 @@ open class ActivityResponder: UserActivityResponder {
 
     open func updateUserActivityState(_ activity: UserActivity) {}
     open func restoreUserActivityState(_ activity: UserActivity) {}
+}
+
+/// A responder in Apple's shape (`UIResponder` / `NSResponder`'s Handoff part, issue 12): `userActivity` is an
+/// ``NSUserActivity``, and `updateUserActivityState(_:)` / `restoreUserActivityState(_:)` take one. Setting
+/// `userActivity` shares the activity (B1); setting nil, or the responder going away, lets go, and the activity is
+/// invalidated when no holder is left (B4). Override the two methods and call `super`, as on Apple's systems.
+@MainActor
+open class NSUserActivityResponder: UserActivityRestoring {
+    /// The activity this responder presents.
+    open var userActivity: NSUserActivity? {
+        didSet {
+            guard userActivity !== oldValue else { return }
+            userActivity?.activity.addHolder(self)
+            oldValue?.activity.removeHolder(self)
+        }
+    }
+
+    public init() {}
+
+    isolated deinit {
+        userActivity?.activity.removeHolder(self)
+    }
+
+    /// Add this responder's part with `activity.addUserInfoEntries(from:)` (B2: `userInfo` starts empty).
+    open func updateUserActivityState(_ activity: NSUserActivity) {}
+    /// Show what `activity` describes (C7).
+    open func restoreUserActivityState(_ activity: NSUserActivity) {}
 }

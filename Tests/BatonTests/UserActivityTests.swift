@@ -274,7 +274,8 @@ struct UserActivityTests {
         }
         let world = try await TwoDevices()
         let controller = Controller()
-        let activity = NSUserActivity(activityType: "com.example.notes.edit")
+        // The laptop's application object, not `.shared` (AppleShapedTests uses that one, maybe at the same time).
+        let activity = NSUserActivity(activityType: "com.example.notes.edit", application: world.laptop)
         activity.title = "Apple style"
         activity.userInfo = ["items": ["Milk", "Eggs"], "count": 2]
         activity.webpageURL = URL(string: "ftp://nope.example")
@@ -282,8 +283,6 @@ struct UserActivityTests {
         activity.needsSave = true
         activity.delegate = controller
         #expect(activity.userInfo?["count"] as? Int == 2)
-        // The shared application is not connected; point the activity's app at the laptop's agent.
-        try await BatonApplication.shared.connect(bundleIdentifier: "com.example.Notes", socketPath: world.devices.agents[0].socketPath)
         activity.becomeCurrent()
         try await world.waitUntilNearby()
         let events = await world.continueOnDesktop()
@@ -298,7 +297,6 @@ struct UserActivityTests {
         #expect(NSUserActivity(continued).userInfo?["count"] as? Double == 2.0)
         #expect(NSUserActivity(continued).userInfo?["saved"] as? Bool == true)
         activity.invalidate()
-        BatonApplication.shared.disconnect()
         await world.stop()
     }
 }

@@ -1,0 +1,128 @@
+@testable import Baton
+import BatonAppleNames
+import BatonEmbedded
+import Foundation
+import Testing
+
+/// Runs the Apple-shaped code of AppleShapedCode.swift on two embedded devices (issue 12, Show).
+@Suite("Apple-shaped Handoff code on Baton (issue 12)", .serialized)
+@MainActor
+struct AppleShapedTests {
+    static let info = """
+        <plist version="1.0"><dict>
+        <key>CFBundleIdentifier</key><string>com.example.Maps</string>
+        <key>CFBundleExecutable</key><string>maps</string>
+        <key>BatonTeamIdentifier</key><string>MAPSTEAM01</string>
+        <key>NSUserActivityTypes</key><array>
+          <string>com.example.maps.reading</string><string>com.example.maps.web</string>
+        </array>
+        </dict></plist>
+        """
+
+    /// Two devices; the laptop's app is `UIApplication.shared`, the desktop's another application object.
+    @MainActor
+    final class World {
+        let devices: LocalDevices
+        let desktop = BatonApplication()
+
+        init() async throws {
+            devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [Data(AppleShapedTests.info.utf8)])
+            try await UIApplication.shared.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[0].socketPath)
+            try await desktop.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[1].socketPath)
+        }
+
+        func waitUntilNearby(_ type: String? = nil) async throws {
+            for _ in 0..<1_000 {
+                let items = await devices.agents[1].nearbyItems(describe: type != nil)
+                if let item = items.first, type == nil || item.activityType == type { return }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            Issue.record("nothing nearby")
+        }
+
+        /// Continues on the desktop; returns when the continuation has ended for the app, with the activity if it
+        /// was continued.
+        @discardableResult
+        func continueOnDesktop() async -> UserActivity? {
+            var events = desktop.events.makeAsyncIterator()
+            _ = await devices.agents[1].continueNearby(device: "laptop")
+            while let event = await events.next(isolation: #isolation) {
+                if case .willContinue = event { continue }
+                if case .continued(let activity) = event { return activity }
+                break
+            }
+            return nil
+        }
+
+        func stop() async {
+            UIApplication.shared.delegate = nil
+            UIApplication.shared.disconnect()
+            desktop.disconnect()
+            await devices.shutdown()
+        }
+    }
+
+    @Test("manager off the main actor, view controller as delegate and responder, UIKit app delegate: every callback in Apple's order, once")
+    func uiKitShapes() async throws {
+        let world = try await World()
+        let laptopDelegate = AppDelegate()
+        UIApplication.shared.delegate = laptopDelegate
+        let desktopDelegate = AppDelegate()
+        world.desktop.delegate = desktopDelegate
+        desktopDelegate.viewController.region = "?"
+
+        let activity = await Task.detached { ActivityManager().readingActivity(place: "Lisbon", identifier: "place-1") }.value
+        let screen = MapViewController()
+        screen.show(activity)
+        try await world.waitUntilNearby()
+        let continued = try #require(await world.continueOnDesktop())
+
+        #expect(screen.log == ["willSave", "update"], "the delegate, then the responder, once")
+        #expect(laptopDelegate.events == ["didUpdate"])
+        #expect(desktopDelegate.events == ["willContinue com.example.maps.reading", "continue com.example.maps.reading"])
+        #expect(desktopDelegate.viewController.log == ["restore"] && desktopDelegate.viewController.region == "Lisbon")
+        let info = continued.nsUserActivity.userInfo ?? [:]
+        #expect(info["place"] as? String == "Lisbon" && info["region"] as? String == "Lisbon")
+        #expect(info["zoom"] as? Int == 14 && info["version"] as? Double == 2.0)
+        #expect(continued.nsUserActivity.contentAttributeSet?.contentDescription == "All about Lisbon")
+        #expect(continued.persistentIdentifier == "place-1" && continued.isEligibleForSearch)
+        screen.userActivity = nil
+        await world.stop()
+    }
+
+    @Test("a browser tab's page, continued by an AppKit-shaped delegate; resign and invalidate withdraw it")
+    func appKitShapeAndTab() async throws {
+        let world = try await World()
+        let mac = MacAppDelegate()
+        world.desktop.delegate = mac
+        let tab = TabActivity()
+        tab.didShow(url: try #require(URL(string: "https://maps.example.com/lisbon")), title: "Lisbon")
+        try await world.waitUntilNearby(TabActivity.type)
+        await world.continueOnDesktop()
+        #expect(mac.continued == ["https://maps.example.com/lisbon"])
+        #expect(mac.window.log == ["restore"])
+        tab.didHide()  // from code on no actor: queued for the main actor, in order
+        for _ in 0..<500 where UIApplication.shared.currentActivity != nil {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(UIApplication.shared.currentActivity == nil)
+        tab.close()
+        await world.stop()
+    }
+
+    @Test("a delegate with no continue of Apple's or Baton's shape is warned about once, not left silent")
+    func mistypedDelegate() async throws {
+        let world = try await World()
+        let mistyped = MistypedDelegate()
+        world.desktop.delegate = mistyped
+        let activity = ActivityManager().readingActivity(place: "Porto", identifier: "place-2")
+        activity.requiredUserInfoKeys = nil  // no screen adds the region here
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        #expect(!world.desktop.warnedNoContinue)
+        await world.continueOnDesktop()
+        #expect(world.desktop.warnedNoContinue)
+        activity.invalidate()
+        await world.stop()
+    }
+}
