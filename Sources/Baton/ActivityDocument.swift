@@ -6,9 +6,10 @@ import Foundation
 /// document activity the app does not handle itself opens the document and restores it.
 ///
 /// Subclass to add state: override ``updateUserActivityState(_:)`` (call super: it puts the URL back after B2
-/// emptied `userInfo`) and ``restoreUserActivityState(_:)``.
+/// emptied `userInfo`) and ``restoreUserActivityState(_:)``, in Baton's shape (``UserActivity``) or in Apple's
+/// `UIDocument` shape (``NSUserActivity``, issue 12): the first passes on to the second.
 @MainActor
-open class ActivityDocument: UserActivityResponder {
+open class ActivityDocument: UserActivityResponder, UserActivityRestoring {
     /// `NSUserActivityDocumentURLKey`: where a document activity keeps the document's URL.
     public static let documentURLKey = "NSUserActivityDocumentURL"
 
@@ -54,13 +55,23 @@ open class ActivityDocument: UserActivityResponder {
         activity.removeHolder(self)
     }
 
-    /// Puts the document's URL into the activity (B2 starts from an empty `userInfo`).
+    /// Puts the document's URL into the activity (B2 starts from an empty `userInfo`), then calls the
+    /// `NSUserActivity` form.
     open func updateUserActivityState(_ activity: UserActivity) {
         activity.userInfo[Self.documentURLKey] = .url(fileURL)
+        updateUserActivityState(activity.nsUserActivity)
     }
 
-    /// Shows what a continued activity describes (B6). The default does nothing.
-    open func restoreUserActivityState(_ activity: UserActivity) {}
+    /// `UIDocument`'s form: add the document's state with `addUserInfoEntries(from:)`. The default does nothing.
+    open func updateUserActivityState(_ activity: NSUserActivity) {}
+
+    /// Shows what a continued activity describes (B6). The default calls the `NSUserActivity` form.
+    open func restoreUserActivityState(_ activity: UserActivity) {
+        restoreUserActivityState(activity.nsUserActivity)
+    }
+
+    /// `UIDocument`'s form (and what a `restorationHandler` calls). The default does nothing.
+    open func restoreUserActivityState(_ activity: NSUserActivity) {}
 
     isolated deinit {
         userActivity?.removeHolder(self)

@@ -236,6 +236,30 @@ struct UserActivityTests {
         #expect(events.count == 2, "\(events)")
         #expect(opened?.restoredFrom == url, "the app did not handle it, so the document was opened and restored (B6)")
         document.close()
+        try await world.waitUntilNearby(false)
+
+        // The same in UIDocument's shape: NSUserActivity in both methods; the URL is still put back (issue 12).
+        final class AppleNote: ActivityDocument {
+            var cursor = 42
+            var restored: (URL?, Int?) = (nil, nil)
+            override func updateUserActivityState(_ activity: NSUserActivity) {
+                activity.addUserInfoEntries(from: ["cursor": cursor])
+            }
+            override func restoreUserActivityState(_ activity: NSUserActivity) {
+                restored = (activity.userInfo?[NSUserActivityDocumentURLKey] as? URL, activity.userInfo?["cursor"] as? Int)
+            }
+        }
+        let apple = try AppleNote(fileURL: url, application: world.laptop)
+        try apple.open()
+        try await world.waitUntilNearby()
+        var appleOpened: AppleNote?
+        world.desktop.documentOpener = { url in
+            appleOpened = try? AppleNote(fileURL: url, activityType: "com.example.notes.document", application: world.desktop)
+            return appleOpened
+        }
+        _ = await world.continueOnDesktop()
+        #expect(appleOpened?.restored.0 == url && appleOpened?.restored.1 == 42)
+        apple.close()
         #expect(world.laptop.currentActivity == nil, "closing the document invalidates its activity (B5)")
         try await world.waitUntilNearby(false)
         await world.stop()
