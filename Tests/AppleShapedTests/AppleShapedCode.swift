@@ -139,3 +139,11 @@ class MistypedDelegate: UIResponder, UIApplicationDelegate {
         true
     }
 }
+
+/// An activity delegate whose save takes a while (a large document serialized on the spot).
+final class SlowSaver: NSUserActivityDelegate {
+    func userActivityWillSave(_ userActivity: NSUserActivity) {
+        Thread.sleep(forTimeInterval: 0.4)
+        userActivity.addUserInfoEntries(from: ["slow": true])
+    }
+}

@@ -110,6 +110,36 @@ struct AppleShapedTests {
         await world.stop()
     }
 
+    @Test("a second continue while the first waits for the state cancels it, and Apple's NSUserCancelledError check holds (C6)")
+    func cancelledContinuation() async throws {
+        let world = try await World()
+        let desktopDelegate = AppDelegate()
+        world.desktop.delegate = desktopDelegate
+        let saver = SlowSaver()
+        let activity = ActivityManager().readingActivity(place: "Faro", identifier: "place-3")
+        activity.requiredUserInfoKeys = nil
+        activity.delegate = saver
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let agent = world.devices.agents[1]
+        // The first continuation waits for the laptop's slow save; the second, from off the (then busy) main actor,
+        // starts meanwhile and cancels it.
+        let first = Task.detached { await agent.continueNearby(device: "laptop") }
+        let second = Task.detached {
+            try? await Task.sleep(for: .milliseconds(150))
+            return await agent.continueNearby(device: "laptop")
+        }
+        let outcomes = (await first.value, await second.value)
+        #expect(outcomes.0.failure == "cancelled" && outcomes.1.failure == nil, "\(outcomes)")
+        for _ in 0..<500 where desktopDelegate.events.filter({ $0.hasPrefix("continue") || $0 == "cancelled" }).count < 2 {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(desktopDelegate.events.contains("cancelled"), "\(desktopDelegate.events)")
+        #expect(desktopDelegate.events.filter { $0.hasPrefix("continue") }.count == 1, "\(desktopDelegate.events)")
+        activity.invalidate()
+        await world.stop()
+    }
+
     @Test("a delegate with no continue of Apple's or Baton's shape is warned about once, not left silent")
     func mistypedDelegate() async throws {
         let world = try await World()
