@@ -3,12 +3,13 @@
 #
 #   scripts/fuzz.sh plist [SECONDS]       the property-list codecs and the payload decoder (Fuzz/PlistFuzzer.swift)
 #   scripts/fuzz.sh messages [SECONDS]    the account, session and IPC message decoders (Fuzz/MessageFuzzer.swift)
+#   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
 #
 # SECONDS defaults to 60; run from anywhere. Builds the target's sources into one instrumented binary, starts from
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -27,8 +28,18 @@ messages)
         "$protocol/Session/SessionMessage.swift" "$protocol/Handoff/ContinuationFailure.swift" "$protocol/IPC/IPCMessage.swift" "$protocol/Account/AccountMessage.swift"
         "$root/Fuzz/MessageFuzzer.swift")
     ;;
+associations)
+    work="$root/Fuzz/.work/associations"
+    seeds="$root/Fuzz/corpus-associations"
+    # The JSON readers and matching; the CMS verifier beside them needs swift-crypto, which these do not.
+    registry="$root/Sources/BatonRegistry"
+    sources=("${core[@]}" "$registry/BatonRegistryError.swift" "$registry/Bundles/AssociatedDomain.swift"
+        "$registry/Associations/AppSiteAssociation.swift" "$registry/Associations/AppSiteAssociation+Matching.swift"
+        "$registry/Associations/AssetLinks.swift" "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
+        "$root/Fuzz/AssociationFuzzer.swift")
+    ;;
 *)
-    echo "unknown fuzz target $target: plist or messages" >&2
+    echo "unknown fuzz target $target: plist, messages or associations" >&2
     exit 64
     ;;
 esac
