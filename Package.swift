@@ -130,9 +130,9 @@ let package = Package(
             ]
         ),
         // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a
-        // library so `baton demo` can run two copies in one process.
-        .target(name: "ShopSnapKit", dependencies: ["Baton"], path: "Examples/ShopSnapKit"),
-        .executableTarget(name: "shopsnap", dependencies: ["Baton", "ShopSnapKit"], path: "Examples/shopsnap"),
+        // library so `baton demo` can run two copies in one process. Written with Apple's names, as the tutorial is.
+        .target(name: "ShopSnapKit", dependencies: ["Baton", "BatonAppleNames"], path: "Examples/ShopSnapKit"),
+        .executableTarget(name: "shopsnap", dependencies: ["Baton", "BatonAppleNames", "ShopSnapKit"], path: "Examples/shopsnap"),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),

@@ -1,17 +1,26 @@
 import Baton
+import BatonAppleNames
 import Foundation
 
 // The seeds' ShopSnap tutorial, ported: a shopping list (the view activity) and an item being edited (the edit
-// activity), each owned by a responder, with the app delegate stamping a version into every payload (B3, H1).
+// activity), each owned by a screen that is a responder, with the app delegate stamping a version into every payload
+// (B3, H1). Written as the tutorial writes it, with Apple's names from BatonAppleNames: on iOS this file would start
+// with `import UIKit` instead, and the screens would be view controllers (views stay the app's business on Linux).
+//
+// One departure, everywhere an activity is made: `NSUserActivity(activityType:application:)` rather than the
+// tutorial's `NSUserActivity(activityType:)`. The screens are given their application object instead of always using
+// `UIApplication.shared`, because `baton demo` runs two ShopSnaps (a laptop's and a desktop's, two
+// `BatonApplication`s) in one process; the `shopsnap` executable passes `UIApplication.shared`.
 
-/// The activity types, as in the tutorial's Info.plist.
-public let activityTypeView = "com.razeware.shopsnap.view"
-public let activityTypeEdit = "com.razeware.shopsnap.edit"
+/// The activity types, as in the tutorial's Info.plist (Constants.swift there).
+public let ActivityTypeView = "com.razeware.shopsnap.view"
+public let ActivityTypeEdit = "com.razeware.shopsnap.edit"
 /// The `userInfo` keys.
-public let activityItemsKey = "shopsnap.items.key"
-public let activityItemKey = "shopsnap.item.key"
-public let activityVersionKey = "shopsnap.version.key"
-public let activityVersionValue = "1.0"
+public let ActivityItemsKey = "shopsnap.items.key"
+public let ActivityItemKey = "shopsnap.item.key"
+/// The payload version (H1), stamped by the app delegate.
+public let ActivityVersionKey = "shopsnap.version.key"
+public let ActivityVersionValue = "1.0"
 
 /// ShopSnap's bundle identifier and `Info.plist`, as in Examples/ShopSnap.app (for apps registered on the fly:
 /// `baton demo`, tests).
@@ -50,19 +59,35 @@ public func writeShopSnapBundle(in folder: URL, executable: URL? = nil) throws {
 }
 
 /// The list screen: owns the view activity.
-@MainActor
-public final class ListViewController: ActivityResponder {
+public final class ListViewController: UIResponder {
+    /// The application the screen's activities belong to (the tutorial's are always `UIApplication.shared`).
+    public let application: UIApplication
     public private(set) var items: [String] = []
 
-    public override init() {}
+    public init(application: UIApplication = .shared) {
+        self.application = application
+    }
 
-    /// Shows `items` and offers them to the account's other devices.
-    public func show(_ items: [String], in application: BatonApplication) throws {
+    /// Shows `items` and offers them to the account's other devices (the tutorial's `viewDidLoad`, once the list is
+    /// loaded).
+    public func show(_ items: [String]) {
         self.items = items
-        let activity = try UserActivity(activityType: activityTypeView, application: application)
+        startUserActivity()
+    }
+
+    /// Makes the view activity current (A9, C2).
+    public func startUserActivity() {
+        // The tutorial's `NSUserActivity(activityType: ActivityTypeView)`, for this screen's application object.
+        let activity = NSUserActivity(activityType: ActivityTypeView, application: application)
         activity.title = Self.title(items)
+        activity.userInfo = [ActivityItemsKey: items]
         userActivity = activity
-        activity.becomeCurrent()
+        userActivity?.becomeCurrent()
+    }
+
+    /// Stops offering the list: the activity is invalidated, gone from every device at once (A9).
+    public func stopUserActivity() {
+        userActivity?.invalidate()
     }
 
     /// What other devices list for a list of `items`: "Shopping list (1 item)", "Shopping list (3 items)".
@@ -77,95 +102,122 @@ public final class ListViewController: ActivityResponder {
         userActivity?.needsSave = true
     }
 
-    public override func updateUserActivityState(_ activity: UserActivity) {
-        activity.addUserInfoEntries(from: [activityItemsKey: .array(items.map(PropertyList.string))])
+    /// B2: `userInfo` was emptied before this is called; add the list.
+    public override func updateUserActivityState(_ activity: NSUserActivity) {
+        activity.addUserInfoEntries(from: [ActivityItemsKey: items])
+        super.updateUserActivityState(activity)
     }
 
-    public override func restoreUserActivityState(_ activity: UserActivity) {
-        items = activity.userInfo[activityItemsKey]?.arrayValue?.compactMap(\.stringValue) ?? []
+    /// C7: the continued list replaces this one (the tutorial merges it into a stored list; ShopSnap here keeps
+    /// none).
+    public override func restoreUserActivityState(_ activity: NSUserActivity) {
+        if let userInfo = activity.userInfo, let importedItems = userInfo[ActivityItemsKey] as? [Any] {
+            items = importedItems.compactMap { $0 as? String }
+        } else {
+            items = []
+        }
+        super.restoreUserActivityState(activity)
     }
 }
 
 /// The detail screen: owns the edit activity while an item is edited.
-@MainActor
-public final class DetailViewController: ActivityResponder {
+public final class DetailViewController: UIResponder {
+    /// The application the screen's activities belong to.
+    public let application: UIApplication
     public private(set) var text = ""
     /// How many times the state was asked for (A6: far fewer than keystrokes).
     public private(set) var saves = 0
 
-    public override init() {}
-
-    /// Starts editing `item`.
-    public func edit(_ item: String, in application: BatonApplication) throws {
-        text = item
-        let activity = try UserActivity(activityType: activityTypeEdit, application: application)
-        activity.title = "Editing “\(item)”"
-        userActivity = activity
-        activity.becomeCurrent()
+    public init(application: UIApplication = .shared) {
+        self.application = application
     }
 
-    /// One keystroke: cheap, only marks the state dirty (A6).
+    /// Starts editing `item` (the tutorial's `textFieldDidBeginEditing`): makes the edit activity current.
+    public func edit(_ item: String) {
+        text = item
+        // The tutorial's `NSUserActivity(activityType: ActivityTypeEdit)`, for this screen's application object.
+        let activity = NSUserActivity(activityType: ActivityTypeEdit, application: application)
+        activity.title = "Editing “\(item)”"
+        activity.userInfo = [ActivityItemKey: text]
+        userActivity = activity
+        userActivity?.becomeCurrent()
+    }
+
+    /// One keystroke (the tutorial's `textFieldTextDidChange`): cheap, only marks the state dirty (A6).
     public func type(_ character: Character) {
         text.append(character)
         userActivity?.needsSave = true
     }
 
-    /// Done editing: the responder lets go, and the activity is invalidated (B4).
+    /// Done editing (the tutorial's `textFieldShouldReturn`): the edit activity is invalidated (A9).
     public func finish() {
-        userActivity = nil
+        userActivity?.invalidate()
     }
 
-    public override func updateUserActivityState(_ activity: UserActivity) {
+    /// B2: `userInfo` was emptied before this is called; add the item being edited.
+    public override func updateUserActivityState(_ activity: NSUserActivity) {
         saves += 1
-        activity.addUserInfoEntries(from: [activityItemKey: .string(text)])
+        activity.addUserInfoEntries(from: [ActivityItemKey: text])
+        super.updateUserActivityState(activity)
     }
 
-    public override func restoreUserActivityState(_ activity: UserActivity) {
-        text = activity.userInfo[activityItemKey]?.stringValue ?? ""
+    /// C7: shows the item being edited on the other device.
+    public override func restoreUserActivityState(_ activity: NSUserActivity) {
+        if let userInfo = activity.userInfo, let itemToRestore = userInfo[ActivityItemKey] as? String {
+            text = itemToRestore
+        } else {
+            text = ""
+        }
+        super.restoreUserActivityState(activity)
     }
 }
 
-/// The app delegate: versions every payload (B3, H1) and routes continuations to the right screen (C5, C7).
-@MainActor
-public final class ShopSnapApp: BatonApplicationDelegate {
-    public let application: BatonApplication
-    public let list = ListViewController()
-    public let detail = DetailViewController()
+/// The app delegate: versions every payload (B3, H1) and routes continuations to the right screen (C5, C7). The app
+/// makes it the application's delegate (`UIApplication.shared.delegate = app`), as UIKit's `UIApplicationMain` does.
+public final class ShopSnapApp: UIResponder, UIApplicationDelegate {
+    public let application: UIApplication
+    public let list: ListViewController
+    public let detail: DetailViewController
     /// Where the app reports what happens.
     public var report: (String) -> Void
     /// Seconds the app blocks before giving its state (a busy app), for showing C8.
     public var saveDelay: Double = 0
 
-    public init(application: BatonApplication = .shared, report: @escaping (String) -> Void) {
+    public init(application: UIApplication = .shared, report: @escaping (String) -> Void) {
         self.application = application
+        self.list = ListViewController(application: application)
+        self.detail = DetailViewController(application: application)
         self.report = report
-        application.delegate = self
     }
 
-    public func application(_ application: BatonApplication, didUpdate userActivity: UserActivity) {
+    /// B3: runs after every update of the state, whichever screen made it; the place to stamp the version (H1).
+    public func application(_ application: UIApplication, didUpdate userActivity: NSUserActivity) {
         if saveDelay > 0 { Thread.sleep(forTimeInterval: saveDelay) }
-        userActivity.addUserInfoEntries(from: [activityVersionKey: .string(activityVersionValue)])
+        userActivity.addUserInfoEntries(from: [ActivityVersionKey: ActivityVersionValue])
     }
 
-    public func application(_ application: BatonApplication, willContinueUserActivityWithType userActivityType: String) -> Bool {
+    /// C5: a continuation starts; the state is on its way.
+    public func application(_ application: UIApplication, willContinueUserActivityWithType userActivityType: String) -> Bool {
         report("will continue \(userActivityType)")
         return true
     }
 
+    /// C5, C7: the state arrived. Refuses a payload of another version (H1), else hands it to the screen it is for.
     public func application(
-        _ application: BatonApplication,
-        continue userActivity: UserActivity,
-        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+        _ application: UIApplication,
+        continue userActivity: NSUserActivity,
+        restorationHandler: @escaping ([UIUserActivityRestoring]?) -> Void
     ) -> Bool {
-        guard userActivity.userInfo[activityVersionKey]?.stringValue == activityVersionValue else {
-            report("cannot continue: payload version \(userActivity.userInfo[activityVersionKey]?.stringValue ?? "none") (H1)")
+        let version = userActivity.userInfo?[ActivityVersionKey] as? String
+        guard version == ActivityVersionValue else {
+            report("cannot continue: payload version \(version ?? "none") (H1)")
             return false
         }
         switch userActivity.activityType {
-        case activityTypeView:
+        case ActivityTypeView:
             restorationHandler([list])
             report("continued list: \(list.items.joined(separator: ", "))")
-        case activityTypeEdit:
+        case ActivityTypeEdit:
             restorationHandler([detail])
             report("continued editing: \(detail.text)")
         default:
@@ -174,21 +226,22 @@ public final class ShopSnapApp: BatonApplicationDelegate {
         return true
     }
 
-    public func application(_ application: BatonApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error) {
+    /// C5, C6, C8: the continuation failed. The tutorial shows an alert unless the person cancelled it
+    /// (`(error as NSError).code == NSUserCancelledError`); ShopSnap reports every failure, with its reason.
+    public func application(_ application: UIApplication, didFailToContinueUserActivityWithType userActivityType: String, error: Error) {
         report("failed to continue \(userActivityType): \(error)")
     }
 }
 
 /// Tells when the originating side's activity went to another device (A8).
-@MainActor
-public final class ContinuedReporter: UserActivityDelegate {
+public final class ContinuedReporter: NSUserActivityDelegate {
     let report: (String) -> Void
 
     public init(report: @escaping (String) -> Void) {
         self.report = report
     }
 
-    public func userActivityWasContinued(_ userActivity: UserActivity) {
+    public func userActivityWasContinued(_ userActivity: NSUserActivity) {
         report("\(userActivity.activityType) was continued on another device")
     }
 }

@@ -1,4 +1,5 @@
 import Baton
+import BatonAppleNames
 import Foundation
 import ShopSnapKit
 
@@ -9,7 +10,7 @@ import ShopSnapKit
 //   shopsnap edit ITEM [TYPED]    edit an item, typing TYPED one keystroke at a time
 //
 // While running it reads commands from standard input: `add ITEM` (the list changes: needsSave), `type TEXT` (more
-// keystrokes), `done` (the screen lets go of its activity, which is invalidated: B4), `quit`.
+// keystrokes), `done` (the screens invalidate their activities: A9), `quit`.
 //
 // It connects to the agent named by BATON_AGENT_SOCKET (set when the agent launches it) or the default one, as
 // BATON_BUNDLE_IDENTIFIER or com.razeware.ShopSnap, and exits when the agent goes away. SHOPSNAP_SAVE_DELAY_MS makes
@@ -24,8 +25,9 @@ func say(_ line: String) {
 @MainActor
 func run() async -> Int32 {
     let arguments = Array(CommandLine.arguments.dropFirst())
-    let application = BatonApplication.shared
+    let application = UIApplication.shared
     let app = ShopSnapApp(application: application, report: say)
+    application.delegate = app
     let reporter = ContinuedReporter(report: say)
     do {
         try await application.connect(bundleIdentifier: ProcessInfo.processInfo.environment["BATON_BUNDLE_IDENTIFIER"] ?? "com.razeware.ShopSnap")
@@ -34,32 +36,27 @@ func run() async -> Int32 {
         return 1
     }
     say("connected to \(application.deviceName ?? "?")")
-    do {
-        switch arguments.first {
-        case "list":
-            try app.list.show(Array(arguments.dropFirst()), in: application)
-            app.list.userActivity?.delegate = reporter
-            say("offering the list: \(app.list.items.joined(separator: ", "))")
-        case "edit":
-            guard arguments.count >= 2 else {
-                say("usage: shopsnap edit ITEM [TYPED]")
-                return 2
-            }
-            try app.detail.edit(arguments[1], in: application)
-            app.detail.userActivity?.delegate = reporter
-            for character in arguments.dropFirst(2).joined(separator: " ") {
-                app.detail.type(character)
-            }
-            say("editing: \(app.detail.text)")
-        case nil:
-            break
-        default:
-            say("unknown command \(arguments[0]); usage: shopsnap [list ITEM... | edit ITEM [TYPED]]")
+    switch arguments.first {
+    case "list":
+        app.list.show(Array(arguments.dropFirst()))
+        app.list.userActivity?.delegate = reporter
+        say("offering the list: \(app.list.items.joined(separator: ", "))")
+    case "edit":
+        guard arguments.count >= 2 else {
+            say("usage: shopsnap edit ITEM [TYPED]")
             return 2
         }
-    } catch {
-        say("\(error)")
-        return 1
+        app.detail.edit(arguments[1])
+        app.detail.userActivity?.delegate = reporter
+        for character in arguments.dropFirst(2).joined(separator: " ") {
+            app.detail.type(character)
+        }
+        say("editing: \(app.detail.text)")
+    case nil:
+        break
+    default:
+        say("unknown command \(arguments[0]); usage: shopsnap [list ITEM... | edit ITEM [TYPED]]")
+        return 2
     }
     if let delay = ProcessInfo.processInfo.environment["SHOPSNAP_SAVE_DELAY_MS"].flatMap(Double.init) {
         app.saveDelay = delay / 1000
@@ -77,7 +74,7 @@ func run() async -> Int32 {
             case "add": app.list.add(words.count > 1 ? words[1] : "")
             case "type": for character in words.count > 1 ? words[1] : "" { app.detail.type(character) }
             case "done":
-                app.list.userActivity = nil
+                app.list.stopUserActivity()
                 app.detail.finish()
                 say("done: the activity is invalidated")
             case "quit": application.disconnect()

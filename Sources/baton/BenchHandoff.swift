@@ -129,9 +129,9 @@ struct HandoffBench {
         var events = desktop.events.makeAsyncIterator()
 
         // becomeCurrent → visible in the desktop's nearby table.
-        var activity = try UserActivity(activityType: activityTypeView, application: laptop)
+        var activity = try UserActivity(activityType: ActivityTypeView, application: laptop)
         for index in 0..<count + 10 {
-            activity = try UserActivity(activityType: index % 2 == 0 ? activityTypeView : activityTypeEdit, application: laptop)
+            activity = try UserActivity(activityType: index % 2 == 0 ? ActivityTypeView : ActivityTypeEdit, application: laptop)
             activity.userInfo = BenchmarkData.userInfo(encodedSize: 3 * 1024).dictionaryValue ?? [:]
             let before = changes.withLockedValue { $0.count }
             let start = DispatchTime.now().uptimeNanoseconds

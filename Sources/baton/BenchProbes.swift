@@ -116,14 +116,14 @@ struct HopProbes {
         let timer = InterleavedTimer(samples: 9, sampleNanoseconds: 5_000_000)
         let keys = AdvertKeys(AccountKey(epoch: 1, key: Array(repeating: 7, count: 32), excludes: []))
         let advert = Advert(
-            device: device, sequence: 1, typeHash: keys.typeHash(team: "RAZEWARE01", activityType: activityTypeView),
+            device: device, sequence: 1, typeHash: keys.typeHash(team: "RAZEWARE01", activityType: ActivityTypeView),
             flags: [.isCurrent], sessionPort: 47810, timestamp: 1
         )
         let sealOpen = try timer.measure {
             guard keys.open(try keys.seal(advert)) != nil else { throw CommandLineError("an advert sealed here did not open") }
         }
 
-        let notice = ActivityNotice(activityType: activityTypeView, title: "Groceries for the weekend")
+        let notice = ActivityNotice(activityType: ActivityTypeView, title: "Groceries for the weekend")
         var origin = HandoffBroker(deviceName: "laptop")
         var target = HandoffBroker(deviceName: "desktop")
         let (originApp, targetApp) = (HandoffBroker.AppID(1), HandoffBroker.AppID(2))
@@ -133,11 +133,11 @@ struct HopProbes {
             _ = origin.becomeCurrent(app: originApp, bundle: shopSnapBundleIdentifier, team: "RAZEWARE01", activity: next, notice: notice, now: next)
         }
         let sequence = origin.current?.sequence ?? 0
-        let payload = try ActivityPayload(activityType: activityTypeView).encoded()
+        let payload = try ActivityPayload(activityType: ActivityTypeView).encoded()
         let continuation = try timer.measure {
             next += 1
             let id = HandoffBroker.ContinuationID(next)
-            _ = target.continueAsked(id, route: .app(bundle: shopSnapBundleIdentifier, activityType: activityTypeView, running: targetApp))
+            _ = target.continueAsked(id, route: .app(bundle: shopSnapBundleIdentifier, activityType: ActivityTypeView, running: targetApp))
             var save: UInt64?
             for case .askSave(_, let asked, _, _) in origin.fetchAsked(HandoffBroker.FetchID(next), sequence: sequence, deadlineMilliseconds: 1000, now: next) {
                 save = asked

@@ -49,16 +49,16 @@ struct DemoRun {
         await devices.shutdown()
         print("\nWhat the payload rules refuse, as the sender would see it:")
         showRefusal("a webpageURL that is not http(s) (A5)") {
-            let activity = try UserActivity(activityType: activityTypeView, application: BatonApplication())
+            let activity = try UserActivity(activityType: ActivityTypeView, application: BatonApplication())
             try activity.setWebpageURL(URL(string: "ftp://shopsnap.example/list"))
         }
         showRefusal("a 2 MiB userInfo (A11, hard limit \(ActivityPayload.maximumEncodedSize) bytes)") {
-            var payload = try ActivityPayload(activityType: activityTypeView)
+            var payload = try ActivityPayload(activityType: ActivityTypeView)
             payload.userInfo = ["photo": .data(Data(count: 2 << 20))]
             _ = try payload.encoded()
         }
         showRefusal("a payload from a newer Baton (H1)") {
-            let future = try BinaryPropertyListEncoder.encode(["v": 99, "type": .string(activityTypeView)])
+            let future = try BinaryPropertyListEncoder.encode(["v": 99, "type": .string(ActivityTypeView)])
             _ = try ActivityPayload(decoding: future)
         }
         print("\nNext: `swift test` runs the checks behind all of this; `baton agent` runs a device for real.")
@@ -76,6 +76,8 @@ struct DemoRun {
         let clock = clock
         let laptopApp = ShopSnapApp(application: laptop) { clock.log("laptop", "ShopSnap: \($0)") }
         let desktopApp = ShopSnapApp(application: desktop) { clock.log("desktop", "ShopSnap: \($0)") }
+        laptop.delegate = laptopApp
+        desktop.delegate = desktopApp
         let reporter = ContinuedReporter { clock.log("laptop", "ShopSnap: \($0) (A8)") }
         try await laptop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: laptopAgent.socketPath)
         try await desktop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: desktopAgent.socketPath)
@@ -84,7 +86,7 @@ struct DemoRun {
 
         // 1. The list.
         var started = clock.now
-        try laptopApp.list.show(["Ice cream", "Apple", "Nuts"], in: laptop)
+        laptopApp.list.show(["Ice cream", "Apple", "Nuts"])
         laptopApp.list.userActivity?.delegate = reporter
         clock.log("laptop", "ShopSnap shows its list and makes the view activity current")
         _ = await nearby.next(isolation: #isolation)
@@ -98,7 +100,7 @@ struct DemoRun {
         clock.log("desktop", "continued \(clock.since(started)) after the person chose it: \(first.message)")
 
         // 2. An item being edited: every keystroke only marks the state dirty.
-        try laptopApp.detail.edit("Cheese", in: laptop)
+        laptopApp.detail.edit("Cheese")
         laptopApp.detail.userActivity?.delegate = reporter
         let typed = " (aged)"
         for character in typed { laptopApp.detail.type(character) }
@@ -114,10 +116,10 @@ struct DemoRun {
             "the state was asked for \(laptopApp.detail.saves) time(s) for \(typed.count) keystrokes (A6: coalesced until another device needs it)"
         )
 
-        // 3. Done editing: the responder lets go, the activity is invalidated and gone from the desktop at once.
+        // 3. Done editing: the activity is invalidated and gone from the desktop at once.
         started = clock.now
         laptopApp.detail.finish()
-        clock.log("laptop", "editing done: the responder lets go, the activity is invalidated (B4, A9)")
+        clock.log("laptop", "editing done: the activity is invalidated (A9)")
         _ = await nearby.next(isolation: #isolation)
         clock.log("desktop", "it is gone from the nearby list \(clock.since(started)) later (goodbye advert)")
         let none = await desktopAgent.continueNearby(device: nil)
