@@ -125,6 +125,8 @@ public final class BatonApplication {
     public private(set) var deviceName: String?
     /// The device's current activity, if this app made it so (A9).
     public private(set) var currentActivity: UserActivity?
+    /// What was last sent to the agent of the current activity.
+    var published: ActivityNotice?
 
     let eventSink: AsyncStream<ContinuationEvent>.Continuation
     var client: AgentClient?
@@ -236,8 +238,9 @@ public final class BatonApplication {
         publish(activity)
     }
 
-    func publish(_ activity: UserActivity) {
-        let notice = ActivityNotice(
+    /// What other devices are shown of `activity`.
+    func notice(_ activity: UserActivity) -> ActivityNotice {
+        ActivityNotice(
             activityType: activity.activityType,
             title: activity.title,
             webpageHost: activity.webpageURL?.host,
@@ -245,12 +248,18 @@ public final class BatonApplication {
             isEligibleForHandoff: activity.isEligibleForHandoff,
             expirationDate: activity.expirationDate
         )
+    }
+
+    func publish(_ activity: UserActivity) {
+        let notice = notice(activity)
+        published = notice
         client?.send(.becomeCurrent(activity: activity.identifier, notice))
     }
 
     func resign(_ activity: UserActivity) {
         guard currentActivity === activity else { return }
         currentActivity = nil
+        published = nil
         activity.isCurrent = false
         client?.send(.resignCurrent(activity: activity.identifier))
     }
@@ -258,15 +267,19 @@ public final class BatonApplication {
     func invalidated(_ activity: UserActivity) {
         if currentActivity === activity {
             currentActivity = nil
+            published = nil
             activity.isCurrent = false
         }
         live[activity.identifier] = nil
         client?.send(.invalidate(activity: activity.identifier))
     }
 
-    /// Something other devices show changed (title, eligibility): tell the agent if the activity is current.
+    /// Something other devices show changed (title, eligibility): tell the agent if the activity is current and
+    /// what it shows is not what was last sent (a title set before `becomeCurrent` from an `NSUserActivity` is
+    /// queued and arrives after it: not a second advert).
     func activityChanged(_ activity: UserActivity) {
-        if currentActivity === activity { publish(activity) }
+        guard currentActivity === activity, notice(activity) != published else { return }
+        publish(activity)
     }
 
     // MARK: What the agent says
