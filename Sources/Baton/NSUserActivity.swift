@@ -3,6 +3,8 @@ import Foundation
 
 /// `NSUserActivityTypeBrowsingWeb`: the type of a web-page activity (E2, E3).
 public let NSUserActivityTypeBrowsingWeb = "NSUserActivityTypeBrowsingWeb"
+/// `NSUserActivityPersistentIdentifier`: what `persistentIdentifier` holds.
+public typealias NSUserActivityPersistentIdentifier = String
 /// `NSUserActivityDocumentURLKey`: where a document activity keeps its URL (B5).
 public let NSUserActivityDocumentURLKey = "NSUserActivityDocumentURL"
 
@@ -190,6 +192,22 @@ open class NSUserActivity: @unchecked Sendable {
     public weak var delegate: NSUserActivityDelegate? {
         get { activity.apple.delegate }
         set { activity.apple.delegate = newValue }
+    }
+
+    /// Deletes the activities saved for search with these persistent identifiers (G3), then calls `handler`.
+    /// This version keeps no search index yet (on-device search is still to come), so nothing is saved and the
+    /// handler is called at once; code written for Apple's systems compiles and runs unchanged.
+    open class func deleteSavedUserActivities(
+        withPersistentIdentifiers persistentIdentifiers: [NSUserActivityPersistentIdentifier],
+        completionHandler handler: @escaping () -> Void
+    ) {
+        handler()
+    }
+
+    /// Deletes every activity saved for search (G3), then calls `handler`; as ``deleteSavedUserActivities(withPersistentIdentifiers:completionHandler:)``,
+    /// nothing is saved yet.
+    open class func deleteAllSavedUserActivities(completionHandler handler: @escaping () -> Void) {
+        handler()
     }
 
     // `isolation` is the caller's, filled in by the compiler: on the main actor the call takes effect before it

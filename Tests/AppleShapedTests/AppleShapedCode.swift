@@ -27,6 +27,19 @@ final class ActivityManager {
     }
 }
 
+extension ActivityManager {
+    /// The user deleted a place: it should no longer be found by search (G3).
+    func forget(_ identifier: NSUserActivityPersistentIdentifier, then done: @escaping () -> Void) {
+        NSUserActivity.deleteSavedUserActivities(withPersistentIdentifiers: [identifier]) {
+            done()
+        }
+    }
+
+    func forgetAll() {
+        NSUserActivity.deleteAllSavedUserActivities {}
+    }
+}
+
 /// A browser's tab: its page is the current activity while the tab is shown.
 final class TabActivity {
     static let type = "com.example.maps.web"

@@ -86,6 +86,9 @@ struct AppleShapedTests {
         #expect(info["zoom"] as? Int == 14 && info["version"] as? Double == 2.0)
         #expect(continued.nsUserActivity.contentAttributeSet?.contentDescription == "All about Lisbon")
         #expect(continued.persistentIdentifier == "place-1" && continued.isEligibleForSearch)
+        var forgotten = false
+        ActivityManager().forget("place-1") { forgotten = true }
+        #expect(forgotten, "nothing is saved for search yet: the handler runs at once")
         screen.userActivity = nil
         await world.stop()
     }
