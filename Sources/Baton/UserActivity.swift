@@ -79,7 +79,9 @@ public final class UserActivity {
         get { fields[\.referrerURL] }
         set { fields[\.referrerURL] = newValue }
     }
-    /// What a search result shows, in its payload form (``SearchableItemAttributeSet/propertyList``).
+    /// What a search result shows, in its payload form (``SearchableItemAttributeSet/propertyList``). A set assigned
+    /// through ``NSUserActivity/contentAttributeSet`` is kept by reference, so it is read from there: changes made to it
+    /// after it was assigned travel too.
     public var contentAttributeSet: [String: PropertyList]? {
         get { apple.attributeSet?.propertyList ?? fields[\.contentAttributeSet] }
         set {
@@ -281,8 +283,7 @@ public final class UserActivity {
         payload.persistentIdentifier = persistentIdentifier
         payload.targetContentIdentifier = targetContentIdentifier
         payload.referrerURL = referrerURL
-        // An attribute set assigned through NSUserActivity may have changed since: it is kept by reference.
-        payload.contentAttributeSet = apple.attributeSet?.propertyList ?? contentAttributeSet
+        payload.contentAttributeSet = contentAttributeSet
         payload.supportsContinuationStreams = supportsContinuationStreams
         return payload
     }

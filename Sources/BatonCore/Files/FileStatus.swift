@@ -4,7 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// What `stat(2)` says about a path, links followed. Used instead of `FileManager.attributesOfItem`, whose values are
+/// What `stat(2)` says about a path, links followed; two are equal only when nothing about the file changed between
+/// them (what ``ActiveMembers`` relies on). Used instead of `FileManager.attributesOfItem`, whose values are
 /// `NSNumber`s in Foundation but plain integers in FoundationEssentials (which the agent links), so a cast such as
 /// `attributes[.posixPermissions] as? Int` that works in one silently answers nil in the other.
 package struct FileStatus: Sendable, Equatable {
@@ -19,6 +20,12 @@ package struct FileStatus: Sendable, Equatable {
     package let permissions: Int
     /// The owner's user id.
     package let owner: UInt32
+    /// Which file this is: the device and inode (a file replaced by a rename is another file).
+    package let device: UInt64
+    package let inode: UInt64
+    /// When its contents and its status (permissions, links, owner) last changed, in nanoseconds since 1970.
+    package let modified: Int64
+    package let statusChanged: Int64
 
     /// The status of `path`, or nil when it cannot be had (no such file, no permission to look).
     package init?(path: String) {
@@ -32,5 +39,9 @@ package struct FileStatus: Sendable, Equatable {
         size = Int(info.st_size)
         permissions = Int(info.st_mode & 0o7777)
         owner = info.st_uid
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        statusChanged = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
     }
 }
