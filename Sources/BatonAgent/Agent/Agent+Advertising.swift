@@ -6,7 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import Dispatch
-import NIOConcurrencyHelpers
 import NIOCore
 
 extension Agent {
@@ -125,34 +124,9 @@ extension Agent {
         for observer in nearbyObservers.withLockedValue({ $0 }) { observer(device, change) }
         let watchers = state.withLockedValue { Array($0.watchers.values) }
         guard !watchers.isEmpty else { return }
-        // Type and title not told yet are asked over the open links, by callback, and the watchers told from the
-        // thread with the last answer (issue 11: no task on the way); a device with no open link is dialled in the
-        // app socket service's work.
-        let missing = entriesToDescribe()
-        let open = missing.compactMap { links.existing($0.advert.device) }
-        guard open.count == missing.count else {
-            appWork.start { [self] in
-                let items = await nearbyItems(describe: true)
-                for watcher in watchers { watcher.send(.nearbyChanged(items)) }
-            }
-            return
-        }
-        let left = NIOLockedValueBox(missing.count)
-        let tell: @Sendable () -> Void = { [self] in
-            let items = nearbyItemsNow()
+        appWork.start { [self] in
+            let items = await nearbyItems(describe: true)
             for watcher in watchers { watcher.send(.nearbyChanged(items)) }
-        }
-        guard !missing.isEmpty else { return tell() }
-        for (entry, link) in Swift.zip(missing, open) {
-            link.request(.describe(sequence: entry.advert.sequence), timeout: 1) { [self] reply in
-                remember(reply, for: entry)
-                if left.withLockedValue({ left in
-                    left -= 1
-                    return left == 0
-                }) {
-                    tell()
-                }
-            }
         }
     }
 
