@@ -46,6 +46,12 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         public static let noApp = Code("noApp")
         /// The app's process changed after it connected: it may not receive the state.
         public static let notPermitted = Code("notPermitted")
+        /// The originating activity does not support continuation streams, or its app declined the stream (F1).
+        public static let noStreams = Code("noStreams")
+        /// Streams were asked for an activity this device did not continue (F1).
+        public static let notContinued = Code("notContinued")
+        /// Too many continuation streams are open already (docs/PROTOCOL.md §8).
+        public static let tooManyStreams = Code("tooManyStreams")
         /// Anything else; the message says what.
         public static let other = Code("other")
 
@@ -63,6 +69,9 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
             case .fetch(.refused): self = .refused
             case .fetch(.protocolViolation): self = .protocolViolation
             case .fetch(.unsupported): self = .unsupported
+            case .fetch(.noStreams): self = .noStreams
+            case .fetch(.notContinued): self = .notContinued
+            case .fetch(.tooManyStreams): self = .tooManyStreams
             case .noApp: self = .noApp
             case .launchFailed: self = .launchFailed
             case .notPermitted: self = .notPermitted

@@ -54,7 +54,7 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
                 }

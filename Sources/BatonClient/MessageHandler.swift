@@ -11,10 +11,17 @@ import NIOCore
 package protocol MessageSink: AnyObject, Sendable {
     /// One whole message.
     func received(_ message: PropertyList)
+    /// A continuation stream's bytes (a data frame, docs/PROTOCOL.md §8). Returns false where no data frame may
+    /// come: the connection is then closed as broken (the default).
+    func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool
     /// A frame that is not a readable property list: the connection is closed after this.
     func malformed(_ error: Error)
     /// The connection ended.
     func closed()
+}
+
+extension MessageSink {
+    package func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool { false }
 }
 
 /// Decodes each frame (a binary property list, depth-limited) and hands it to a sink. Messages that arrive before the
@@ -24,13 +31,13 @@ package protocol MessageSink: AnyObject, Sendable {
 /// (``attach(_:)`` is called there too: from the channel initializer, or through `execute`/`submit`); it is
 /// Sendable only so it can be made off the loop and captured by the closures that attach it.
 package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
-    package typealias InboundIn = ByteBuffer
+    package typealias InboundIn = InboundFrame
 
     /// Messages are flat dictionaries with at most a payload or a list inside.
     package static let limits = PropertyListLimits(maximumDepth: 16)
 
     private var sink: MessageSink?
-    private var waiting: [PropertyList] = []
+    private var waiting: [InboundFrame] = []
     private var ended = false
 
     package init(sink: MessageSink? = nil) {
@@ -40,22 +47,54 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Attaches the sink; must be called on the channel's event loop.
     package func attach(_ sink: MessageSink) {
         self.sink = sink
-        for message in waiting { sink.received(message) }
+        let frames = waiting
         waiting = []
+        for frame in frames { deliver(frame, to: sink, close: { [weak self] in self?.closeOnAttach() }) }
         if ended { sink.closed() }
+    }
+
+    private var context: ChannelHandlerContext?
+
+    package func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    package func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    private func closeOnAttach() {
+        context?.close(promise: nil)
     }
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        let message: PropertyList
-        do {
-            message = try BinaryPropertyListDecoder.decode(Data(frame.readableBytesView), limits: Self.limits)
-        } catch {
-            sink?.malformed(error)
-            context.close(promise: nil)
+        guard let sink else {
+            waiting.append(frame)
             return
         }
-        if let sink { sink.received(message) } else { waiting.append(message) }
+        deliver(frame, to: sink) { context.close(promise: nil) }
+    }
+
+    private func deliver(_ frame: InboundFrame, to sink: MessageSink, close: () -> Void) {
+        switch frame {
+        case .message(let body):
+            let message: PropertyList
+            do {
+                message = try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: Self.limits)
+            } catch {
+                sink.malformed(error)
+                close()
+                return
+            }
+            sink.received(message)
+        case .data(let stream, let opener, let bytes):
+            guard sink.receivedData(stream: stream, opener: opener, bytes) else {
+                sink.malformed(BatonClientError(.protocolViolation, "a data frame where none may come"))
+                close()
+                return
+            }
+        }
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
@@ -74,6 +113,6 @@ extension Channel {
     /// Encodes and writes one message; a message that cannot be encoded is a programming error reported to the caller.
     package func writeMessage(_ message: PropertyList) throws {
         let bytes = try BinaryPropertyListEncoder.encode(message)
-        writeAndFlush(ByteBuffer(bytes: bytes), promise: nil)
+        writeAndFlush(OutboundFrame.message(ByteBuffer(bytes: bytes)), promise: nil)
     }
 }

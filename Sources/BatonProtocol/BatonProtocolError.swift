@@ -25,6 +25,9 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         public static let malformedMessage = Code("malformedMessage")
         /// A well-formed message the protocol does not allow at that point (a reply to nothing, a duplicate id).
         public static let unexpectedMessage = Code("unexpectedMessage")
+        /// A continuation stream's peer broke its flow control: more data than credited, data after its end, credit
+        /// beyond any window (docs/PROTOCOL.md §8).
+        public static let flowViolation = Code("flowViolation")
     }
 
     /// What kind of failure this is.

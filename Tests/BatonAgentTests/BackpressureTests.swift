@@ -24,7 +24,7 @@ struct BackpressureTests {
     static func connection() throws -> (EmbeddedChannel, IPCConnection, RecordingIPCHandler) {
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
-        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
         let messages = MessageHandler()
         try channel.pipeline.syncOperations.addHandler(messages)
         let handler = RecordingIPCHandler()

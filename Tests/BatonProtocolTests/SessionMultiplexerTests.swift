@@ -17,6 +17,8 @@ struct SessionMultiplexerTests {
         case .sync(let roster, let port): .synced(roster: roster + Data("+merged".utf8), agentPort: port.map { $0 + 1 })
         case .fetch(let sequence, _): .payload(Data("state of \(sequence)".utf8))
         case .describe(let sequence): .summary(ActivitySummary(activityType: "type \(sequence)", title: nil, bundleIdentifier: "b", team: "T", webpageHost: nil))
+        case .openStream(_, let window): .streamOpened(window: window)
+        case .ping: .pong
         }
     }
 
@@ -27,10 +29,15 @@ struct SessionMultiplexerTests {
         case .payload(let data): .payload(id: id, payload: data)
         case .summary(let summary): .summary(id: id, summary)
         case .failed(let reason, let text): .failure(id: id, reason: reason, message: text)
+        case .streamOpened(let window): .streamOpened(id: id, window: window)
+        case .pong: .pong(id: id)
         }
     }
 
-    static let requests: [Request] = [.sync(roster: roster, agentPort: 47_810), .fetch(sequence: 7, deadlineMilliseconds: 1_000), .describe(sequence: 7)]
+    static let requests: [Request] = [
+        .sync(roster: roster, agentPort: 47_810), .fetch(sequence: 7, deadlineMilliseconds: 1_000), .describe(sequence: 7),
+        .openStream(sequence: 7, window: 524_288), .ping,
+    ]
 
     @Test("ids are fresh and increasing, never reused after a cancel or a close; each request becomes its message")
     func freshIDs() {
@@ -60,7 +67,13 @@ struct SessionMultiplexerTests {
         }
         #expect(multiplexer.outstanding == 0)
         for (id, request) in zip(asked.map(\.id), Self.requests) {
-            #expect(try multiplexer.receive(Self.message(id, Self.reply(to: request))) == .ignore)
+            let late = try multiplexer.receive(Self.message(id, Self.reply(to: request)))
+            if case .openStream = request {
+                // F3: a stream opened for a request no longer waited for is reset, not left open on the peer.
+                #expect(late == .respond(.resetStream(stream: id, opener: true, reason: .cancelled, message: "the stream was no longer wanted")))
+            } else {
+                #expect(late == .ignore)
+            }
         }
         #expect(try multiplexer.receive(.payload(id: 99, payload: Data())) == .ignore, "a reply to an id never used is harmless")
     }
@@ -198,6 +211,8 @@ struct SessionMultiplexerTests {
                 case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
                 case .fetch(let sequence, let deadline): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline)
                 case .describe(let sequence): .describe(id: id, sequence: sequence)
+                case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
+                case .ping: .ping(id: id)
                 }
             #expect(try multiplexer.receive(message) == .request(id: id, request))
             let reply = Self.reply(to: request)
@@ -287,6 +302,8 @@ struct SessionMultiplexerTests {
                 }
             case .refused(let text):
                 Issue.record("refused: \(text)")
+            case .stream(let message):
+                Issue.record("stream control \(message) where no stream was opened")
             }
         }
 

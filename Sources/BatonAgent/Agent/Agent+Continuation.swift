@@ -31,6 +31,11 @@ extension Agent: PeerLinkResponder {
             return {}
         case .fetch(let sequence, let deadlineMilliseconds):
             return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, reply: reply)
+        case .openStream(let sequence, let window):
+            return answerOpenStream(sequence: sequence, window: window, on: link, reply: reply)
+        case .ping:
+            reply(.pong)
+            return {}
         }
     }
 
@@ -279,5 +284,19 @@ extension Agent: PeerLinkResponder {
             guard let device = state.roster.member(named: selector)?.id else { return nil }
             return state.nearby.entries[device]
         }
+    }
+}
+
+extension Agent {
+    /// A peer's request for a continuation stream (F1, F3). Placeholder until the splice lands: refused as
+    /// unsupported, the answer an older agent gives.
+    func answerOpenStream(
+        sequence: UInt64,
+        window: UInt64,
+        on link: PeerLink,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel {
+        reply(.failed(.unsupported, "this device does not open continuation streams yet"))
+        return {}
     }
 }

@@ -175,7 +175,7 @@ enum IPCServer {
                     let messages = MessageHandler()
                     return channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(firstFrameLimit: Frame.maximumHelloLength)))
-                        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
                         try channel.pipeline.syncOperations.addHandler(messages)
                     }.flatMap {
                         PeerCredentials.of(channel).map { credentials in

@@ -211,6 +211,9 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             close()
         case .respond(let message):
             send(message)
+        case .stream:
+            // Continuation streams are not spliced yet: their control messages have nothing to act on.
+            break
         case .ignore:
             break
         }

@@ -93,8 +93,8 @@ package struct TLSPipeline: Sendable {
             promise.fail(error)
             throw error
         }
-        try pipeline.addHandler(ByteToMessageHandler(FrameDecoder()))
-        try pipeline.addHandler(MessageToByteHandler(FrameEncoder()))
+        try pipeline.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+        try pipeline.addHandler(FrameEncoder())
         return Connection(presented: presented, handshake: promise.futureResult)
     }
 

@@ -190,6 +190,19 @@ public enum IPCMessage: Sendable, Hashable {
     case watchNearby
     /// The command line asks which apps the agent sees now.
     case listApps(request: UInt64)
+    /// The first message of a continuation stream's own connection, from the continuing app: open a stream to the
+    /// originating app of continuation `continuation`, delivered here to this app (F2, docs/PROTOCOL.md §8).
+    case openStream(bundleIdentifier: String, version: Int, continuation: UInt64)
+    /// The first message of a continuation stream's own connection, from the originating app: take the stream the
+    /// agent announced with ``incomingStream(activity:token:)`` (F3).
+    case acceptStream(bundleIdentifier: String, version: Int, token: Data)
+    /// The originating app will not take the stream announced with `token` (its activity has no delegate for it).
+    case declineStream(token: Data, message: String)
+    /// On a stream's connection, either way: no more data from this side (a half-close).
+    case endOfStream
+    /// On a stream's connection, from the agent: the stream is over, abnormally, and why (a ``FetchFailure`` raw
+    /// value: `appGone`, `peerGone`, ...); the agent closes the connection after it.
+    case resetStream(reason: String, message: String)
 
     // Agent → app or command line.
 
@@ -215,6 +228,12 @@ public enum IPCMessage: Sendable, Hashable {
     case nearbyChanged([NearbyItem])
     /// The answer to `listApps`.
     case apps(request: UInt64, [AppListing])
+    /// Another device's app asks for a continuation stream to `activity` (F3): connect again and say
+    /// ``acceptStream(bundleIdentifier:version:token:)`` with `token` (16 bytes), or ``declineStream(token:message:)``.
+    case incomingStream(activity: UInt64, token: Data)
+
+    /// The length of a stream token.
+    public static let streamTokenLength = 16
 
     /// The IPC protocol version this build speaks.
     public static let version = 1
@@ -224,6 +243,18 @@ public enum IPCMessage: Sendable, Hashable {
         switch self {
         case .hello(let bundle, let version):
             return makeMessage("hello", ["bundle": bundle.map(PropertyList.string), "v": .integer(Int64(version))])
+        case .openStream(let bundle, let version, let continuation):
+            return makeMessage("hello", ["bundle": .string(bundle), "v": .integer(Int64(version)), "cont": .number(continuation)])
+        case .acceptStream(let bundle, let version, let token):
+            return makeMessage("hello", ["bundle": .string(bundle), "v": .integer(Int64(version)), "token": .data(token)])
+        case .declineStream(let token, let message):
+            return makeMessage("decline", ["token": .data(token), "message": .string(bounded(message, 4_096))])
+        case .endOfStream:
+            return makeMessage("eof", [:])
+        case .resetStream(let reason, let message):
+            return makeMessage("reset", ["reason": .string(reason), "message": .string(bounded(message, 4_096))])
+        case .incomingStream(let activity, let token):
+            return makeMessage("stream", ["activity": .number(activity), "token": .data(token)])
         case .becomeCurrent(let activity, let notice):
             return makeMessage(
                 "current",
@@ -283,7 +314,22 @@ public enum IPCMessage: Sendable, Hashable {
         switch fields.type {
         case "hello":
             guard let version = Int(exactly: try fields.number("v")) else { throw fields.missing("v", "a version number") }
-            self = .hello(bundleIdentifier: try fields.optionalString("bundle", maximumLength: 255), version: version)
+            let bundle = try fields.optionalString("bundle", maximumLength: 255)
+            if let continuation = try fields.optionalNumber("cont") {
+                guard let bundle else { throw fields.missing("bundle", "the app's bundle identifier (a stream belongs to an app)") }
+                self = .openStream(bundleIdentifier: bundle, version: version, continuation: continuation)
+            } else if fields.fields["token"] != nil {
+                guard let bundle else { throw fields.missing("bundle", "the app's bundle identifier (a stream belongs to an app)") }
+                self = .acceptStream(bundleIdentifier: bundle, version: version, token: try fields.data("token", count: Self.streamTokenLength))
+            } else {
+                self = .hello(bundleIdentifier: bundle, version: version)
+            }
+        case "decline":
+            self = .declineStream(token: try fields.data("token", count: Self.streamTokenLength), message: try fields.string("message"))
+        case "eof": self = .endOfStream
+        case "reset": self = .resetStream(reason: try fields.string("reason", maximumLength: 64), message: try fields.string("message"))
+        case "stream":
+            self = .incomingStream(activity: try fields.number("activity"), token: try fields.data("token", count: Self.streamTokenLength))
         case "current":
             let notice = ActivityNotice(
                 activityType: try fields.string("type", maximumLength: typeLimit),

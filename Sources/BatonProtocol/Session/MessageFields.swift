@@ -46,6 +46,15 @@ struct MessageFields {
         }
     }
 
+    /// A stream window or credit: 1 byte to ``StreamFlow/maximumWindow`` (a peer cannot make the other buffer more).
+    func window(_ key: String) throws -> UInt64 {
+        let value = try number(key)
+        guard (1...UInt64(StreamFlow.maximumWindow)).contains(value) else {
+            throw missing(key, "from 1 to \(StreamFlow.maximumWindow) bytes")
+        }
+        return value
+    }
+
     func optionalNumber(_ key: String) throws -> UInt64? {
         guard fields[key] != nil else { return nil }
         return try number(key)

@@ -30,6 +30,13 @@ public enum FetchFailure: String, Sendable, Hashable, CaseIterable {
     case protocolViolation
     /// The other device does not know this kind of request (it runs an older protocol): the session stays up.
     case unsupported
+    /// The activity does not support continuation streams (its app did not set `supportsContinuationStreams`, or
+    /// declined the stream) (F1).
+    case noStreams
+    /// A stream was asked for an activity the asking device did not continue (F1: streams follow a continuation).
+    case notContinued
+    /// More continuation streams than allowed are open between the two devices, or for the app (docs/PROTOCOL.md §8).
+    case tooManyStreams
 }
 
 /// What the originating device tells about its current activity when asked (C3: app, title, device).
@@ -95,6 +102,24 @@ public enum SessionMessage: Sendable, Hashable {
     case failure(id: UInt64, reason: FetchFailure, message: String)
     /// The whole session is refused (kept from the account flows' `error` message).
     case error(message: String)
+    /// Asks to open a continuation stream to the app whose activity had sequence `sequence` and was continued by the
+    /// asking device (F1, F2); the asker may at once receive up to `window` bytes on it (docs/PROTOCOL.md §8). The
+    /// request's id is the stream's id.
+    case openStream(id: UInt64, sequence: UInt64, window: UInt64)
+    /// The stream asked for by request `id` is open; the asker may send up to `window` bytes on it (F3).
+    case streamOpened(id: UInt64, window: UInt64)
+    /// The receiver of a stream's data may now be sent `bytes` more (credit-based flow control). `opener`: whether
+    /// the sender of this message opened the stream.
+    case credit(stream: UInt64, opener: Bool, bytes: UInt64)
+    /// The sender sends no more data on the stream (a half-close); the other direction goes on.
+    case endOfStream(stream: UInt64, opener: Bool)
+    /// The stream is over in both directions, abnormally: why, for the apps at both ends.
+    case resetStream(stream: UInt64, opener: Bool, reason: FetchFailure, message: String)
+    /// Is the other device still there? Answered by ``pong(id:)`` (an older device answers `fail`/`unsupported`,
+    /// which says as much). Sent while streams are open and the link has been quiet (a dead peer, F3).
+    case ping(id: UInt64)
+    /// The answer to a ``ping(id:)``.
+    case pong(id: UInt64)
     /// A well-formed message of a type this version does not know (a newer peer's). With an id it is a request,
     /// answered by ``failure(id:reason:message:)`` with ``FetchFailure/unsupported``; without one it is ignored.
     /// Either way the session goes on: that is what lets a later version add requests (docs/PROTOCOL.md §6).
@@ -107,7 +132,8 @@ public enum SessionMessage: Sendable, Hashable {
         case .synced(let id, _, _), .fetch(let id, _, _), .describe(let id, _), .cancel(let id), .payload(let id, _),
             .summary(let id, _), .failure(let id, _, _):
             id
-        case .error: nil
+        case .error, .credit, .endOfStream, .resetStream: nil
+        case .openStream(let id, _, _), .streamOpened(let id, _), .ping(let id), .pong(let id): id
         case .unknown(_, let id): id
         }
     }
@@ -135,6 +161,23 @@ public enum SessionMessage: Sendable, Hashable {
             makeMessage("error", ["message": .string(bounded(message, 4_096))])
         case .unknown(let type, let id):
             makeMessage(type, ["id": id.map(PropertyList.number)])
+        case .openStream(let id, let sequence, let window):
+            makeMessage("stream", ["id": .number(id), "seq": .number(sequence), "window": .number(window)])
+        case .streamOpened(let id, let window):
+            makeMessage("opened", ["id": .number(id), "window": .number(window)])
+        case .credit(let stream, let opener, let bytes):
+            makeMessage("credit", ["stream": .number(stream), "opener": .bool(opener), "bytes": .number(bytes)])
+        case .endOfStream(let stream, let opener):
+            makeMessage("eof", ["stream": .number(stream), "opener": .bool(opener)])
+        case .resetStream(let stream, let opener, let reason, let message):
+            makeMessage(
+                "reset",
+                ["stream": .number(stream), "opener": .bool(opener), "reason": .string(reason.rawValue), "message": .string(bounded(message, 4_096))]
+            )
+        case .ping(let id):
+            makeMessage("ping", ["id": .number(id)])
+        case .pong(let id):
+            makeMessage("pong", ["id": .number(id)])
         }
     }
 
@@ -159,6 +202,22 @@ public enum SessionMessage: Sendable, Hashable {
                 message: try fields.string("message")
             )
         case "error": self = .error(message: try fields.string("message"))
+        case "stream":
+            self = .openStream(id: try fields.number("id"), sequence: try fields.number("seq"), window: try fields.window("window"))
+        case "opened": self = .streamOpened(id: try fields.number("id"), window: try fields.window("window"))
+        case "credit":
+            self = .credit(stream: try fields.number("stream"), opener: try fields.bool("opener"), bytes: try fields.window("bytes"))
+        case "eof": self = .endOfStream(stream: try fields.number("stream"), opener: try fields.bool("opener"))
+        case "reset":
+            let reason = try fields.string("reason", maximumLength: 64)
+            self = .resetStream(
+                stream: try fields.number("stream"),
+                opener: try fields.bool("opener"),
+                reason: FetchFailure(rawValue: reason) ?? .protocolViolation,
+                message: try fields.string("message")
+            )
+        case "ping": self = .ping(id: try fields.number("id"))
+        case "pong": self = .pong(id: try fields.number("id"))
         default:
             guard (1...64).contains(fields.type.utf8.count) else { throw fields.unexpected() }
             self = .unknown(type: fields.type, id: try fields.optionalNumber("id"))

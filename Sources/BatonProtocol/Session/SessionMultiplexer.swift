@@ -15,6 +15,11 @@ public struct SessionMultiplexer: Sendable {
         case sync(roster: Data, agentPort: Int?)
         case fetch(sequence: UInt64, deadlineMilliseconds: UInt64)
         case describe(sequence: UInt64)
+        /// Open a continuation stream to the app of the activity with this sequence (F1, docs/PROTOCOL.md §8); the
+        /// asker may receive `window` bytes at once.
+        case openStream(sequence: UInt64, window: UInt64)
+        /// Is the peer still there?
+        case ping
     }
 
     /// What came back for a request.
@@ -23,6 +28,10 @@ public struct SessionMultiplexer: Sendable {
         case payload(Data)
         case summary(ActivitySummary)
         case failed(FetchFailure, String)
+        /// The stream is open; the asker may send `window` bytes at once. Its id is the request's.
+        case streamOpened(window: UInt64)
+        /// The peer is there.
+        case pong
     }
 
     /// What the connection should do with an inbound message.
@@ -37,6 +46,8 @@ public struct SessionMultiplexer: Sendable {
         case refused(String)
         /// Send this back (a refusal of a request over the limits); nothing else to do.
         case respond(SessionMessage)
+        /// A continuation stream's control message (`credit`, `eof`, `reset`): for the stream it names.
+        case stream(SessionMessage)
         /// A late reply to a request already finished or cancelled: ignore.
         case ignore
     }
@@ -65,6 +76,8 @@ public struct SessionMultiplexer: Sendable {
             case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
             case .fetch(let sequence, let deadline): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline)
             case .describe(let sequence): .describe(id: id, sequence: sequence)
+            case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
+            case .ping: .ping(id: id)
             }
         return (id, message)
     }
@@ -106,6 +119,21 @@ public struct SessionMultiplexer: Sendable {
             return try finish(id, .failed(reason, text))
         case .error(let text):
             return .refused(text)
+        case .openStream(let id, let sequence, let window):
+            return try start(id, .openStream(sequence: sequence, window: window))
+        case .ping(let id):
+            return try start(id, .ping)
+        case .streamOpened(let id, let window):
+            // Opened after this side gave up on it (a timeout, a cancel that crossed the answer): the peer has a
+            // stream nobody here will use, so it is reset at once rather than left open.
+            guard asked[id] != nil else {
+                return .respond(.resetStream(stream: id, opener: true, reason: .cancelled, message: "the stream was no longer wanted"))
+            }
+            return try finish(id, .streamOpened(window: window))
+        case .pong(let id):
+            return try finish(id, .pong)
+        case .credit, .endOfStream, .resetStream:
+            return .stream(message)
         case .unknown(let type, let id):
             // A newer peer's request: say so and carry on; a newer peer's notice (no id): nothing to do.
             guard let id else { return .ignore }
@@ -121,6 +149,8 @@ public struct SessionMultiplexer: Sendable {
         case .payload(let payload): .payload(id: id, payload: payload)
         case .summary(let summary): .summary(id: id, summary)
         case .failed(let reason, let text): .failure(id: id, reason: reason, message: text)
+        case .streamOpened(let window): .streamOpened(id: id, window: window)
+        case .pong: .pong(id: id)
         }
     }
 
@@ -144,7 +174,7 @@ public struct SessionMultiplexer: Sendable {
         let matches =
             switch (request, reply) {
             case (_, .failed): true
-            case (.sync, .synced), (.fetch, .payload), (.describe, .summary): true
+            case (.sync, .synced), (.fetch, .payload), (.describe, .summary), (.openStream, .streamOpened), (.ping, .pong): true
             default: false
             }
         guard matches else {

@@ -1,0 +1,114 @@
+/// One continuation stream's flow control as an agent sees it (F3, docs/PROTOCOL.md §8), as a pure state machine:
+/// bytes in, how many to send or credit out. No buffers, sockets or clocks: the agent keeps the bytes and does what
+/// this says.
+///
+/// Credit-based, per stream and per direction: a side sends at most what the other has credited (its initial
+/// `window`, then each `credit`), and credits bytes back only once its own app has taken them. So an agent holds at
+/// most ``window`` bytes of a stream for a slow app to read, a fast writer waits (its agent stops reading its
+/// socket) instead of filling memory, and a stalled stream takes nothing from the others or from fetches sharing the
+/// connection.
+public struct StreamFlow: Sendable, Hashable {
+    /// The receive window an agent offers per stream unless configured: room for loopback's bandwidth-delay product
+    /// at full speed, small enough that the most streams a link may carry stay far below the link's own limit.
+    public static let defaultWindow = 512 << 10
+    /// The largest window or credit a message may carry; more is a protocol violation.
+    public static let maximumWindow = 16 << 20
+    /// The most credit a side may have been given and not used: a peer crediting beyond it is broken.
+    public static let maximumCredit = 64 << 20
+
+    /// The window this side offers: what it may hold for its app at once.
+    public let window: Int
+    /// Bytes this side may still send before the peer credits more.
+    public private(set) var sendCredit: Int
+    /// Bytes the peer may still send before this side credits more.
+    public private(set) var receiveAllowance: Int
+    /// Bytes the app handed over that wait for credit (the agent holds them; it reads no more meanwhile).
+    public private(set) var queued = 0
+    /// Bytes the app has taken and not yet credited back.
+    var taken = 0
+    /// The app ended its side (half-close); the `eof` goes out once its queued bytes have.
+    public private(set) var appEnded = false
+    /// The `eof` went out: this side sends nothing more.
+    public private(set) var endSent = false
+    /// The peer's `eof` arrived: it sends nothing more.
+    public private(set) var endReceived = false
+
+    /// A stream offering `window` bytes to the peer, which offered `peerWindow`.
+    public init(window: Int = StreamFlow.defaultWindow, peerWindow: Int) {
+        self.window = window
+        self.sendCredit = peerWindow
+        self.receiveAllowance = window
+    }
+
+    /// What to send now: `bytes` from the head of the queue, then `eof` when `end`.
+    public struct Send: Sendable, Hashable {
+        public var bytes: Int
+        public var end: Bool
+
+        public static let nothing = Send(bytes: 0, end: false)
+    }
+
+    /// Whether the agent should read more from its app: nothing is waiting, credit is left, and the app has not ended.
+    public var wantsAppData: Bool { queued == 0 && sendCredit > 0 && !appEnded }
+
+    /// Whether both directions have ended: the stream is over (cleanly).
+    public var isFinished: Bool { endSent && endReceived }
+
+    /// The app handed over `count` bytes (they join the queue).
+    public mutating func appSent(_ count: Int) -> Send {
+        queued += count
+        return drain()
+    }
+
+    /// The app ended its side.
+    public mutating func appFinished() -> Send {
+        appEnded = true
+        return drain()
+    }
+
+    /// The peer credited `count` bytes more.
+    /// - Throws: `protocolViolation` when that takes the unused credit past ``maximumCredit``.
+    public mutating func credited(_ count: Int) throws -> Send {
+        guard count > 0, sendCredit + count <= Self.maximumCredit else {
+            throw BatonProtocolError(.flowViolation, "the peer credited \(count) bytes on top of \(sendCredit) unused")
+        }
+        sendCredit += count
+        return drain()
+    }
+
+    mutating func drain() -> Send {
+        let bytes = min(queued, sendCredit)
+        queued -= bytes
+        sendCredit -= bytes
+        let end = appEnded && queued == 0 && !endSent
+        if end { endSent = true }
+        return Send(bytes: bytes, end: end)
+    }
+
+    /// The peer sent `count` bytes, which go to the app.
+    /// - Throws: `protocolViolation` when they exceed what this side credited, or arrive after the peer's `eof`.
+    public mutating func peerSent(_ count: Int) throws {
+        guard !endReceived else {
+            throw BatonProtocolError(.flowViolation, "the peer sent data after ending the stream")
+        }
+        guard count <= receiveAllowance else {
+            throw BatonProtocolError(.flowViolation, "the peer sent \(count) bytes with only \(receiveAllowance) credited")
+        }
+        receiveAllowance -= count
+    }
+
+    /// The peer ended its side.
+    public mutating func peerFinished() {
+        endReceived = true
+    }
+
+    /// The app took `count` bytes; returns the credit to send the peer, if it is time: once a quarter of the window
+    /// was taken (so credits do not cost a message per frame), or the peer has nothing left to send with.
+    public mutating func appTook(_ count: Int) -> Int? {
+        taken += count
+        guard !endReceived, taken >= window / 4 || receiveAllowance == 0 else { return nil }
+        defer { taken = 0 }
+        receiveAllowance += taken
+        return taken
+    }
+}
