@@ -112,3 +112,21 @@ public struct StreamFlow: Sendable, Hashable {
         return taken
     }
 }
+
+/// The bounds on continuation streams (docs/PROTOCOL.md §8): what one device or app may open, and how long each
+/// step may take.
+public enum StreamLimits {
+    /// Streams open at once over one session (one device pair, both directions together). Past it, `stream` is
+    /// answered `fail`/`tooManyStreams`. With ``StreamFlow/defaultWindow`` this bounds what a session holds in
+    /// flight to 8 MiB each way, half the point where a connection that stopped reading is dropped.
+    public static let perSession = 16
+    /// Streams one app may have open at once on its device (either end). Past it, `tooManyStreams`.
+    public static let perApp = 8
+    /// Milliseconds the originating app has to take (or decline) a stream announced to it, else `appNotAnswering`.
+    public static let acceptMilliseconds: UInt64 = 5_000
+    /// Milliseconds the continuing agent waits for `opened` (including the originating app's acceptance).
+    public static let openMilliseconds: UInt64 = 10_000
+    /// While streams are open over a session that has been quiet this long (milliseconds), a `ping` goes out; a
+    /// ping unanswered for as long again ends the session and its streams with `peerGone` (a dead peer, F3).
+    public static let keepaliveMilliseconds: UInt64 = 2_000
+}
