@@ -245,7 +245,10 @@ extension Agent {
                     log("stream \(key.id) to \(link.peer.short) for \(bundle) opened")
                 case .failure(let error):
                     release()
-                    connection.refuse(error.reason.rawValue, error.message)
+                    let text =
+                        error.reason == .unsupported
+                        ? "the originating device runs an older Baton without continuation streams (\(error.message))" : error.message
+                    connection.refuse(error.reason.rawValue, text)
                 }
             }
         }
