@@ -1,3 +1,4 @@
+@testable import BatonAgent
 import BatonClient
 import BatonCore
 import BatonEmbedded
@@ -379,5 +380,22 @@ struct StreamSpliceTests {
         }
         #expect(code == "noStreams")
         #expect(text.contains("no delegate"))
+    }
+
+    @Test("F3: a peer that stops answering (its session no longer read) ends the stream with peerGone within seconds, not a hang")
+    func deadPeer() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        #expect(await Self.first(desktopEnd) != nil)
+        #expect(await Self.first(laptopEnd) != nil)
+        // The laptop's agent freezes as far as the desktop can tell: it reads nothing more from the session (the
+        // kernel still acknowledges, as for a hung process or a host gone from the network mid-stream).
+        let frozen = try #require(devices.agents[0].links.existing(devices.agents[1].identity.id))
+        try await frozen.channel.setOption(ChannelOptions.autoRead, value: false).get()
+        let started = ContinuousClock.now
+        #expect(await Self.ending(desktopEnd) == "peerGone")
+        let waited = ContinuousClock.now - started
+        #expect(waited < .seconds(8), "ended after \(waited)")
     }
 }
