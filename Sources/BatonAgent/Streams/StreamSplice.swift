@@ -59,13 +59,13 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
             link.sendStreamControl(.resetStream(stream: key.id, opener: key.openedHere, reason: .appGone, message: "the app left before the stream opened"))
             return
         }
-        app.channel.eventLoop.execute { [self] in
-            write(welcome)
-            app.streamSink.withLockedValue { $0 = self }
-            // Closed before the sink was set: its close was not heard here.
-            guard app.channel.isActive else { return appClosed() }
-            updateReading()
-        }
+        // At once, not from a later turn of the loop: the peer may send as soon as it has answered, and its data
+        // must reach the app after the welcome.
+        write(welcome)
+        app.streamSink.withLockedValue { $0 = self }
+        // Closed before the sink was set: its close was not heard here.
+        guard app.channel.isActive else { return appClosed() }
+        updateReading()
     }
 
     // MARK: From the app
