@@ -72,10 +72,10 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
 
     func appData(_ bytes: ByteBuffer) {
         let result = state.withLockedValue { state -> (PeerLink.StreamKey, [ByteBuffer], Bool)? in
-            guard !state.over, let key = state.key, var flow = state.flow else { return nil }
-            guard !flow.appEnded else { return nil }
+            // Bytes after the app's own eof (flowViolation) break the protocol; after the stream is over, they are
+            // dropped (the reset below then does nothing).
+            guard !state.over, let key = state.key, var flow = state.flow, let send = try? flow.appSent(bytes.readableBytes) else { return nil }
             state.queue.append(bytes)
-            let send = flow.appSent(bytes.readableBytes)
             state.flow = flow
             return (key, Self.take(send.bytes, from: &state.queue), send.end)
         }
