@@ -162,3 +162,24 @@ let package = Package(
         ),
     ]
 )
+
+// `scripts/fuzz.sh frames`: the frame decoder needs NIO, so SwiftPM builds its libFuzzer target (Fuzz/FrameFuzzer.swift,
+// with --sanitize=fuzzer,address, in a scratch folder of its own). It is part of the package only then: a fuzzer has no
+// `main` of its own, so no ordinary build could link it.
+if Context.environment["BATON_FUZZ_FRAMES"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "frame-fuzzer",
+            dependencies: [
+                "BatonClient",
+                "BatonCore",
+                "BatonProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Fuzz",
+            exclude: ["AssociationFuzzer.swift", "MessageFuzzer.swift", "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-messages", "corpus-frames"],
+            sources: ["FrameFuzzer.swift"]
+        )
+    )
+}
