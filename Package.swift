@@ -74,7 +74,18 @@ let package = Package(
             ]
         ),
         // What apps import: a client of the device's agent.
-        .target(name: "Baton", dependencies: ["BatonCore", "BatonProtocol", "BatonClient"]),
+        .target(
+            name: "Baton",
+            dependencies: [
+                "BatonCore",
+                "BatonProtocol",
+                "BatonClient",
+                // Continuation streams (F2, F3): each stream end is its own connection to the agent.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // Apple's names (UIApplication, UIResponder, CSSearchableItemAttributeSet, ...) for Baton's types, opt-in.
         .target(name: "BatonAppleNames", dependencies: ["Baton"]),
         // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
