@@ -147,7 +147,11 @@ struct StreamSpliceTests {
             try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
             try Data(plist.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
         }
-        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps]))
+        // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
+        // answer can take longer than the usual second.
+        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
+            configuration.saveDeadline = 10
+        }
         let laptop = try await AgentClient.connect(path: devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
         let desktop = try await AgentClient.connect(path: devices.agents[1].socketPath, bundleIdentifier: "com.example.Notes")
         laptop.send(.becomeCurrent(activity: 1, ActivityNotice(activityType: "com.example.notes.edit", title: "Draft", supportsStreams: streams)))

@@ -61,7 +61,9 @@ struct ContinuationStreamsTests {
 
     /// Two devices; the laptop's activity (streams or not, with `delegate` or none) is continued on the desktop.
     static func continued(streams: Bool, delegate: UserActivityDelegate?) async throws -> (TwoDevices, UserActivity, UserActivity) {
-        let world = try await TwoDevices()
+        // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
+        // answer can take longer than the usual second.
+        let world = try await TwoDevices(saveDeadline: 10)
         let activity = try UserActivity(activityType: type, application: world.laptop)
         activity.title = "Draft"
         activity.supportsContinuationStreams = streams
