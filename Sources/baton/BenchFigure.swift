@@ -85,3 +85,21 @@ struct BenchFigure {
         return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
     }
 }
+
+/// What a bench that runs agents found: the figures, and notes on what it could not measure.
+struct BenchReport {
+    var figures: [BenchFigure] = []
+    var notes: [String] = []
+
+    /// Prints the notes (to standard error under `--json`, so standard output stays JSON) and the figures.
+    func print(json: Bool) {
+        for note in notes {
+            if json {
+                FileHandle.standardError.write(Data("note: \(note)\n".utf8))
+            } else {
+                Swift.print("note: \(note)")
+            }
+        }
+        Swift.print(json ? BenchFigure.json(figures) : BenchFigure.table(figures))
+    }
+}
