@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonEmbedded
 import BatonRegistry
 import Foundation
+import NIOConcurrencyHelpers
 import ShopSnapKit
 
 /// `baton demo`: Baton's main job on this machine. Two devices of one account, each with its own agent on
@@ -78,7 +79,11 @@ struct DemoRun {
         let desktopApp = ShopSnapApp(application: desktop) { clock.log("desktop", "ShopSnap: \($0)") }
         laptop.delegate = laptopApp
         desktop.delegate = desktopApp
-        let reporter = ContinuedReporter { clock.log("laptop", "ShopSnap: \($0) (A8)") }
+        let reported = NIOLockedValueBox<[String]>([])
+        let reporter = ContinuedReporter { line in
+            clock.log("laptop", "ShopSnap: \(line) (A8)")
+            reported.withLockedValue { $0.append(line) }
+        }
         try await laptop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: laptopAgent.socketPath)
         try await desktop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: desktopAgent.socketPath)
         clock.log("both", "ShopSnap connected to its agent on each device")
@@ -115,6 +120,12 @@ struct DemoRun {
             "laptop",
             "the state was asked for \(laptopApp.detail.saves) time(s) for \(typed.count) keystrokes (A6: coalesced until another device needs it)"
         )
+
+        // The laptop's app hears of it (A8) on its own connection, possibly a moment after the desktop has the state:
+        // wait for that before invalidating, as a person would still be looking at the laptop.
+        for _ in 0..<400 where !reported.withLockedValue({ $0.contains { $0.hasPrefix(ActivityTypeEdit) } }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
 
         // 3. Done editing: the activity is invalidated and gone from the desktop at once.
         started = clock.now

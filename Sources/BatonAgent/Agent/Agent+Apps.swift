@@ -16,16 +16,31 @@ extension Agent: IPCHandler {
     func ipcReceived(_ message: IPCMessage, on connection: IPCConnection) {
         let who = connection.identity.withLockedValue { $0 }
         guard let who else {
-            guard case .hello(let bundle, let version) = message else {
+            switch message {
+            case .hello(let bundle, let version):
+                return hello(bundle: bundle, version: version, on: connection)
+            case .openStream(let bundle, let version, let continuation):
+                // F2: the continuing app's connection for a stream.
+                guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
+                return openStream(continuation: continuation, bundle: bundle, on: connection)
+            case .acceptStream(let bundle, let version, let token):
+                // F3: the originating app's connection for a stream announced to it.
+                guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
+                return acceptStream(token: token, bundle: bundle, on: connection)
+            default:
                 return connection.refuse("protocolViolation", "say hello first")
             }
-            return hello(bundle: bundle, version: version, on: connection)
         }
         switch (who, message) {
         case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
             broker { $0.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, now: Self.now()) }
-        case (.app, .resignCurrent(let activity)), (.app, .invalidate(let activity)):
+        case (.app, .resignCurrent(let activity)):
             broker { $0.resign(app: connection.appID, activity: activity) }
+        case (.app, .invalidate(let activity)):
+            streamActivityInvalidated(app: connection.appID, activity: activity)
+            broker { $0.resign(app: connection.appID, activity: activity) }
+        case (.app(let bundle, _), .declineStream(let token, let text)):
+            streamDeclined(token: token, bundle: bundle, message: text)
         case (.app, .saved(let request, let payload)):
             broker { $0.saveAnswered(save: request, from: connection.appID, payload: payload) }
         case (.app, .saveFailed(let request, let text)):
@@ -46,6 +61,9 @@ extension Agent: IPCHandler {
 
     func ipcClosed(_ connection: IPCConnection) {
         let id = ObjectIdentifier(connection)
+        if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) {
+            streamAppGone(connection.appID, bundle: bundle)
+        }
         let actions = state.withLockedValue { state in
             state.watchers[id] = nil
             state.appConnections[connection.appID] = nil
@@ -61,43 +79,19 @@ extension Agent: IPCHandler {
     /// Checks who the peer process is (ISSUE 5 part 6): same user, and for an app, the registered bundle's
     /// executable, as `/proc/PID/exe` shows it. An app can then only publish under its own bundle and team.
     func hello(bundle: String?, version: Int, on connection: IPCConnection) {
-        guard version == IPCMessage.version else {
-            return connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
-        }
-        let credentials = connection.credentials
-        guard credentials.uid == getuid() else {
-            return connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
-        }
         guard let bundle else {
+            guard version == IPCMessage.version else {
+                return connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
+            }
+            let credentials = connection.credentials
+            guard credentials.uid == getuid() else {
+                return connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
+            }
             connection.identify(.control)
             return connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
         }
-        guard let app = registry.app(bundleIdentifier: bundle) else {
-            return connection.refuse("unknownApp", "no registered app has the bundle identifier \(bundle) (see `baton apps list`)")
-        }
-        guard app.isIdentityResolved, let team = app.teamIdentifier else {
-            return connection.refuse("unknownApp", "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
-        }
-        let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
-        if !inProcess {
-            let registered = app.executableURL.map(resolvedPath)
-            let running = PeerCredentials.executable(of: credentials.pid)
-            guard let registered, let running, running == registered else {
-                return connection.refuse(
-                    "notPermitted",
-                    "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
-                )
-            }
-            // ISSUE 10 item 4: the process that connected must be the one that says hello, unchanged: same start time
-            // (not a recycled pid), and the registered executable already when the connection was accepted (a
-            // process that connects and then execs the app's binary, handing the socket to a child, is refused).
-            guard connection.process.isStill(running: registered), connection.process.executable == registered else {
-                return connection.refuse(
-                    "notPermitted",
-                    "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s executable"
-                )
-            }
-        }
+        guard let team = admitted(bundle: bundle, version: version, on: connection) else { return }
+        let credentials = connection.credentials
         enum Claim {
             case taken(by: IPCConnection)
             case claimed
@@ -128,6 +122,52 @@ extension Agent: IPCHandler {
         log("app \(bundle) connected (pid \(credentials.pid))")
         // Continuations waiting for this app's launch go on (C5).
         broker { $0.appConnected(connection.appID, bundle: bundle) }
+    }
+
+    /// The checks of a hello naming an app (its main connection's or a stream's), in order: IPC version, the
+    /// peer's user, a registered app with a team, and the process running that app's executable, unchanged since
+    /// it connected. Returns the app's team, or nil after refusing the connection with the first failure.
+    func admitted(bundle: String, version: Int, on connection: IPCConnection) -> String? {
+        guard version == IPCMessage.version else {
+            connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
+            return nil
+        }
+        let credentials = connection.credentials
+        guard credentials.uid == getuid() else {
+            connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
+            return nil
+        }
+        guard let app = registry.app(bundleIdentifier: bundle) else {
+            connection.refuse("unknownApp", "no registered app has the bundle identifier \(bundle) (see `baton apps list`)")
+            return nil
+        }
+        guard app.isIdentityResolved, let team = app.teamIdentifier else {
+            connection.refuse("unknownApp", "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
+            return nil
+        }
+        let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
+        if !inProcess {
+            let registered = app.executableURL.map(resolvedPath)
+            let running = PeerCredentials.executable(of: credentials.pid)
+            guard let registered, let running, running == registered else {
+                connection.refuse(
+                    "notPermitted",
+                    "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
+                )
+                return nil
+            }
+            // ISSUE 10 item 4: the process that connected must be the one that says hello, unchanged: same start time
+            // (not a recycled pid), and the registered executable already when the connection was accepted (a
+            // process that connects and then execs the app's binary, handing the socket to a child, is refused).
+            guard connection.process.isStill(running: registered), connection.process.executable == registered else {
+                connection.refuse(
+                    "notPermitted",
+                    "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s executable"
+                )
+                return nil
+            }
+        }
+        return team
     }
 
     /// Whether the process behind an app's connection is still the one that said hello, running the app's

@@ -46,6 +46,7 @@ extension Agent {
             case .tellWillContinue(let app, let id, let type):
                 state.withLockedValue { $0.appConnections[app] }?.send(.willContinue(continuation: id.value, activityType: type))
             case .deliver(let app, let id, let payload):
+                recordDelivered(id, to: app)
                 state.withLockedValue { $0.appConnections[app] }?.send(.deliver(continuation: id.value, payload: payload))
             case .tellFailed(let app, let id, let type, let reason, let message):
                 state.withLockedValue { $0.appConnections[app] }?
@@ -74,12 +75,21 @@ extension Agent {
     func answerFetch(
         sequence: UInt64,
         deadlineMilliseconds: UInt64,
+        for peer: DeviceID? = nil,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
         let (fetch, actions) = state.withLockedValue { state -> (HandoffBroker.FetchID, [HandoffBroker.Action]) in
             let fetch = HandoffBroker.FetchID(state.nextFetch)
             state.nextFetch += 1
-            state.fetchWaiters[fetch] = reply
+            // F1: the device given the state may then ask for streams to the activity, while its app runs it.
+            if let peer, let current = state.broker.current, current.sequence == sequence {
+                state.fetchWaiters[fetch] = { [self] answer in
+                    if case .payload = answer { recordContinued(current, by: peer) }
+                    reply(answer)
+                }
+            } else {
+                state.fetchWaiters[fetch] = reply
+            }
             return (fetch, state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now()))
         }
         perform(actions)

@@ -30,9 +30,11 @@ extension Agent: PeerLinkResponder {
             reply(.summary(summary))
             return {}
         case .fetch(let sequence, let deadlineMilliseconds):
-            return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, reply: reply)
-        case .openStream(let sequence, let window):
-            return answerOpenStream(sequence: sequence, window: window, on: link, reply: reply)
+            return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, for: link.peer, reply: reply)
+        case .openStream:
+            // PeerLink hands stream requests to respondToStream(id:...), which needs the request's id.
+            reply(.failed(.protocolViolation, "a stream request without its id"))
+            return {}
         case .ping:
             reply(.pong)
             return {}
@@ -287,16 +289,3 @@ extension Agent: PeerLinkResponder {
     }
 }
 
-extension Agent {
-    /// A peer's request for a continuation stream (F1, F3). Placeholder until the splice lands: refused as
-    /// unsupported, the answer an older agent gives.
-    func answerOpenStream(
-        sequence: UInt64,
-        window: UInt64,
-        on link: PeerLink,
-        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
-    ) -> PeerLink.Cancel {
-        reply(.failed(.unsupported, "this device does not open continuation streams yet"))
-        return {}
-    }
-}

@@ -112,6 +112,12 @@ public final class Agent: @unchecked Sendable {
         /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]
         var spawned: Set<pid_t> = []
+        /// Continuation streams (F1–F3): activities of this device others continued, by sequence; continuations
+        /// delivered here, by number; streams announced to apps, by token; streams open per app.
+        var streamOrigins: [UInt64: StreamOrigin] = [:]
+        var streamDeliveries: [UInt64: StreamDelivery] = [:]
+        var incomingStreams: [Data: IncomingStream] = [:]
+        var streamsPerBundle: [String: Int] = [:]
         var stopped = false
     }
 

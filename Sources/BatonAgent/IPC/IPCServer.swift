@@ -28,6 +28,16 @@ protocol IPCHandler: AnyObject, Sendable {
     func ipcClosed(_ connection: IPCConnection)
 }
 
+/// Where an app's stream connection sends what the app writes, once the stream is open (F3): the agent's splice.
+protocol IPCStreamSink: AnyObject, Sendable {
+    /// Bytes the app wrote (a data frame's, uncopied).
+    func appData(_ bytes: ByteBuffer)
+    /// A message the app sent on the stream connection (`eof`; anything else breaks the protocol).
+    func appMessage(_ message: IPCMessage)
+    /// The app's stream connection closed.
+    func appClosed()
+}
+
 /// One process as the agent first saw it: its pid, when it started, and what it ran (ISSUE 10 item 4).
 struct ProcessStamp: Sendable, Hashable {
     var pid: Int32
@@ -66,6 +76,8 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     let appID: HandoffBroker.AppID = IPCConnection.nextID()
     /// Set once the hello is accepted: the app's bundle identifier, or nil for a control client.
     let identity = NIOLockedValueBox<Identity?>(nil)
+    /// Once this connection carries a continuation stream (F3): where the app's bytes and `eof` go.
+    let streamSink = NIOLockedValueBox<IPCStreamSink?>(nil)
     /// Called once, when the client has said who it is or has gone, whichever is first (the server counts the
     /// connections that have not said hello).
     let settled = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
@@ -73,6 +85,8 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     enum Identity: Sendable, Hashable {
         case app(bundle: String, team: String)
         case control
+        /// One end of a continuation stream, for the app `bundle` (F2, F3): not the app's main connection.
+        case stream(bundle: String)
     }
 
     init(channel: Channel, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil) {
@@ -116,11 +130,24 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     }
 
     package func received(_ plist: PropertyList) {
+        let message: IPCMessage
         do {
-            handler.ipcReceived(try IPCMessage(plist), on: self)
+            message = try IPCMessage(plist)
         } catch {
-            refuse("malformedMessage", "unreadable message: \(error)")
+            return refuse("malformedMessage", "unreadable message: \(error)")
         }
+        if let sink = streamSink.withLockedValue({ $0 }) {
+            sink.appMessage(message)
+        } else {
+            handler.ipcReceived(message, on: self)
+        }
+    }
+
+    package func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool {
+        // Only a stream's connection, once open, carries data; anywhere else the connection closes.
+        guard let sink = streamSink.withLockedValue({ $0 }) else { return false }
+        sink.appData(bytes)
+        return true
     }
 
     package func malformed(_ error: Error) {
@@ -129,6 +156,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
 
     package func closed() {
         settle()
+        streamSink.withLockedValue { $0 }?.appClosed()
         handler.ipcClosed(self)
     }
 }
@@ -174,7 +202,7 @@ enum IPCServer {
                     guard admitted else { return channel.close() }
                     let messages = MessageHandler()
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(firstFrameLimit: Frame.maximumHelloLength)))
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(firstFrameLimit: Frame.maximumHelloLength, allowsData: true)))
                         try channel.pipeline.syncOperations.addHandler(FrameEncoder())
                         try channel.pipeline.syncOperations.addHandler(messages)
                     }.flatMap {

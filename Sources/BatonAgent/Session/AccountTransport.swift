@@ -68,7 +68,7 @@ public enum AccountTransport {
     ) async throws -> Result {
         let name = Agent.joinHostPort(host, port)
         let tls = try TLSPipeline(identity: identity, role: .client)
-        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        let channel: NIOAsyncChannel<InboundFrame, OutboundFrame>
         let connection: TLSPipeline.Connection
         do {
             (channel, connection) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -76,7 +76,7 @@ public enum AccountTransport {
                 .connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let connection = try tls.configure(channel, policy: policy)
-                        return (try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), connection)
+                        return (try NIOAsyncChannel<InboundFrame, OutboundFrame>(wrappingChannelSynchronously: channel), connection)
                     }
                 }
         } catch {
@@ -92,7 +92,7 @@ public enum AccountTransport {
 
     /// A listening socket that hands out one ``SessionConnection`` per accepted peer.
     public final class Listener: Sendable {
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let server: NIOAsyncChannel<NIOAsyncChannel<InboundFrame, OutboundFrame>, Never>
         let presented: NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>
         let handshakes: NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>
 
@@ -100,7 +100,7 @@ public enum AccountTransport {
         public let port: Int
 
         init(
-            server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>,
+            server: NIOAsyncChannel<NIOAsyncChannel<InboundFrame, OutboundFrame>, Never>,
             presented: NIOLockedValueBox<[ObjectIdentifier: NIOLockedValueBox<Data?>]>,
             handshakes: NIOLockedValueBox<[ObjectIdentifier: EventLoopFuture<Void>]>
         ) {
@@ -111,7 +111,7 @@ public enum AccountTransport {
         }
 
         func session(
-            _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+            _ connection: NIOAsyncChannel<InboundFrame, OutboundFrame>,
             _ body: (SessionConnection) async throws -> Bool
         ) async -> Bool {
             let box = presented.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(connection.channel)) } ?? NIOLockedValueBox(nil)
@@ -174,7 +174,7 @@ public enum AccountTransport {
                         let connection = try tls.configure(channel, policy: policy)
                         presented.withLockedValue { $0[ObjectIdentifier(channel)] = connection.presented }
                         handshakes.withLockedValue { $0[ObjectIdentifier(channel)] = connection.handshake }
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        return try NIOAsyncChannel<InboundFrame, OutboundFrame>(wrappingChannelSynchronously: channel)
                     }
                 }
             return Listener(server: server, presented: presented, handshakes: handshakes)
@@ -186,8 +186,8 @@ public enum AccountTransport {
 
 /// One TLS session with a peer, valid inside the body it was handed to.
 public final class SessionConnection: MessageChannel {
-    var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
-    let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    var iterator: NIOAsyncChannelInboundStream<InboundFrame>.AsyncIterator
+    let outbound: NIOAsyncChannelOutboundWriter<OutboundFrame>
     let channel: Channel
     let presented: NIOLockedValueBox<Data?>
     /// Whether the peer has sent anything yet.
@@ -196,8 +196,8 @@ public final class SessionConnection: MessageChannel {
     public let peerName: String
 
     init(
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        inbound: NIOAsyncChannelInboundStream<InboundFrame>,
+        outbound: NIOAsyncChannelOutboundWriter<OutboundFrame>,
         channel: Channel,
         presented: NIOLockedValueBox<Data?>,
         peerName: String
@@ -216,7 +216,7 @@ public final class SessionConnection: MessageChannel {
     public func send(_ message: PropertyList) async throws {
         let bytes = try BinaryPropertyListEncoder.encode(message)
         do {
-            try await outbound.write(ByteBuffer(bytes: bytes))
+            try await outbound.write(.message(ByteBuffer(bytes: bytes)))
         } catch {
             // In TLS 1.3 a server judges the client's certificate after the client's handshake has finished, so a
             // refusal surfaces as a failed write or a reset, often before its alert can be read. A session that ends
@@ -235,7 +235,7 @@ public final class SessionConnection: MessageChannel {
             channel.close(promise: nil)
         }
         defer { deadline.cancel() }
-        let frame: ByteBuffer?
+        let frame: InboundFrame?
         do {
             frame = try await iterator.next()
         } catch let error as BatonAgentError {
@@ -255,8 +255,12 @@ public final class SessionConnection: MessageChannel {
             throw BatonAgentError(.peerRefused, "\(peerName) closed the session (it does not accept this device, or it declined)")
         }
         receivedAny = true
+        guard case .message(let body) = frame else {
+            // The account flows carry no continuation streams.
+            throw BatonAgentError(.protocolViolation, "\(peerName) sent stream data on an account session")
+        }
         do {
-            return try BinaryPropertyListDecoder.decode(Data(frame.readableBytesView), limits: PropertyListLimits(maximumDepth: 16))
+            return try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: PropertyListLimits(maximumDepth: 16))
         } catch {
             throw BatonAgentError(.protocolViolation, "\(peerName) sent a malformed message: \(error)")
         }

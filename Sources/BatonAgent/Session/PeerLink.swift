@@ -9,6 +9,18 @@ import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
+
+/// One end of a continuation stream carried by a link (F3): the agent's splice between the link and an app.
+/// Called on the link's event loop, in order; never under the link's lock.
+protocol StreamEndpoint: AnyObject, Sendable {
+    /// Bytes the peer sent on the stream (a slice of what was read: no copy).
+    func linkData(_ bytes: ByteBuffer)
+    /// The peer's `credit`, `eof` or `reset` for the stream.
+    func linkControl(_ message: SessionMessage)
+    /// The link ended (or the stream could not be opened): the stream is over, for this reason.
+    func linkClosed(_ reason: FetchFailure, _ message: String)
+}
 
 /// Answers what a peer asks over a link. Implemented by the agent.
 protocol PeerLinkResponder: AnyObject, Sendable {
@@ -21,6 +33,15 @@ protocol PeerLinkResponder: AnyObject, Sendable {
     /// between (issue 11's hot path); what reads or writes files (a sync) runs in the session service's work.
     func respond(
         to request: SessionMultiplexer.Request,
+        on link: PeerLink,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel
+    /// Starts answering the peer's request to open continuation stream `id` (F1, F3): `reply` exactly once with
+    /// `.streamOpened` (after attaching the stream's endpoint with ``PeerLink/attach(_:to:)``) or `.failed`.
+    func respondToStream(
+        id: UInt64,
+        sequence: UInt64,
+        window: UInt64,
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel
@@ -50,6 +71,18 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// does nothing.
     public typealias Cancel = @Sendable () -> Void
 
+    /// A continuation stream on this link: its id (the `stream` request's, in the opener's numbering) and whether
+    /// this side opened it (docs/PROTOCOL.md §8).
+    struct StreamKey: Hashable, Sendable, CustomStringConvertible {
+        var id: UInt64
+        var openedHere: Bool
+
+        var description: String { "stream \(id)\(openedHere ? "" : " (peer's)")" }
+    }
+
+    /// Uptime nanoseconds when something last arrived: the keepalive pings only a quiet link.
+    let lastHeard = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
+
     struct State {
         var multiplexer = SessionMultiplexer()
         /// This side's requests waiting for their reply: each is completed exactly once (reply, timeout, cancel, or
@@ -64,6 +97,11 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         var retired = false
         /// When a request last started or ended in either direction (uptime nanoseconds): idle links are closed.
         var lastActivity = DispatchTime.now().uptimeNanoseconds
+        /// The continuation streams this link carries (F3), both directions' together.
+        var streams: [StreamKey: StreamEndpoint] = [:]
+        /// The keepalive timer, while streams are open; whether a ping is waiting for its pong.
+        var keepalive: RepeatedTask?
+        var pinging = false
     }
 
     let state = NIOLockedValueBox(State())
@@ -82,7 +120,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// Nanoseconds (uptime) since nothing has been in flight in either direction, or nil while something is.
     func idleSince() -> UInt64? {
         state.withLockedValue { state in
-            state.waiters.isEmpty && state.answering.isEmpty ? state.lastActivity : nil
+            state.waiters.isEmpty && state.answering.isEmpty && state.streams.isEmpty ? state.lastActivity : nil
         }
     }
 
@@ -95,7 +133,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     func closeIfRetiredAndIdle() {
         let close = state.withLockedValue { state in
-            state.retired && dialedByMe && !state.closed && state.waiters.isEmpty && state.answering.isEmpty
+            state.retired && dialedByMe && !state.closed && state.waiters.isEmpty && state.answering.isEmpty && state.streams.isEmpty
         }
         if close { self.close() }
     }
@@ -129,9 +167,21 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         timeout: Double,
         completion: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> Cancel {
+        self.request(request, timeout: timeout, registering: nil, completion: completion)
+    }
+
+    /// ``request(_:timeout:completion:)``, calling `registering` with the request's id under the link's lock
+    /// before the request goes out (a stream's endpoint is attached then).
+    func request(
+        _ request: SessionMultiplexer.Request,
+        timeout: Double,
+        registering: ((UInt64, inout State) -> Void)?,
+        completion: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> Cancel {
         let asked: (UInt64, SessionMessage)? = state.withLockedValue { state in
             guard !state.closed else { return nil }
             let (id, message) = state.multiplexer.ask(request)
+            registering?(id, &state)
             state.waiters[id] = completion
             touch(&state)
             return (id, message)
@@ -191,6 +241,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     // MARK: MessageSink (on the event loop)
 
     package func received(_ plist: PropertyList) {
+        lastHeard.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let inbound: SessionMultiplexer.Inbound
         do {
             let message = try SessionMessage(plist)
@@ -211,9 +262,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             close()
         case .respond(let message):
             send(message)
-        case .stream:
-            // Continuation streams are not spliced yet: their control messages have nothing to act on.
-            break
+        case .stream(let message):
+            streamControl(message)
         case .ignore:
             break
         }
@@ -230,7 +280,13 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
                 touch(&state)
             }
         }
-        let cancel = responder.respond(to: request, on: self) { [self] reply in
+        let respond: (@escaping @Sendable (SessionMultiplexer.Reply) -> Void) -> Cancel = { [self] reply in
+            if case .openStream(let sequence, let window) = request, let id {
+                return responder.respondToStream(id: id, sequence: sequence, window: window, on: self, reply: reply)
+            }
+            return responder.respond(to: request, on: self, reply: reply)
+        }
+        let cancel = respond { [self] reply in
             guard let id else {
                 // The one-shot exchange of `baton sync`: answered in its own shape.
                 if case .synced(let roster, let port) = reply { send(.sync(id: nil, roster: roster, agentPort: port)) }
@@ -242,7 +298,12 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
                 touch(&state)
                 return state.multiplexer.answer(id, with: reply)
             }
-            if let answer { send(answer) }
+            if let answer {
+                send(answer)
+            } else if case .streamOpened = reply {
+                // The asker gave up meanwhile: the stream just attached goes, rather than wait for data never sent.
+                detach(StreamKey(id: id, openedHere: false))?.linkClosed(.cancelled, "the other device no longer wanted the stream")
+            }
             closeIfRetiredAndIdle()
         }
         guard let id else { return }
@@ -266,19 +327,172 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 
     func failAll(_ reason: FetchFailure, _ text: String) {
-        let (waiters, tasks) = state.withLockedValue { state in
+        let (waiters, tasks, streams) = state.withLockedValue { state in
             state.closed = true
             _ = state.multiplexer.closed()
             for timer in state.timeouts.values { timer.cancel() }
             state.timeouts = [:]
+            state.keepalive?.cancel()
+            state.keepalive = nil
             defer {
                 state.waiters = [:]
                 state.answering = [:]
+                state.streams = [:]
             }
-            return (Array(state.waiters.values), Array(state.answering.values))
+            return (Array(state.waiters.values), Array(state.answering.values), Array(state.streams.values))
         }
         for waiter in waiters { waiter(.failed(reason, text)) }
         for cancel in tasks { cancel() }
+        // F3: no stream outlives its session; both apps hear why.
+        for stream in streams { stream.linkClosed(reason == .refused ? .refused : .peerGone, text) }
+    }
+
+    // MARK: Continuation streams (F3, docs/PROTOCOL.md §8)
+
+    /// Asks the peer to open a continuation stream to the app of its activity `sequence`, offering `window` bytes;
+    /// `endpoint` receives the stream's traffic from the moment the request goes out (the peer may send as soon as
+    /// it has answered). `completion` gets the stream's key and the peer's window, or why not (the endpoint is then
+    /// detached): exactly once, like ``request(_:timeout:completion:)``.
+    @discardableResult
+    func openStream(
+        sequence: UInt64,
+        window: Int,
+        endpoint: StreamEndpoint,
+        timeout: Double,
+        completion: @escaping @Sendable (Result<(StreamKey, Int), Agent.FetchError>) -> Void
+    ) -> Cancel {
+        let full = state.withLockedValue { $0.streams.count >= StreamLimits.perSession }
+        guard !full else {
+            completion(.failure(Agent.FetchError(reason: .tooManyStreams, message: "\(StreamLimits.perSession) streams are open with \(peerName) already")))
+            return {}
+        }
+        let key = NIOLockedValueBox<StreamKey?>(nil)
+        return request(.openStream(sequence: sequence, window: UInt64(window)), timeout: timeout, registering: { id, state in
+            let opened = StreamKey(id: id, openedHere: true)
+            state.streams[opened] = endpoint
+            key.withLockedValue { $0 = opened }
+        }) { [self] reply in
+            guard let opened = key.withLockedValue({ $0 }) else {
+                if case .failed(let reason, let text) = reply { completion(.failure(Agent.FetchError(reason: reason, message: text))) }
+                return
+            }
+            switch reply {
+            case .streamOpened(let window):
+                startKeepalive()
+                completion(.success((opened, Int(window))))
+            case .failed(let reason, let text):
+                detach(opened)
+                completion(.failure(Agent.FetchError(reason: reason, message: text)))
+            default:
+                detach(opened)
+                completion(.failure(Agent.FetchError(reason: .protocolViolation, message: "\(peerName) answered a stream request with something else")))
+            }
+        }
+    }
+
+    /// Attaches `endpoint` to the peer's stream `key` (the answering side, before it replies `opened`).
+    /// - Returns: false when the link has closed or carries the most streams allowed.
+    func attach(_ endpoint: StreamEndpoint, to key: StreamKey) -> Bool {
+        let attached = state.withLockedValue { state -> Bool in
+            guard !state.closed, state.streams.count < StreamLimits.perSession || state.streams[key] != nil else { return false }
+            state.streams[key] = endpoint
+            return true
+        }
+        if attached { startKeepalive() }
+        return attached
+    }
+
+    /// Streams open on this link.
+    var streamCount: Int { state.withLockedValue { $0.streams.count } }
+
+    /// Forgets stream `key` (it ended); returns its endpoint if it was still attached.
+    @discardableResult
+    func detach(_ key: StreamKey) -> StreamEndpoint? {
+        let endpoint = state.withLockedValue { state -> StreamEndpoint? in
+            let endpoint = state.streams.removeValue(forKey: key)
+            if endpoint != nil { touch(&state) }
+            return endpoint
+        }
+        if endpoint != nil { closeIfRetiredAndIdle() }
+        return endpoint
+    }
+
+    /// Writes bytes of stream `key` as data frames (at most ``Frame/maximumData`` each), flushed once.
+    func sendStreamData(_ key: StreamKey, _ chunks: [ByteBuffer]) {
+        guard channel.isActive else { return }
+        for var chunk in chunks {
+            while chunk.readableBytes > Frame.maximumData, let part = chunk.readSlice(length: Frame.maximumData) {
+                channel.write(OutboundFrame.data(stream: key.id, opener: key.openedHere, part), promise: nil)
+            }
+            channel.write(OutboundFrame.data(stream: key.id, opener: key.openedHere, chunk), promise: nil)
+        }
+        channel.flush()
+    }
+
+    /// Sends a stream's `credit`, `eof` or `reset`.
+    func sendStreamControl(_ message: SessionMessage) {
+        send(message)
+    }
+
+    package func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool {
+        lastHeard.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        // Data for a stream that has ended here (it crossed a reset) is dropped: it holds nothing.
+        state.withLockedValue { $0.streams[StreamKey(id: stream, openedHere: !opener)] }?.linkData(bytes)
+        return true
+    }
+
+    func streamControl(_ message: SessionMessage) {
+        let key: StreamKey
+        switch message {
+        case .credit(let stream, let opener, _), .endOfStream(let stream, let opener), .resetStream(let stream, let opener, _, _):
+            key = StreamKey(id: stream, openedHere: !opener)
+        default:
+            return
+        }
+        let endpoint: StreamEndpoint?
+        if case .resetStream = message {
+            endpoint = detach(key)
+        } else {
+            endpoint = state.withLockedValue { $0.streams[key] }
+        }
+        endpoint?.linkControl(message)
+    }
+
+    /// While streams are open, pings a link that has been quiet for ``StreamLimits/keepaliveMilliseconds``; a ping
+    /// unanswered as long again closes the link (every stream then ends with peerGone: a dead peer, F3).
+    func startKeepalive() {
+        let interval = TimeAmount.milliseconds(Int64(StreamLimits.keepaliveMilliseconds))
+        let start = state.withLockedValue { state -> Bool in
+            guard state.keepalive == nil, !state.closed else { return false }
+            state.keepalive = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
+                self?.keepaliveTick(task)
+            }
+            return true
+        }
+        _ = start
+    }
+
+    func keepaliveTick(_ task: RepeatedTask) {
+        let quiet = DispatchTime.now().uptimeNanoseconds &- lastHeard.load(ordering: .relaxed)
+        let ping = state.withLockedValue { state -> Bool in
+            guard !state.streams.isEmpty, !state.closed else {
+                task.cancel()
+                state.keepalive = nil
+                return false
+            }
+            guard !state.pinging, quiet >= StreamLimits.keepaliveMilliseconds * 1_000_000 else { return false }
+            state.pinging = true
+            return true
+        }
+        guard ping else { return }
+        let timeout = Double(StreamLimits.keepaliveMilliseconds) / 1000
+        request(.ping, timeout: timeout) { [self] reply in
+            state.withLockedValue { $0.pinging = false }
+            if case .failed(.timedOut, _) = reply {
+                failAll(.peerGone, "\(peerName) stopped answering (no answer to a ping within \(Self.format(timeout)))")
+                close()
+            }
+        }
     }
 }
 

@@ -1,0 +1,267 @@
+import BatonClient
+import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Continuation streams (SEMANTICS F1–F3, docs/PROTOCOL.md §8): after an activity was continued, the continuing app
+/// opens a stream to the originating app; the two agents splice it over their session.
+///
+/// Each end is the app's own connection to its agent (a `hello` naming the continuation, or the token the agent
+/// announced), so an app's stream has its own socket and its own backpressure, apart from its main connection.
+extension Agent {
+    /// An activity of this device that another device continued (it fetched its state): streams may be asked for it
+    /// by those devices while its app runs it (F1).
+    struct StreamOrigin {
+        var app: HandoffBroker.AppID
+        var bundle: String
+        var activity: UInt64
+        var supportsStreams: Bool
+        /// The devices that continued it.
+        var peers: Set<DeviceID>
+        /// Its app invalidated it: no stream any more.
+        var invalidated = false
+    }
+
+    /// A continuation delivered to an app here: where its state came from, so the app can ask for a stream (F2).
+    struct StreamDelivery {
+        var bundle: String
+        var device: DeviceID
+        var host: String
+        var port: Int
+        var sequence: UInt64
+    }
+
+    /// A peer's stream request announced to the originating app, waiting for it to connect (or decline).
+    struct IncomingStream {
+        var link: PeerLink
+        var id: UInt64
+        var peerWindow: Int
+        var bundle: String
+        var reply: @Sendable (SessionMultiplexer.Reply) -> Void
+        var timer: Scheduled<Void>
+    }
+
+    /// The most origins and deliveries remembered: the newest are kept.
+    static let rememberedStreamActivities = 64
+
+    // MARK: Records
+
+    /// A fetch of `current` by `peer` was answered with its state: `peer` may now ask for streams to it (F1).
+    func recordContinued(_ current: HandoffBroker.CurrentActivity, by peer: DeviceID) {
+        state.withLockedValue { state in
+            var origin = state.streamOrigins[current.sequence]
+                ?? StreamOrigin(app: current.app, bundle: current.bundle, activity: current.activity, supportsStreams: current.notice.supportsStreams, peers: [])
+            origin.peers.insert(peer)
+            origin.supportsStreams = current.notice.supportsStreams
+            state.streamOrigins[current.sequence] = origin
+            Self.trim(&state.streamOrigins)
+        }
+    }
+
+    /// Continuation `id` was delivered to an app (C7): remember where its state came from.
+    func recordDelivered(_ id: HandoffBroker.ContinuationID, to app: HandoffBroker.AppID) {
+        state.withLockedValue { state in
+            guard let entry = state.continuationRecords[id]?.entry, let connection = state.appConnections[app],
+                case .app(let bundle, _) = connection.identity.withLockedValue({ $0 })
+            else { return }
+            state.streamDeliveries[id.value] = StreamDelivery(
+                bundle: bundle,
+                device: entry.advert.device,
+                host: entry.host,
+                port: Int(entry.advert.sessionPort),
+                sequence: entry.advert.sequence
+            )
+            Self.trim(&state.streamDeliveries)
+        }
+    }
+
+    static func trim<Value>(_ table: inout [UInt64: Value]) {
+        guard table.count > rememberedStreamActivities else { return }
+        for key in table.keys.sorted().prefix(table.count - rememberedStreamActivities) { table[key] = nil }
+    }
+
+    /// The app invalidated `activity`: streams to it are refused from now on.
+    func streamActivityInvalidated(app: HandoffBroker.AppID, activity: UInt64) {
+        state.withLockedValue { state in
+            for (sequence, origin) in state.streamOrigins where origin.app == app && origin.activity == activity {
+                state.streamOrigins[sequence]?.invalidated = true
+            }
+        }
+    }
+
+    /// An app's main connection closed: its activities take no streams, and those announced to it fail now.
+    func streamAppGone(_ app: HandoffBroker.AppID, bundle: String?) {
+        let waiting = state.withLockedValue { state -> [IncomingStream] in
+            state.streamOrigins = state.streamOrigins.filter { $0.value.app != app }
+            guard let bundle else { return [] }
+            let gone = state.incomingStreams.filter { $0.value.bundle == bundle }
+            for token in gone.keys { state.incomingStreams[token] = nil }
+            return Array(gone.values)
+        }
+        for incoming in waiting {
+            incoming.timer.cancel()
+            incoming.reply(.failed(.appGone, "the app quit before it took the stream"))
+        }
+    }
+
+    /// One more stream for `bundle`, unless it has the most allowed; the returned closure gives it back, once.
+    func claimStream(for bundle: String) -> (@Sendable () -> Void)? {
+        let claimed = state.withLockedValue { state -> Bool in
+            guard state.streamsPerBundle[bundle, default: 0] < StreamLimits.perApp else { return false }
+            state.streamsPerBundle[bundle, default: 0] += 1
+            return true
+        }
+        guard claimed else { return nil }
+        let released = NIOLockedValueBox(false)
+        return { [self] in
+            guard !released.withLockedValue({ done in defer { done = true }; return done }) else { return }
+            state.withLockedValue { state in
+                state.streamsPerBundle[bundle, default: 1] -= 1
+                if state.streamsPerBundle[bundle] == 0 { state.streamsPerBundle[bundle] = nil }
+            }
+        }
+    }
+
+    // MARK: The originating side
+
+    /// A peer asks for a stream to the app of its continued activity `sequence` (F1, F3): announced to the app,
+    /// which connects with the token (or declines); answered `opened` once it has.
+    func respondToStream(
+        id: UInt64,
+        sequence: UInt64,
+        window: UInt64,
+        on link: PeerLink,
+        reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
+    ) -> PeerLink.Cancel {
+        let found = state.withLockedValue { state -> Result<(StreamOrigin, IPCConnection), Agent.FetchError> in
+            guard let origin = state.streamOrigins[sequence], origin.peers.contains(link.peer) else {
+                return .failure(FetchError(reason: .notContinued, message: "\(identity.name) gave that activity's state to no app of this device"))
+            }
+            guard origin.supportsStreams else {
+                return .failure(FetchError(reason: .noStreams, message: "\(origin.bundle) did not set supportsContinuationStreams on that activity"))
+            }
+            guard !origin.invalidated else {
+                return .failure(FetchError(reason: .notCurrent, message: "\(origin.bundle) has invalidated that activity"))
+            }
+            guard let connection = state.appConnections[origin.app], connection.channel.isActive else {
+                return .failure(FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(identity.name)"))
+            }
+            return .success((origin, connection))
+        }
+        let origin: StreamOrigin
+        let connection: IPCConnection
+        switch found {
+        case .failure(let error):
+            reply(.failed(error.reason, error.message))
+            return {}
+        case .success(let (found, app)):
+            origin = found
+            connection = app
+        }
+        var generator = SystemRandomNumberGenerator()
+        let token = Data((0..<IPCMessage.streamTokenLength).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let timer = link.channel.eventLoop.scheduleTask(in: .milliseconds(Int64(StreamLimits.acceptMilliseconds))) { [self] in
+            guard let incoming = state.withLockedValue({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
+            incoming.reply(.failed(.appNotAnswering, "\(origin.bundle) did not take the stream within \(StreamLimits.acceptMilliseconds / 1000) s"))
+        }
+        state.withLockedValue { state in
+            state.incomingStreams[token] = IncomingStream(
+                link: link, id: id, peerWindow: Int(window), bundle: origin.bundle, reply: reply, timer: timer
+            )
+        }
+        connection.send(.incomingStream(activity: origin.activity, token: token))
+        return { [self] in
+            guard let incoming = state.withLockedValue({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
+            incoming.timer.cancel()
+        }
+    }
+
+    /// The originating app declined the stream announced with `token`.
+    func streamDeclined(token: Data, bundle: String, message: String) {
+        let incoming = state.withLockedValue { state -> IncomingStream? in
+            guard state.incomingStreams[token]?.bundle == bundle else { return nil }
+            return state.incomingStreams.removeValue(forKey: token)
+        }
+        guard let incoming else { return }
+        incoming.timer.cancel()
+        incoming.reply(.failed(.noStreams, "\(bundle) declined the stream: \(message)"))
+    }
+
+    /// The originating app connected for the stream announced with `token` (its identity already checked).
+    func acceptStream(token: Data, bundle: String, on connection: IPCConnection) {
+        let incoming = state.withLockedValue { state -> IncomingStream? in
+            guard state.incomingStreams[token]?.bundle == bundle else { return nil }
+            return state.incomingStreams.removeValue(forKey: token)
+        }
+        guard let incoming else {
+            return connection.refuse("notPermitted", "no stream waits for \(bundle) with that token (it expired, or was for another app)")
+        }
+        incoming.timer.cancel()
+        guard let release = claimStream(for: bundle) else {
+            let text = "\(bundle) has \(StreamLimits.perApp) streams open already"
+            incoming.reply(.failed(.tooManyStreams, text))
+            return connection.refuse(FetchFailure.tooManyStreams.rawValue, text)
+        }
+        connection.identify(.stream(bundle: bundle))
+        let key = PeerLink.StreamKey(id: incoming.id, openedHere: false)
+        let splice = StreamSplice(app: connection, link: incoming.link, ended: release)
+        guard incoming.link.attach(splice, to: key) else {
+            release()
+            let text = "the session with the other device ended, or carries \(StreamLimits.perSession) streams already"
+            incoming.reply(.failed(.tooManyStreams, text))
+            return connection.refuse(FetchFailure.peerGone.rawValue, text)
+        }
+        let window = StreamFlow.defaultWindow
+        splice.start(key: key, window: window, peerWindow: incoming.peerWindow, welcome: .welcome(device: identity.id.description, deviceName: identity.name))
+        incoming.reply(.streamOpened(window: UInt64(window)))
+        log("stream \(incoming.id) from \(incoming.link.peer.short) to \(bundle) opened")
+    }
+
+    // MARK: The continuing side
+
+    /// The app that continuation `continuation` was delivered to asks for a stream to the originating app (F2).
+    func openStream(continuation: UInt64, bundle: String, on connection: IPCConnection) {
+        guard let delivery = state.withLockedValue({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
+            return connection.refuse(FetchFailure.notContinued.rawValue, "no activity continued into \(bundle) here has the number \(continuation)")
+        }
+        guard let release = claimStream(for: bundle) else {
+            return connection.refuse(FetchFailure.tooManyStreams.rawValue, "\(bundle) has \(StreamLimits.perApp) streams open already")
+        }
+        connection.identify(.stream(bundle: bundle))
+        let window = StreamFlow.defaultWindow
+        let timeout = Double(StreamLimits.openMilliseconds) / 1000
+        let welcome = IPCMessage.welcome(device: identity.id.description, deviceName: identity.name)
+        let opening: @Sendable (PeerLink) -> Void = { [self] link in
+            let splice = StreamSplice(app: connection, link: link, ended: release)
+            link.openStream(sequence: delivery.sequence, window: window, endpoint: splice, timeout: timeout) { [self] result in
+                switch result {
+                case .success(let (key, peerWindow)):
+                    splice.start(key: key, window: window, peerWindow: peerWindow, welcome: welcome)
+                    log("stream \(key.id) to \(link.peer.short) for \(bundle) opened")
+                case .failure(let error):
+                    release()
+                    let text =
+                        error.reason == .unsupported
+                        ? "the originating device runs an older Baton without continuation streams (\(error.message))" : error.message
+                    connection.refuse(error.reason.rawValue, text)
+                }
+            }
+        }
+        if let link = links.existing(delivery.device) { return opening(link) }
+        links.linking(to: delivery.device, host: delivery.host, port: delivery.port).whenComplete { result in
+            switch result {
+            case .success(let link):
+                opening(link)
+            case .failure(let error):
+                release()
+                let refused = (error as? BatonAgentError)?.code == .peerRefused
+                connection.refuse((refused ? FetchFailure.refused : .peerGone).rawValue, "cannot reach the originating device: \(error)")
+            }
+        }
+    }
+}

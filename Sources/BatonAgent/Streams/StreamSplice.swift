@@ -1,0 +1,280 @@
+import BatonClient
+import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One continuation stream at one agent (F3): the app's own connection for the stream on one side, the stream on
+/// the session with the other device on the other. Bytes pass through uncopied; ``StreamFlow`` decides how many may
+/// go and when credit goes back; this class only moves them.
+///
+/// Backpressure, both ways: the agent reads the app's socket only while the peer has credit left (it turns the
+/// connection's autoRead off otherwise, so a fast writer's `write` waits in its kernel buffer), and credits the peer
+/// only for bytes its own app's socket has taken. So it holds at most one window for a slow reader.
+///
+/// `@unchecked Sendable`: its mutable state is under `state`'s lock; the rest are `let`s (the app connection, the
+/// link, and the end hook, all Sendable).
+final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
+    let app: IPCConnection
+    let link: PeerLink
+    /// Called once when the stream ends, however it ends (the agent's per-app count).
+    let ended: @Sendable () -> Void
+    let state = NIOLockedValueBox(SpliceState())
+
+    struct SpliceState {
+        /// Set once the stream is open at both ends.
+        var flow: StreamFlow?
+        var key: PeerLink.StreamKey?
+        /// What the app wrote that waits for credit.
+        var queue = CircularBuffer<ByteBuffer>()
+        /// Whether the app connection is being read (autoRead).
+        var reading = true
+        /// The stream is over here (finished or reset): nothing more moves.
+        var over = false
+        /// The last write to the app, so the connection closes only after it.
+        var lastWrite: EventLoopFuture<Void>?
+    }
+
+    init(app: IPCConnection, link: PeerLink, ended: @escaping @Sendable () -> Void) {
+        self.app = app
+        self.link = link
+        self.ended = ended
+    }
+
+    /// The stream is open: `key` on the link, this side offering `window`, the peer `peerWindow`. Tells the app
+    /// (`welcome`) and starts reading it.
+    func start(key: PeerLink.StreamKey, window: Int, peerWindow: Int, welcome: IPCMessage) {
+        let gone = state.withLockedValue { state -> Bool in
+            state.key = key
+            state.flow = StreamFlow(window: window, peerWindow: peerWindow)
+            return state.over
+        }
+        // The app left while the stream was being opened: the peer's end goes too.
+        guard !gone else {
+            link.detach(key)
+            link.sendStreamControl(.resetStream(stream: key.id, opener: key.openedHere, reason: .appGone, message: "the app left before the stream opened"))
+            return
+        }
+        // At once, not from a later turn of the loop: the peer may send as soon as it has answered, and its data
+        // must reach the app after the welcome.
+        write(welcome)
+        app.streamSink.withLockedValue { $0 = self }
+        // Closed before the sink was set: its close was not heard here.
+        guard app.channel.isActive else { return appClosed() }
+        updateReading()
+    }
+
+    // MARK: From the app
+
+    func appData(_ bytes: ByteBuffer) {
+        let result = state.withLockedValue { state -> (PeerLink.StreamKey, [ByteBuffer], Bool)? in
+            // Bytes after the app's own eof (flowViolation) break the protocol; after the stream is over, they are
+            // dropped (the reset below then does nothing).
+            guard !state.over, let key = state.key, var flow = state.flow, let send = try? flow.appSent(bytes.readableBytes) else { return nil }
+            state.queue.append(bytes)
+            state.flow = flow
+            return (key, Self.take(send.bytes, from: &state.queue), send.end)
+        }
+        guard let (key, chunks, end) = result else {
+            return reset(.protocolViolation, "the app wrote after ending its side of the stream", tellApp: true, tellPeer: true, peerReason: .appGone)
+        }
+        transmit(key, chunks, end: end)
+    }
+
+    func appMessage(_ message: IPCMessage) {
+        guard case .endOfStream = message else {
+            return reset(.protocolViolation, "only data and eof may follow a stream's welcome", tellApp: true, tellPeer: true, peerReason: .appGone)
+        }
+        let result = state.withLockedValue { state -> (PeerLink.StreamKey, [ByteBuffer], Bool)? in
+            guard !state.over, let key = state.key, var flow = state.flow, !flow.appEnded else { return nil }
+            let send = flow.appFinished()
+            state.flow = flow
+            return (key, Self.take(send.bytes, from: &state.queue), send.end)
+        }
+        guard let (key, chunks, end) = result else { return }
+        transmit(key, chunks, end: end)
+    }
+
+    func appClosed() {
+        // A clean end (both sides finished) has already ended the stream; anything else is the app gone (F3).
+        reset(.appGone, "the app at the other end closed the stream", tellApp: false, tellPeer: true, peerReason: .appGone)
+    }
+
+    // MARK: From the link
+
+    func linkData(_ bytes: ByteBuffer) {
+        let count = bytes.readableBytes
+        let accepted = state.withLockedValue { state -> Result<Void, Error>? in
+            guard !state.over, var flow = state.flow else { return nil }
+            defer { state.flow = flow }
+            return Result { try flow.peerSent(count) }
+        }
+        switch accepted {
+        case nil:
+            return
+        case .failure(let error):
+            return reset(.protocolViolation, "the other device broke the stream's flow control: \(error)", tellApp: true, tellPeer: true, peerReason: .protocolViolation)
+        case .success:
+            break
+        }
+        let written = write(.data(stream: 0, opener: false, bytes))
+        written.whenSuccess { [self] in
+            let credit = state.withLockedValue { state -> (PeerLink.StreamKey, Int)? in
+                guard !state.over, let key = state.key, var flow = state.flow else { return nil }
+                defer { state.flow = flow }
+                return flow.appTook(count).map { (key, $0) }
+            }
+            if let (key, bytes) = credit {
+                link.sendStreamControl(.credit(stream: key.id, opener: key.openedHere, bytes: UInt64(bytes)))
+            }
+        }
+    }
+
+    func linkControl(_ message: SessionMessage) {
+        switch message {
+        case .credit(_, _, let bytes):
+            let result = state.withLockedValue { state -> Result<(PeerLink.StreamKey, [ByteBuffer], Bool), Error>? in
+                guard !state.over, let key = state.key, var flow = state.flow else { return nil }
+                do {
+                    let send = try flow.credited(Int(bytes))
+                    state.flow = flow
+                    return .success((key, Self.take(send.bytes, from: &state.queue), send.end))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case nil: return
+            case .failure(let error):
+                reset(.protocolViolation, "the other device broke the stream's flow control: \(error)", tellApp: true, tellPeer: true, peerReason: .protocolViolation)
+            case .success(let (key, chunks, end)):
+                transmit(key, chunks, end: end)
+            }
+        case .endOfStream:
+            let open = state.withLockedValue { state -> Bool in
+                guard !state.over, var flow = state.flow else { return false }
+                flow.peerFinished()
+                state.flow = flow
+                return true
+            }
+            guard open else { return }
+            write(.endOfStream)
+            finishIfDone()
+        case .resetStream(_, _, let reason, let text):
+            reset(reason, text, tellApp: true, tellPeer: false, peerReason: reason)
+        default:
+            break
+        }
+    }
+
+    func linkClosed(_ reason: FetchFailure, _ message: String) {
+        // Not open yet: the request that opens it fails too, and refuses the app with its reason.
+        guard state.withLockedValue({ $0.flow != nil }) else { return }
+        reset(reason, message, tellApp: true, tellPeer: false, peerReason: reason)
+    }
+
+    // MARK: Moving bytes
+
+    /// Removes the first `count` bytes of `queue`, as the buffers (or slices of them) that hold them.
+    static func take(_ count: Int, from queue: inout CircularBuffer<ByteBuffer>) -> [ByteBuffer] {
+        var left = count
+        var taken: [ByteBuffer] = []
+        while left > 0, var head = queue.first {
+            if head.readableBytes <= left {
+                left -= head.readableBytes
+                taken.append(head)
+                queue.removeFirst()
+            } else if let part = head.readSlice(length: left) {
+                taken.append(part)
+                queue[queue.startIndex] = head
+                left = 0
+            }
+        }
+        return taken
+    }
+
+    func transmit(_ key: PeerLink.StreamKey, _ chunks: [ByteBuffer], end: Bool) {
+        if !chunks.isEmpty { link.sendStreamData(key, chunks) }
+        if end { link.sendStreamControl(.endOfStream(stream: key.id, opener: key.openedHere)) }
+        updateReading()
+        if end { finishIfDone() }
+    }
+
+    /// Reads the app's socket only while its bytes could go out (credit left, nothing queued).
+    func updateReading() {
+        let change = state.withLockedValue { state -> Bool? in
+            let wanted = !state.over && (state.flow?.wantsAppData ?? false)
+            guard wanted != state.reading else { return nil }
+            state.reading = wanted
+            return wanted
+        }
+        guard let change else { return }
+        app.channel.setOption(ChannelOptions.autoRead, value: change).whenFailure { _ in }
+        if change { app.channel.read() }
+    }
+
+    @discardableResult
+    func write(_ message: IPCMessage) -> EventLoopFuture<Void> {
+        guard let bytes = try? BinaryPropertyListEncoder.encode(message.propertyList) else {
+            return app.channel.eventLoop.makeSucceededVoidFuture()
+        }
+        return write(.message(ByteBuffer(bytes: bytes)))
+    }
+
+    func write(_ frame: OutboundFrame) -> EventLoopFuture<Void> {
+        let written = app.channel.writeAndFlush(frame)
+        state.withLockedValue { $0.lastWrite = written }
+        return written
+    }
+
+    /// Both sides have ended cleanly: the stream is over; the app's connection closes once it has everything.
+    func finishIfDone() {
+        let finished = state.withLockedValue { state -> (PeerLink.StreamKey, EventLoopFuture<Void>?)? in
+            guard !state.over, let key = state.key, state.flow?.isFinished == true else { return nil }
+            state.over = true
+            state.queue.removeAll()
+            return (key, state.lastWrite)
+        }
+        guard let (key, last) = finished else { return }
+        link.detach(key)
+        ended()
+        closeApp(after: last)
+    }
+
+    /// Ends the stream abnormally: the app hears `reason` (unless it is the one gone), the peer `peerReason`
+    /// (unless it told us), and nothing of the stream is left.
+    func reset(_ reason: FetchFailure, _ message: String, tellApp: Bool, tellPeer: Bool, peerReason: FetchFailure) {
+        let over = state.withLockedValue { state -> (PeerLink.StreamKey?, Bool)? in
+            guard !state.over else { return nil }
+            state.over = true
+            state.queue.removeAll()
+            let finished = state.flow?.isFinished ?? false
+            return (state.key, finished)
+        }
+        guard let (key, finished) = over else { return }
+        if let key {
+            link.detach(key)
+            if tellPeer, !finished {
+                link.sendStreamControl(.resetStream(stream: key.id, opener: key.openedHere, reason: peerReason, message: message))
+            }
+        }
+        ended()
+        if tellApp {
+            closeApp(after: write(.resetStream(reason: reason.rawValue, message: message)))
+        } else {
+            app.channel.close(promise: nil)
+        }
+    }
+
+    func closeApp(after last: EventLoopFuture<Void>?) {
+        guard let last else {
+            app.channel.close(promise: nil)
+            return
+        }
+        last.whenComplete { [app] _ in app.channel.close(promise: nil) }
+    }
+}

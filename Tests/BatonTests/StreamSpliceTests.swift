@@ -1,0 +1,401 @@
+@testable import BatonAgent
+import BatonClient
+import BatonCore
+import BatonEmbedded
+import BatonProtocol
+import BatonRegistry
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A continuation stream's connection as an app makes it, speaking the app-socket protocol directly
+/// (docs/PROTOCOL.md §8): the agents' side of F2/F3, without the library.
+final class RawStreamEnd: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = InboundFrame
+
+    enum Event: Sendable {
+        case message(IPCMessage)
+        case data(ByteBuffer)
+        case closed
+    }
+
+    let events: AsyncStream<Event>
+    let sink: AsyncStream<Event>.Continuation
+    var channel: Channel?
+
+    init() {
+        (events, sink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .message(let body):
+            if let plist = try? BinaryPropertyListDecoder.decode(Data(body.readableBytesView)), let message = try? IPCMessage(plist) {
+                sink.yield(.message(message))
+            }
+        case .data(_, _, let bytes):
+            sink.yield(.data(bytes))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        sink.yield(.closed)
+        sink.finish()
+    }
+
+    static func connect(_ path: String, hello: IPCMessage) async throws -> RawStreamEnd {
+        let end = RawStreamEnd()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+                    try channel.pipeline.syncOperations.addHandler(FrameEncoder())
+                    try channel.pipeline.syncOperations.addHandler(end)
+                }
+            }
+            .connect(unixDomainSocketPath: path).get()
+        end.channel = channel
+        try channel.writeMessage(hello.propertyList)
+        return end
+    }
+
+    func send(_ bytes: [UInt8]) async throws {
+        guard let channel else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let count = min(Frame.maximumData, bytes.count - offset)
+            try await channel.writeAndFlush(OutboundFrame.data(stream: 0, opener: false, ByteBuffer(bytes: bytes[offset..<offset + count])))
+            offset += count
+        }
+    }
+
+    func finish() throws {
+        try channel?.writeMessage(IPCMessage.endOfStream.propertyList)
+    }
+}
+
+@Suite("Continuation streams through two agents, at the app-socket protocol (F1–F3)")
+struct StreamSpliceTests {
+    static let info = """
+        <plist version="1.0"><dict>
+        <key>CFBundleIdentifier</key><string>com.example.Notes</string>
+        <key>CFBundleExecutable</key><string>notes</string>
+        <key>BatonTeamIdentifier</key><string>NOTESTEAM1</string>
+        <key>NSUserActivityTypes</key><array><string>com.example.notes.edit</string></array>
+        </dict></plist>
+        """
+    static let other = """
+        <plist version="1.0"><dict>
+        <key>CFBundleIdentifier</key><string>com.example.Other</string>
+        <key>CFBundleExecutable</key><string>other</string>
+        <key>BatonTeamIdentifier</key><string>NOTESTEAM1</string>
+        <key>NSUserActivityTypes</key><array><string>com.example.other.view</string></array>
+        </dict></plist>
+        """
+
+    /// Two devices; the laptop's app offers an activity with streams (or not) and the desktop's app continues it.
+    /// Returns the devices, both apps' main connections and the continuation number on the desktop.
+    static func continued(streams: Bool) async throws -> (LocalDevices, AgentClient, AgentClient, UInt64) {
+        let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
+        for (name, plist) in [("Notes", info), ("Other", other)] {
+            let bundle = apps.appendingPathComponent("\(name).app")
+            try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+            try Data(plist.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
+        }
+        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps]))
+        let laptop = try await AgentClient.connect(path: devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
+        let desktop = try await AgentClient.connect(path: devices.agents[1].socketPath, bundleIdentifier: "com.example.Notes")
+        laptop.send(.becomeCurrent(activity: 1, ActivityNotice(activityType: "com.example.notes.edit", title: "Draft", supportsStreams: streams)))
+        for _ in 0..<1000 where await devices.agents[1].nearbyItems().isEmpty {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        // The laptop's app answers the save.
+        let answering = Task {
+            for await message in laptop.messages {
+                if case .save(let request, _, _) = message {
+                    var payload = try ActivityPayload(activityType: "com.example.notes.edit")
+                    payload.supportsContinuationStreams = streams
+                    laptop.send(.saved(request: request, payload: try payload.encoded()))
+                    return
+                }
+            }
+        }
+        let outcome = await devices.agents[1].continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome.message)")
+        try await answering.value
+        var continuation: UInt64?
+        for await message in desktop.messages {
+            if case .deliver(let number, _) = message {
+                continuation = number
+                break
+            }
+        }
+        return (devices, laptop, desktop, try #require(continuation))
+    }
+
+    static func collect(_ end: RawStreamEnd) async -> (bytes: [UInt8], first: IPCMessage?, last: IPCMessage?) {
+        var bytes: [UInt8] = []
+        var first: IPCMessage?
+        var last: IPCMessage?
+        for await event in end.events {
+            switch event {
+            case .message(let message):
+                if first == nil { first = message } else { last = message }
+                if case .endOfStream = message { return (bytes, first, last) }
+                if case .resetStream = message { return (bytes, first, last) }
+                if case .refused = message { return (bytes, first, last) }
+            case .data(let buffer):
+                bytes += buffer.readableBytesView
+            case .closed:
+                return (bytes, first, last)
+            }
+        }
+        return (bytes, first, last)
+    }
+
+    @Test("F2, F3: what one app writes the other reads, both ways, checksummed; eof half-closes each way")
+    func bothWays() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let opening = Task {
+            try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation))
+        }
+        var token: Data?
+        for await message in laptop.messages {
+            if case .incomingStream(let activity, let announced) = message {
+                #expect(activity == 1)
+                token = announced
+                break
+            }
+        }
+        let accepted = try await RawStreamEnd.connect(
+            devices.agents[0].socketPath,
+            hello: .acceptStream(bundleIdentifier: "com.example.Notes", version: 1, token: try #require(token))
+        )
+        let opened = try await opening.value
+        let up = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let down = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) }
+        async let atLaptop = Self.collect(accepted)
+        async let atDesktop = Self.collect(opened)
+        try await opened.send(up)
+        try opened.finish()
+        try await accepted.send(down)
+        try accepted.finish()
+        let (laptopGot, desktopGot) = await (atLaptop, atDesktop)
+        #expect(laptopGot.first.map { if case .welcome = $0 { true } else { false } } == true)
+        #expect(desktopGot.first.map { if case .welcome = $0 { true } else { false } } == true)
+        #expect(laptopGot.bytes == up)
+        #expect(desktopGot.bytes == down)
+        #expect(laptopGot.last == .endOfStream && desktopGot.last == .endOfStream)
+    }
+
+    @Test("F1: a stream for an activity without supportsContinuationStreams is refused noStreams")
+    func noStreams() async throws {
+        let (devices, _, _, continuation) = try await Self.continued(streams: false)
+        defer { Task { await devices.shutdown() } }
+        let end = try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation))
+        let got = await Self.collect(end)
+        guard case .refused(let code, _) = got.first else {
+            Issue.record("expected a refusal, got \(String(describing: got.first))")
+            return
+        }
+        #expect(code == "noStreams")
+    }
+
+    @Test("F1: a stream for a continuation that was not delivered to this app is refused notContinued")
+    func notContinued() async throws {
+        let (devices, _, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let end = try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation + 100))
+        let got = await Self.collect(end)
+        guard case .refused(let code, _) = got.first else {
+            Issue.record("expected a refusal, got \(String(describing: got.first))")
+            return
+        }
+        #expect(code == "notContinued")
+    }
+
+    /// Opens a stream from the desktop's app to the laptop's, the laptop's app taking it: (desktop end, laptop end).
+    static func openPair(_ devices: LocalDevices, laptop: AgentClient, continuation: UInt64) async throws -> (RawStreamEnd, RawStreamEnd) {
+        let opening = Task {
+            try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation))
+        }
+        var token: Data?
+        for await message in laptop.messages {
+            if case .incomingStream(_, let announced) = message {
+                token = announced
+                break
+            }
+        }
+        let accepted = try await RawStreamEnd.connect(
+            devices.agents[0].socketPath,
+            hello: .acceptStream(bundleIdentifier: "com.example.Notes", version: 1, token: try #require(token))
+        )
+        return (try await opening.value, accepted)
+    }
+
+    /// The first message an end receives (its welcome, or why not).
+    static func first(_ end: RawStreamEnd) async -> IPCMessage? {
+        for await event in end.events {
+            if case .message(let message) = event { return message }
+            if case .closed = event { return nil }
+        }
+        return nil
+    }
+
+    /// How the end's stream ended: the reset's reason, "eof", or "closed".
+    static func ending(_ end: RawStreamEnd) async -> String {
+        for await event in end.events {
+            switch event {
+            case .message(.resetStream(let reason, _)): return reason
+            case .message(.endOfStream): return "eof"
+            case .closed: return "closed"
+            default: continue
+            }
+        }
+        return "closed"
+    }
+
+    @Test("F3: a reader that does not read holds the writer back (bounded buffering), then gets every byte")
+    func slowReader() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        #expect(await Self.first(desktopEnd) != nil)
+        // The laptop's app reads nothing yet: its events are not consumed, but its socket is (NIO reads into the
+        // stream), so stop its reads outright.
+        try await laptopEnd.channel?.setOption(ChannelOptions.autoRead, value: false).get()
+        let total = 64 << 20
+        let written = NIOLockedValueBox(0)
+        let writer = Task {
+            let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
+            for _ in 0..<(total / chunk.count) {
+                try await desktopEnd.send(chunk)
+                written.withLockedValue { $0 += chunk.count }
+            }
+            try desktopEnd.finish()
+        }
+        try await Task.sleep(for: .seconds(1))
+        let stalled = written.withLockedValue { $0 }
+        // Two 512 KiB windows' worth of agent buffering plus the four socket buffers on the way: far below 64 MiB.
+        #expect(stalled < 16 << 20, "the writer got \(stalled) bytes out while nobody read")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(written.withLockedValue { $0 } - stalled < 1 << 20, "the writer kept going while nobody read")
+        laptopEnd.channel?.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        laptopEnd.channel?.read()
+        let got = await Self.collect(laptopEnd)
+        try await writer.value
+        #expect(got.bytes.count == total)
+        #expect(got.last == .endOfStream)
+    }
+
+    @Test("F3: several streams at once each carry their own bytes; past 8 for one app, tooManyStreams")
+    func manyStreams() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        var pairs: [(RawStreamEnd, RawStreamEnd)] = []
+        for _ in 0..<StreamLimits.perApp {
+            pairs.append(try await Self.openPair(devices, laptop: laptop, continuation: continuation))
+        }
+        for (desktopEnd, _) in pairs { #expect(await Self.first(desktopEnd).map { if case .welcome = $0 { true } else { false } } == true) }
+        let refused = try await RawStreamEnd.connect(
+            devices.agents[1].socketPath,
+            hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation)
+        )
+        let answer = await Self.first(refused)
+        guard case .refused(let code, _) = answer else {
+            Issue.record("expected tooManyStreams, got \(String(describing: answer))")
+            return
+        }
+        #expect(code == "tooManyStreams")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, (desktopEnd, laptopEnd)) in pairs.enumerated() {
+                group.addTask {
+                    let bytes = [UInt8](repeating: UInt8(index), count: 300_000 + index)
+                    async let got = Self.collect(laptopEnd)
+                    try await desktopEnd.send(bytes)
+                    try desktopEnd.finish()
+                    #expect(await got.bytes == bytes)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("F3: the originating app killed mid-stream ends the continuing app's stream with appGone, at once")
+    func originAppGone() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        #expect(await Self.first(desktopEnd) != nil)
+        try await desktopEnd.send([UInt8](repeating: 1, count: 100_000))
+        try await laptopEnd.channel?.close()
+        #expect(await Self.ending(desktopEnd) == "appGone")
+    }
+
+    @Test("F3: the originating agent gone mid-stream ends the continuing app's stream with peerGone, and no stream outlives it")
+    func originAgentGone() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        #expect(await Self.first(desktopEnd) != nil)
+        #expect(await Self.first(laptopEnd) != nil)
+        let started = ContinuousClock.now
+        await devices.agents[0].shutdown()
+        #expect(await Self.ending(desktopEnd) == "peerGone")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(await Self.ending(laptopEnd) != "eof")
+    }
+
+    @Test("F1: an app other than the one the activity was continued into is refused notContinued")
+    func otherApp() async throws {
+        let (devices, _, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let end = try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Other", version: 1, continuation: continuation))
+        guard case .refused(let code, _) = await Self.first(end) else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(code == "notContinued")
+    }
+
+    @Test("F1: an originating app that declines gives the continuing app noStreams")
+    func declined() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let opening = Task {
+            try await RawStreamEnd.connect(devices.agents[1].socketPath, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: continuation))
+        }
+        for await message in laptop.messages {
+            if case .incomingStream(_, let token) = message {
+                laptop.send(.declineStream(token: token, message: "no delegate for streams"))
+                break
+            }
+        }
+        guard case .refused(let code, let text) = await Self.first(try await opening.value) else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(code == "noStreams")
+        #expect(text.contains("no delegate"))
+    }
+
+    @Test("F3: a peer that stops answering (its session no longer read) ends the stream with peerGone within seconds, not a hang")
+    func deadPeer() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        #expect(await Self.first(desktopEnd) != nil)
+        #expect(await Self.first(laptopEnd) != nil)
+        // The laptop's agent freezes as far as the desktop can tell: it reads nothing more from the session (the
+        // kernel still acknowledges, as for a hung process or a host gone from the network mid-stream).
+        let frozen = try #require(devices.agents[0].links.existing(devices.agents[1].identity.id))
+        try await frozen.channel.setOption(ChannelOptions.autoRead, value: false).get()
+        let started = ContinuousClock.now
+        #expect(await Self.ending(desktopEnd) == "peerGone")
+        let waited = ContinuousClock.now - started
+        #expect(waited < .seconds(8), "ended after \(waited)")
+    }
+}
