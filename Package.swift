@@ -115,6 +115,7 @@ let package = Package(
             dependencies: [
                 "BatonAgentCommand",
                 "BatonCore",
+                "BatonProtocol",
                 "BatonRegistry",
                 "BatonAgent",
                 "Baton",

@@ -20,11 +20,14 @@ extension BenchCommand {
                 stream reader and writer with 256 KiB writes. Target: each way at least 0.8x the TLS copy.
                 Memory: before the rounds, the originating app writes --slow-bytes while the continuing app's reader \
                 pauses 10 ms after each chunk for --slow-seconds, then reads the rest at full speed. Reported: how far \
-                this process's resident memory (both agents and both apps) rose over its level just before (peak from \
-                the kernel's VmHWM, reset for the run, and a 1 ms sampler), against the bound the design promises: \
-                the receiving agent holds at most one 512 KiB window of a stream for its app, and the writer waits \
-                instead of filling memory, so what rises is that window, plus what is in flight outside the kernel's \
-                socket buffers (one read of each hop); and how many bytes were written but not yet read at most.
+                this process's resident memory rose over its level just before (the peak from the kernel's VmHWM, \
+                reset for the run, and a 1 ms sampler); the agents and the apps share the process, so the target is \
+                what the design lets all four hold for one stream: one 512 KiB window for the two agents (the \
+                receiving agent credits only what its app's socket took), the sending agent's last reads past the \
+                credit (256 KiB), and each app library's own buffer (1 MiB read ahead, 1 MiB of writes, plus a read or \
+                a write in hand); a writer that did not wait would show the whole --slow-bytes. Also how many bytes \
+                were written but not yet read at most while the reader was slow (the kernel's socket buffers between \
+                apps and agents come on top of the bound there).
                 """
         )
 
