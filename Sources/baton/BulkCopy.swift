@@ -177,17 +177,15 @@ final class BulkCopyEnd: ChannelInboundHandler {
     }
 
     func writeWhileWritable(context: ChannelHandlerContext) {
-        guard toSend > 0 else { return finishIfDone() }
-        var wrote = false
         while toSend > 0, context.channel.isWritable {
             if stamps.firstWrite == nil { stamps.firstWrite = DispatchTime.now().uptimeNanoseconds }
             let count = min(toSend, chunk.readableBytes)
             let buffer = count == chunk.readableBytes ? chunk : chunk.getSlice(at: chunk.readerIndex, length: count) ?? chunk
-            context.write(wrapOutboundOut(buffer), promise: nil)
+            // Flushed one by one: TLS encrypts on flush, and only then do the bytes count against writability, so
+            // writes flushed together would all be taken at once (the whole copy in memory).
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             toSend -= count
-            wrote = true
         }
-        if wrote { context.flush() }
         finishIfDone()
     }
 
