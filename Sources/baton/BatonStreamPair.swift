@@ -33,17 +33,18 @@ final class BatonStreamPair {
     }
 
     /// What this process (two agents, two apps) may hold for one stream whose reader is slow, by design
-    /// (docs/ARCHITECTURE.md, "Continuation streams"): the agents together one window (StreamFlow.defaultWindow: the
-    /// receiving agent credits bytes only once its app's socket took them, so the bytes on the session and at the
-    /// receiving agent stay within it), plus what the sending agent read from its app past the credit (one turn of
-    /// NIO's reads, at most 4 × 64 KiB); the reading app's library stops reading its socket at 1 MiB buffered (plus
-    /// that turn's reads); the writing app's library lets a write return below its 1 MiB high water mark (plus the
-    /// 256 KiB write in hand). The kernel's socket buffers are not resident memory of the process.
-    static let memoryBound = StreamFlow.defaultWindow + 3 * (256 << 10) + 2 * (1 << 20)
-    static let memoryBoundText = "512 KiB window (the agents) + 256 KiB read past credit + 1 MiB + 256 KiB at the reading app + 1 MiB + 256 KiB at the writing app"
+    /// (docs/ARCHITECTURE.md, "Continuation streams"). The agents: one window (StreamFlow.defaultWindow) between them,
+    /// since the receiving agent credits bytes only once its app's socket took them, plus what the sending agent read
+    /// from its app past the credit (one turn of NIO's reads: 4 × 64 KiB). The reading app's library: it stops reading
+    /// its socket at 1 MiB buffered (plus that turn's reads), and hands over chunks of up to 1 MiB. The writing app's
+    /// library: a write returns while less than its 1 MiB high-water mark waits, plus the 256 KiB frame in hand. The
+    /// kernel's socket buffers are not the process's resident memory.
+    static let memoryBound = StreamFlow.defaultWindow + (256 << 10) + ((1 << 20) + (256 << 10) + (1 << 20)) + ((1 << 20) + (256 << 10))
+    static let memoryBoundText = "agents 768 KiB (512 KiB window + 256 KiB read past credit) + reading app 2.25 MiB (1 MiB buffered "
+        + "+ 256 KiB read + 1 MiB chunk in hand) + writing app 1.25 MiB (1 MiB high water + 256 KiB frame)"
 
     /// What one write hands the library.
-    static let chunk = Data(repeating: 0x5A, count: 256 << 10)
+    nonisolated static let chunk = Data(repeating: 0x5A, count: 256 << 10)
     /// How long the slow reader pauses after each chunk.
     static let pause = Duration.milliseconds(10)
 
@@ -211,7 +212,7 @@ final class BatonStreamPair {
         async let wrote: Void = Self.write(bytes, to: output, progress: written)
         // Bytes the writer handed over that the reader has not had, at most, while the reader is slow.
         var inFlight = 0
-        while DispatchTime.now().uptimeNanoseconds - start < slowNanoseconds {
+        while DispatchTime.now().uptimeNanoseconds - start < slowNanoseconds, input.received - startReceived < bytes {
             try await Task.sleep(for: .milliseconds(10))
             inFlight = max(inFlight, written.withLockedValue { $0 } - (input.received - startReceived))
         }

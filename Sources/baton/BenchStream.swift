@@ -24,8 +24,9 @@ extension BenchCommand {
                 reset for the run, and a 1 ms sampler); the agents and the apps share the process, so the target is \
                 what the design lets all four hold for one stream: one 512 KiB window for the two agents (the \
                 receiving agent credits only what its app's socket took), the sending agent's last reads past the \
-                credit (256 KiB), and each app library's own buffer (1 MiB read ahead, 1 MiB of writes, plus a read or \
-                a write in hand); a writer that did not wait would show the whole --slow-bytes. Also how many bytes \
+                credit (256 KiB), and each app library's own buffers (the reader's 1 MiB read ahead, a read turn and \
+                the chunk in hand; the writer's 1 MiB of writes and a frame): 4.25 MiB in all; a writer that did not \
+                wait would show the whole --slow-bytes. Also how many bytes \
                 were written but not yet read at most while the reader was slow (the kernel's socket buffers between \
                 apps and agents come on top of the bound there).
                 """
