@@ -74,7 +74,18 @@ let package = Package(
             ]
         ),
         // What apps import: a client of the device's agent.
-        .target(name: "Baton", dependencies: ["BatonCore", "BatonProtocol", "BatonClient"]),
+        .target(
+            name: "Baton",
+            dependencies: [
+                "BatonCore",
+                "BatonProtocol",
+                "BatonClient",
+                // Continuation streams (F2, F3): each stream end is its own connection to the agent.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // Apple's names (UIApplication, UIResponder, CSSearchableItemAttributeSet, ...) for Baton's types, opt-in.
         .target(name: "BatonAppleNames", dependencies: ["Baton"]),
         // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
@@ -164,3 +175,24 @@ let package = Package(
         ),
     ]
 )
+
+// `scripts/fuzz.sh frames`: the frame decoder needs NIO, so SwiftPM builds its libFuzzer target (Fuzz/FrameFuzzer.swift,
+// with --sanitize=fuzzer,address, in a scratch folder of its own). It is part of the package only then: a fuzzer has no
+// `main` of its own, so no ordinary build could link it.
+if Context.environment["BATON_FUZZ_FRAMES"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "frame-fuzzer",
+            dependencies: [
+                "BatonClient",
+                "BatonCore",
+                "BatonProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Fuzz",
+            exclude: ["AssociationFuzzer.swift", "MessageFuzzer.swift", "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-messages", "corpus-frames"],
+            sources: ["FrameFuzzer.swift"]
+        )
+    )
+}

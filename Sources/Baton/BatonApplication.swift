@@ -123,6 +123,8 @@ public final class BatonApplication {
     public private(set) var bundleIdentifier: String?
     /// The agent's device, once connected.
     public private(set) var deviceName: String?
+    /// The agent's socket, once connected: a continuation stream is its own connection to it (F2, F3).
+    var socketPath: String?
     /// The device's current activity, if this app made it so (A9).
     public private(set) var currentActivity: UserActivity?
     /// What was last sent to the agent of the current activity.
@@ -197,6 +199,7 @@ public final class BatonApplication {
         self.client = client
         self.bundleIdentifier = bundle
         self.deviceName = client.deviceName
+        self.socketPath = path
         receiving = Task { [weak self] in
             for await message in client.messages {
                 self?.handle(message)
@@ -314,10 +317,14 @@ public final class BatonApplication {
                 report(.failed(activityType: type, error: ContinuationError(.unreadable, "the state cannot be used: \(error)")))
                 return
             }
-            deliver(UserActivity(payload: payload, application: self))
+            let activity = UserActivity(payload: payload, application: self)
+            activity.continuation = (continuation, payload.supportsContinuationStreams)
+            deliver(activity)
         case .failed(let continuation, let type, let reason, let text):
             guard pending[continuation] != nil else { return }
             fail(continuation, type: type, ContinuationError(ContinuationError.Code(reason), text))
+        case .incomingStream(let identifier, let token):
+            incomingStream(activity: identifier, token: token)
         default:
             break
         }

@@ -52,6 +52,9 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         public static let notContinued = Code("notContinued")
         /// Too many continuation streams are open already (docs/PROTOCOL.md §8).
         public static let tooManyStreams = Code("tooManyStreams")
+        /// This side of a continuation stream already finished writing, or closed the stream (F3): a write, a second
+        /// `finish()` or a read after `close()`.
+        public static let streamClosed = Code("streamClosed")
         /// Anything else; the message says what.
         public static let other = Code("other")
 

@@ -14,11 +14,16 @@ public let NSUserActivityDocumentURLKey = "NSUserActivityDocumentURL"
 public protocol NSUserActivityDelegate: AnyObject {
     func userActivityWillSave(_ userActivity: NSUserActivity)
     func userActivityWasContinued(_ userActivity: NSUserActivity)
+    /// The app that continued the activity opened a continuation stream to it (F3; the activity has
+    /// `supportsContinuationStreams`). Open both streams, and keep them for as long as the exchange lasts; the
+    /// connection closes once both are closed or gone. The default closes them at once.
+    func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream)
 }
 
 extension NSUserActivityDelegate {
     public func userActivityWillSave(_ userActivity: NSUserActivity) {}
     public func userActivityWasContinued(_ userActivity: NSUserActivity) {}
+    public func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {}
 }
 
 /// `NSUserActivity` for Linux: Apple's names and `[AnyHashable: Any]` `userInfo` over ``UserActivity``, so Handoff
@@ -266,6 +271,12 @@ final class AppleSide: @unchecked Sendable {
             if _attributeSet == nil, let values { _attributeSet = SearchableItemAttributeSet(propertyList: values) }
             return _attributeSet
         }
+    }
+
+    /// Whether the app holds the activity through an ``NSUserActivity`` (one is alive): then its Apple-shaped delegate
+    /// is preferred for a continuation stream (F3).
+    var hasWrapper: Bool {
+        lock.withLock { wrapper != nil }
     }
 
     /// Makes `wrapper` the one delegates are given, unless one is alive already.

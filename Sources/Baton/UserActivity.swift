@@ -89,7 +89,8 @@ public final class UserActivity {
             apple.attributeSet = nil
         }
     }
-    /// Whether the continuing app may ask for streams (F1).
+    /// Whether the continuing app may ask for streams (F1). Set it before the activity is continued, with a delegate
+    /// to receive them (``UserActivityDelegate/userActivity(_:didReceive:)``).
     public var supportsContinuationStreams: Bool {
         get { fields[\.supportsContinuationStreams] }
         set { fields[\.supportsContinuationStreams] = newValue }
@@ -105,6 +106,9 @@ public final class UserActivity {
     public internal(set) var isValid = true
     /// The payload format version it arrived in (continuing side), or the current one.
     public internal(set) var payloadVersion = ActivityPayload.currentVersion
+    /// For an activity that arrived by continuation: the agent's number for that continuation, and whether the
+    /// originating activity supported streams then (F1, F2). Nil for one made here.
+    var continuation: (number: UInt64, supportsStreams: Bool)?
 
     /// The id the agent knows this activity by (per app).
     nonisolated let identifier: UInt64
@@ -289,18 +293,23 @@ public final class UserActivity {
     }
 }
 
-/// Told about an activity's life (A7, A8).
+/// Told about an activity's life (A7, A8, F3).
 @MainActor
 public protocol UserActivityDelegate: AnyObject {
     /// The system is about to take the activity's state (for another device): bring `userInfo` up to date (A7).
     func userActivityWillSave(_ userActivity: UserActivity)
     /// The activity was continued on another device (A8): close a draft, say.
     func userActivityWasContinued(_ userActivity: UserActivity)
+    /// The app that continued the activity opened a continuation stream to it (F3; the activity has
+    /// ``UserActivity/supportsContinuationStreams``). Keep `streams` (or a task using them) for as long as the
+    /// exchange lasts: when the last copy goes, the stream closes. The default closes it at once.
+    func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams)
 }
 
 extension UserActivityDelegate {
     public func userActivityWillSave(_ userActivity: UserActivity) {}
     public func userActivityWasContinued(_ userActivity: UserActivity) {}
+    public func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {}
 }
 
 /// An object that presents an activity (a view, a window, a controller): it adds its part of the state when the

@@ -160,3 +160,144 @@ final class SlowSaver: NSUserActivityDelegate {
         userActivity.addUserInfoEntries(from: ["slow": true])
     }
 }
+
+// MARK: Continuation streams (F1–F3), as Apple's samples use them
+
+/// The originating side: the activity's delegate answers a stream with a reply, reading and writing off the main
+/// thread with blocking calls, as code written against Apple's streams without a run loop does.
+final class NoteSender: NSUserActivityDelegate {
+    let note: Data
+    private let lock = NSLock()
+    private var _requests: [Data] = []
+    var requests: [Data] { lock.lock(); defer { lock.unlock() }; return _requests }
+
+    init(note: Data) {
+        self.note = note
+    }
+
+    func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {
+        DispatchQueue.global().async {
+            inputStream.open()
+            outputStream.open()
+            let request = StreamIO.readAll(inputStream)
+            self.lock.lock()
+            self._requests.append(request)
+            self.lock.unlock()
+            StreamIO.writeAll(self.note, to: outputStream)
+            outputStream.close()
+            inputStream.close()
+        }
+    }
+}
+
+/// The continuing side, blocking: ask for the streams, send the request, close the output, read the reply.
+enum NoteFetcher {
+    static func fetch(_ activity: NSUserActivity, request: Data, completion: @escaping @Sendable (Data?, Error?) -> Void) {
+        activity.getContinuationStreams { inputStream, outputStream, error in
+            guard let inputStream = inputStream, let outputStream = outputStream else {
+                completion(nil, error)
+                return
+            }
+            inputStream.open()
+            outputStream.open()
+            StreamIO.writeAll(request, to: outputStream)
+            outputStream.close()
+            let reply = StreamIO.readAll(inputStream)
+            inputStream.close()
+            completion(reply, inputStream.streamError)
+        }
+    }
+}
+
+enum StreamIO {
+    static func readAll(_ stream: InputStream) -> Data {
+        var data = Data()
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 65_536)
+        defer { buffer.deallocate() }
+        while true {
+            let count = stream.read(buffer, maxLength: 65_536)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+
+    static func writeAll(_ data: Data, to stream: OutputStream) {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            guard let base = bytes.bindMemory(to: UInt8.self).baseAddress else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let written = stream.write(base + offset, maxLength: bytes.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}
+
+/// The continuing side with a run loop: both streams scheduled on a thread's run loop, driven by their events.
+final class StreamPump: StreamDelegate {
+    let input: InputStream
+    let output: OutputStream
+    let request: Data
+    var sent = 0
+    var reply = Data()
+    var events: [String] = []
+    var finished = false
+
+    init(input: InputStream, output: OutputStream, request: Data) {
+        self.input = input
+        self.output = output
+        self.request = request
+    }
+
+    /// Runs the exchange on a new thread's run loop; returns the reply and the events seen, in order.
+    func run(completion: @escaping (Data, [String]) -> Void) {
+        let thread = Thread {
+            self.input.delegate = self
+            self.output.delegate = self
+            self.input.schedule(in: .current, forMode: .default)
+            self.output.schedule(in: .current, forMode: .default)
+            self.input.open()
+            self.output.open()
+            let deadline = Date().addingTimeInterval(20)
+            while !self.finished && Date() < deadline {
+                _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(0.1))
+            }
+            completion(self.reply, self.events)
+        }
+        thread.start()
+    }
+
+    func stream(_ aStream: Stream, handle eventCode: Stream.Event) {
+        let side = aStream === input ? "in" : "out"
+        switch eventCode {
+        case .openCompleted:
+            events.append("\(side) open")
+        case .hasSpaceAvailable:
+            guard sent < request.count else { return }
+            let count = request.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int in
+                let base = bytes.bindMemory(to: UInt8.self).baseAddress!
+                return output.write(base + sent, maxLength: min(100_000, request.count - sent))
+            }
+            if count > 0 { sent += count }
+            if sent == request.count {
+                events.append("out done")
+                output.close()
+            }
+        case .hasBytesAvailable:
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = input.read(&buffer, maxLength: buffer.count)
+            if count > 0 { reply.append(contentsOf: buffer[0..<count]) }
+        case .endEncountered:
+            events.append("\(side) end")
+            input.close()
+            finished = true
+        case .errorOccurred:
+            events.append("\(side) error \(aStream.streamError.map { "\($0)" } ?? "?")")
+            finished = true
+        default:
+            break
+        }
+    }
+}

@@ -158,4 +158,66 @@ struct AppleShapedTests {
         activity.invalidate()
         await world.stop()
     }
+
+    /// The laptop offers an activity with continuation streams, `sender` as its delegate; the desktop continues it.
+    func streamsWorld(_ sender: NoteSender) async throws -> (World, NSUserActivity, UserActivity) {
+        let world = try await World()
+        let activity = NSUserActivity(activityType: ActivityManager.readingType)
+        activity.title = "Notes about Lisbon"
+        activity.supportsContinuationStreams = true
+        activity.delegate = sender
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let continued = try #require(await world.continueOnDesktop())
+        return (world, activity, continued)
+    }
+
+    static func patterned(_ count: Int) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 9)) })
+    }
+
+    @Test("F1-F3 in Apple's shapes: getContinuationStreams and the delegate's didReceive(inputStream:outputStream:), blocking reads and writes")
+    func foundationStreams() async throws {
+        let sender = NoteSender(note: Self.patterned(3_000_000))
+        let (world, activity, continued) = try await streamsWorld(sender)
+        let request = Data("send the notes".utf8)
+        let (reply, error): (Data?, Error?) = await withCheckedContinuation { done in
+            NoteFetcher.fetch(continued.nsUserActivity, request: request) { reply, error in done.resume(returning: (reply, error)) }
+        }
+        #expect(error == nil)
+        #expect(reply == sender.note, "\(reply?.count ?? -1) bytes")
+        #expect(sender.requests == [request])
+        activity.invalidate()
+        await world.stop()
+    }
+
+    @Test("F3 with a run loop: streams scheduled on a thread's run loop get openCompleted, hasSpaceAvailable, hasBytesAvailable, endEncountered")
+    func runLoopStreams() async throws {
+        let sender = NoteSender(note: Self.patterned(1_000_000))
+        let (world, activity, continued) = try await streamsWorld(sender)
+        let (input, output) = try await continued.nsUserActivity.continuationStreams()
+        let request = Self.patterned(700_000)
+        let pump = StreamPump(input: input, output: output, request: request)
+        let (reply, events): (Data, [String]) = await withCheckedContinuation { done in
+            pump.run { reply, events in done.resume(returning: (reply, events)) }
+        }
+        #expect(reply == sender.note, "\(reply.count) bytes; \(events)")
+        #expect(Set(events.prefix(2)) == ["in open", "out open"] && events.suffix(2) == ["out done", "in end"], "\(events)")
+        #expect(sender.requests == [request])
+        activity.invalidate()
+        await world.stop()
+    }
+
+    @Test("F1: getContinuationStreams for an activity made here fails with an NSError in the Cocoa domain, Baton's code inside")
+    func foundationStreamsError() async throws {
+        let activity = NSUserActivity(activityType: ActivityManager.readingType, application: BatonApplication())
+        let error: Error? = await withCheckedContinuation { done in
+            activity.getContinuationStreams { input, output, error in
+                done.resume(returning: input == nil && output == nil ? error : nil)
+            }
+        }
+        let nsError = try #require(error) as NSError
+        #expect(nsError.domain == NSCocoaErrorDomain)
+        #expect(nsError.userInfo[ContinuationError.codeKey] as? String == "notContinued")
+    }
 }

@@ -1,0 +1,534 @@
+import BatonClient
+import BatonCore
+import BatonProtocol
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One continuation stream's own connection to the device's agent, as the app library drives it (F2, F3): what
+/// ``ContinuationStreams`` and the Foundation streams stand on.
+///
+/// Why a handler of our own rather than `NIOAsyncChannel`: its unscoped `inbound`/`outbound` are deprecated in
+/// favour of `executeThenClose`, which ties the connection to one task's scope, while a stream is a value the app
+/// keeps, splits between tasks and hands to blocking Foundation streams; and its inbound sequence allows a single
+/// iterator (a second is a crash). The protocol logic is ``StreamEndStateMachine``; this class keeps who waits for
+/// what and does the I/O, from any thread.
+///
+/// Backpressure both ways: the connection is not read while the reader has ``StreamEndStateMachine/highWater`` bytes
+/// waiting (so the agents stop crediting the other device's writer), and a write returns only while fewer than
+/// ``writeHighWater`` bytes handed to the channel have not yet gone into the socket (else it waits until
+/// ``writeLowWater``), so a fast writer waits for a slow network. The count is kept here, under the lock, rather
+/// than read from the channel's writability, which a writer on another thread sees only after the event loop ran
+/// its writes: that lag would let a fast writer queue far more.
+final class StreamEnd: Sendable {
+    static let writeHighWater = 1 << 20
+    static let writeLowWater = 256 << 10
+    /// How long the agent has to answer the stream's hello (its own limits are shorter: it answers first).
+    static let openTimeout = TimeAmount.seconds(15)
+
+    typealias ReadResult = StreamEndStateMachine.ReadResult
+
+    /// The answer to a writer waiting for room.
+    enum Room: Sendable {
+        case available
+        /// The stream takes no more: why.
+        case failed(ContinuationError)
+        /// The waiting task was cancelled.
+        case cancelled
+    }
+
+    let channel: Channel
+    private let core = Mutex(Core())
+
+    private struct Core {
+        var machine = StreamEndStateMachine()
+        var opener: CheckedContinuation<Void, any Error>?
+        var openTimer: Scheduled<Void>?
+        /// The waiting reader: its id and how to answer it (nil: its task was cancelled).
+        var reader: (id: UInt64, answer: @Sendable (ReadResult?) -> Void)?
+        /// Who waits for the input to be ready (bytes, end, failure) without taking anything.
+        var watchers: [@Sendable () -> Void] = []
+        /// Who waits for room to write, by id.
+        var writers: [UInt64: @Sendable (Room) -> Void] = [:]
+        var nextID: UInt64 = 1
+        /// The last write handed to the channel: the connection closes gracefully only after it.
+        var lastWrite: EventLoopFuture<Void>?
+        /// Bytes handed to the channel and not yet written to the socket.
+        var inFlight = 0
+    }
+
+    init(channel: Channel) {
+        self.channel = channel
+    }
+
+    // MARK: Opening
+
+    /// Connects to the agent at `path` (checking it is this user's agent, as ``AgentClient`` does) and says `hello`
+    /// (``IPCMessage/openStream(bundleIdentifier:version:continuation:)`` or
+    /// ``IPCMessage/acceptStream(bundleIdentifier:version:token:)``); returns once the agent welcomed the stream.
+    /// - Throws: ``ContinuationError``: the agent's refusal reason (`noStreams`, `notContinued`, `tooManyStreams`,
+    ///   `peerGone`, ...), `timedOut` without an answer within `timeout`, `agentGone` when no agent answers or it
+    ///   closes the connection, `notPermitted` when the socket is not this user's agent's.
+    static func open(path: String, hello: IPCMessage, timeout: TimeAmount = openTimeout) async throws(ContinuationError) -> StreamEnd {
+        do {
+            try AgentSocket.checkOwner(path)
+        } catch {
+            throw ContinuationError(.notPermitted, "\(error)")
+        }
+        let end: StreamEnd
+        do {
+            end = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: path) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let end = StreamEnd(channel: channel)
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
+                        try channel.pipeline.syncOperations.addHandler(StreamEndHandler(end: end))
+                        return end
+                    }
+                }
+        } catch {
+            throw ContinuationError(.agentGone, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+        }
+        let owner = try? await PeerCredentials.of(end.channel).get()
+        guard owner != nil || end.channel.isActive else {
+            throw ContinuationError(.agentGone, "the agent at \(path) closed the stream's connection at once")
+        }
+        guard let owner, owner.uid == getuid() else {
+            end.channel.close(promise: nil)
+            throw ContinuationError(
+                .notPermitted,
+                "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
+            )
+        }
+        do {
+            try await end.sayHello(hello, timeout: timeout)
+        } catch let error as ContinuationError {
+            end.channel.close(promise: nil)
+            throw error
+        } catch {
+            end.channel.close(promise: nil)
+            throw ContinuationError(.other, "\(error)")
+        }
+        return end
+    }
+
+    /// Sends the hello and waits for the agent's answer (or `timeout`).
+    private func sayHello(_ hello: IPCMessage, timeout: TimeAmount) async throws {
+        let milliseconds = timeout.nanoseconds / 1_000_000
+        let limit = milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
+        try await withCheckedThrowingContinuation { (opener: CheckedContinuation<Void, any Error>) in
+            let timer = channel.eventLoop.scheduleTask(in: timeout) { [self] in
+                update { $0.openingTimedOut(after: limit) }
+            }
+            let decided = core.withLock { core -> StreamEndStateMachine.OpenResult? in
+                // The connection may have closed already, with no one to tell then.
+                if let decided = core.machine.openResult { return decided }
+                core.opener = opener
+                core.openTimer = timer
+                return nil
+            }
+            switch decided {
+            case nil:
+                send(hello)
+            case .opened:
+                timer.cancel()
+                opener.resume()
+            case .failed(let error):
+                timer.cancel()
+                opener.resume(throwing: error)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Asks for the next bytes; `answer` is called once, at once or when they come (on any thread), with nil only
+    /// when the wait was cancelled. Returns the id to cancel a wait with, or nil when answered at once.
+    @discardableResult
+    func read(_ answer: @escaping @Sendable (ReadResult?) -> Void) -> UInt64? {
+        let (result, effects, id) = core.withLock { core -> (ReadResult?, StreamEndStateMachine.Effects, UInt64?) in
+            let (result, effects) = core.machine.read()
+            guard result == nil else { return (result, effects, nil) }
+            let id = core.nextID
+            core.nextID += 1
+            core.reader = (id, answer)
+            return (nil, effects, id)
+        }
+        perform(effects, taken: Taken())
+        if let result { answer(result) }
+        return id
+    }
+
+    /// The next bytes, for async code.
+    /// - Throws: `CancellationError` when the task is cancelled while it waits (the stream stays usable).
+    func read() async throws -> ReadResult {
+        let id = Mutex<UInt64?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<ReadResult, any Error>) in
+                let waiting = read { result in
+                    if let result { waiter.resume(returning: result) } else { waiter.resume(throwing: CancellationError()) }
+                }
+                id.withLock { $0 = waiting }
+                if Task.isCancelled, let waiting { cancelRead(waiting) }
+            }
+        } onCancel: {
+            if let waiting = id.withLock({ $0 }) { cancelRead(waiting) }
+        }
+    }
+
+    /// The next bytes, blocking the calling thread (Foundation's `InputStream.read`): never call it on the channel's
+    /// event loop, which would wait for itself.
+    func readBlocking() -> ReadResult {
+        guard !channel.eventLoop.inEventLoop else {
+            return .failed(ContinuationError(.other, "a blocking read on the stream's own event loop would never return"))
+        }
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<ReadResult?>(nil)
+        read { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        // Never nil: this read is never cancelled.
+        done.wait()
+        return box.withLock { $0 } ?? .failed(ContinuationError(.other, "the read ended without an answer"))
+    }
+
+    /// The waiting reader `id` gives up (its task was cancelled): it is answered nil.
+    private func cancelRead(_ id: UInt64) {
+        let answer = core.withLock { core -> (@Sendable (ReadResult?) -> Void)? in
+            guard let reader = core.reader, reader.id == id else { return nil }
+            core.reader = nil
+            core.machine.readCancelled()
+            return reader.answer
+        }
+        answer?(nil)
+    }
+
+    /// The next bytes, the end or the failure if one is here now; nil when a read would wait (run-loop events).
+    func readIfReady() -> ReadResult? {
+        let (result, effects) = core.withLock { core -> (ReadResult?, StreamEndStateMachine.Effects) in
+            guard core.machine.inputReady else { return (nil, StreamEndStateMachine.Effects()) }
+            return core.machine.read()
+        }
+        perform(effects, taken: Taken())
+        return result
+    }
+
+    /// Whether a read would be answered at once (bytes, the end, or a failure wait).
+    var inputReady: Bool {
+        core.withLock { $0.machine.inputReady }
+    }
+
+    /// Calls `watcher` once the input is ready (at once if it is), on any thread.
+    func whenInputReady(_ watcher: @escaping @Sendable () -> Void) {
+        let now = core.withLock { core -> Bool in
+            if core.machine.inputReady { return true }
+            core.watchers.append(watcher)
+            return false
+        }
+        if now { watcher() }
+    }
+
+    /// This side stops reading: what is buffered and what comes is dropped (a closed `InputStream`).
+    func abandonInput() {
+        update { $0.abandonInput() }
+    }
+
+    // MARK: Writing
+
+    /// Writes `data` as data frames of at most ``Frame/maximumData`` bytes, waiting for room after each that left
+    /// ``writeHighWater`` bytes or more in flight (backpressure).
+    /// - Throws: ``ContinuationError``: the stream's failure (reset reason, `agentGone`), or `streamClosed` after
+    ///   ``finish()`` or ``close()``.
+    func write(_ data: Data) async throws {
+        var start = data.startIndex
+        while start < data.endIndex {
+            let end = data.index(start, offsetBy: min(Frame.maximumData, data.endIndex - start))
+            try send(data[start..<end])
+            start = end
+            if !hasRoom { try await waitForRoom() }
+        }
+    }
+
+    /// Writes up to `count` bytes from `bytes`, blocking until there is room for at least some (Foundation's
+    /// `OutputStream.write`): returns how many were taken.
+    func writeBlocking(_ bytes: UnsafeRawBufferPointer) -> Result<Int, ContinuationError> {
+        guard !channel.eventLoop.inEventLoop else {
+            return .failure(ContinuationError(.other, "a blocking write on the stream's own event loop would never return"))
+        }
+        if let error = waitForRoomBlocking() { return .failure(error) }
+        var taken = 0
+        repeat {
+            let count = min(Frame.maximumData, bytes.count - taken)
+            do throws(ContinuationError) {
+                try send(UnsafeRawBufferPointer(rebasing: bytes[taken..<taken + count]))
+            } catch {
+                return taken > 0 ? .success(taken) : .failure(error)
+            }
+            taken += count
+        } while taken < bytes.count && hasRoom
+        return .success(taken)
+    }
+
+    /// Whether a write would be taken without waiting.
+    var hasRoom: Bool {
+        core.withLock { $0.machine.writeRefusal() == nil && $0.inFlight < Self.writeHighWater }
+    }
+
+    /// Half-closes: sends `eof`, after which this side writes nothing more (the other side's reader ends cleanly).
+    /// Returns once `eof` is written.
+    func finish() async throws {
+        let future = try sendEndOfStream()
+        do {
+            try await future.get()
+        } catch {
+            throw core.withLock { $0.machine.writeRefusal() } ?? ContinuationError(.agentGone, "the end of the stream could not be sent: \(error)")
+        }
+    }
+
+    /// Half-closes without waiting (Foundation's `OutputStream.close`).
+    func finishWithoutWaiting() {
+        _ = try? sendEndOfStream()
+    }
+
+    private func sendEndOfStream() throws -> EventLoopFuture<Void> {
+        if let refusal = core.withLock({ $0.machine.finish() }) { throw refusal }
+        return send(.endOfStream)
+    }
+
+    /// Calls `waiter` once there is room to write, or the stream can take no more (on any thread). Returns the id to
+    /// cancel the wait with, or nil when answered at once.
+    @discardableResult
+    func whenWritable(_ waiter: @escaping @Sendable (Room) -> Void) -> UInt64? {
+        let (now, id) = core.withLock { core -> (Room?, UInt64?) in
+            if let refusal = core.machine.writeRefusal() { return (.failed(refusal), nil) }
+            if core.inFlight < Self.writeHighWater { return (.available, nil) }
+            let id = core.nextID
+            core.nextID += 1
+            core.writers[id] = waiter
+            return (nil, id)
+        }
+        if let now { waiter(now) }
+        return id
+    }
+
+    private func waitForRoom() async throws {
+        let id = Mutex<UInt64?>(nil)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+                let waiting = whenWritable { room in
+                    switch room {
+                    case .available: waiter.resume()
+                    case .failed(let error): waiter.resume(throwing: error)
+                    case .cancelled: waiter.resume(throwing: CancellationError())
+                    }
+                }
+                id.withLock { $0 = waiting }
+                if Task.isCancelled, let waiting { cancelWait(waiting) }
+            }
+        } onCancel: {
+            if let waiting = id.withLock({ $0 }) { cancelWait(waiting) }
+        }
+    }
+
+    private func waitForRoomBlocking() -> ContinuationError? {
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<ContinuationError?>(nil)
+        whenWritable { room in
+            if case .failed(let error) = room { box.withLock { $0 = error } }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0 }
+    }
+
+    private func cancelWait(_ id: UInt64) {
+        let waiter = core.withLock { $0.writers.removeValue(forKey: id) }
+        waiter?(.cancelled)
+    }
+
+    /// Hands bytes to the channel as one data frame (at most ``Frame/maximumData``): copied once, into the frame.
+    private func send(_ bytes: Data.SubSequence) throws(ContinuationError) {
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        try send(buffer)
+    }
+
+    private func send(_ bytes: UnsafeRawBufferPointer) throws(ContinuationError) {
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        try send(buffer)
+    }
+
+    private func send(_ buffer: ByteBuffer) throws(ContinuationError) {
+        let count = buffer.readableBytes
+        let refusal = core.withLock { core -> ContinuationError? in
+            if let refusal = core.machine.writeRefusal() { return refusal }
+            core.inFlight += count
+            return nil
+        }
+        if let refusal { throw refusal }
+        // The app connection carries one stream: the agent ignores the id and flag here.
+        let written = channel.writeAndFlush(OutboundFrame.data(stream: 0, opener: false, buffer))
+        core.withLock { $0.lastWrite = written }
+        written.whenComplete { [self] _ in wentOut(count) }
+    }
+
+    /// `count` bytes went into the socket (or failed with the connection): writers waiting for room go on once the
+    /// bytes in flight are down to ``writeLowWater``.
+    private func wentOut(_ count: Int) {
+        let waiters = core.withLock { core -> [@Sendable (Room) -> Void] in
+            core.inFlight -= count
+            guard core.inFlight <= Self.writeLowWater else { return [] }
+            defer { core.writers = [:] }
+            return Array(core.writers.values)
+        }
+        for waiter in waiters { waiter(.available) }
+    }
+
+    @discardableResult
+    private func send(_ message: IPCMessage) -> EventLoopFuture<Void> {
+        guard let bytes = try? BinaryPropertyListEncoder.encode(message.propertyList) else {
+            return channel.eventLoop.makeFailedFuture(ContinuationError(.other, "the message \(message.kind) cannot be encoded"))
+        }
+        let written = channel.writeAndFlush(OutboundFrame.message(ByteBuffer(bytes: bytes)))
+        core.withLock { $0.lastWrite = written }
+        return written
+    }
+
+    // MARK: Closing
+
+    /// Closes the connection at once, both directions (F3: the app never sends `reset`; the agent resets the other
+    /// side with `appGone` unless both sides had finished).
+    func close() {
+        update { $0.close() }
+    }
+
+    /// Closes the connection once everything written so far has left: what the last holder of the stream does.
+    func closeWhenWritten() {
+        let last = core.withLock { $0.lastWrite }
+        guard let last else { return close() }
+        last.whenComplete { [self] _ in close() }
+    }
+
+    // MARK: From the channel (its event loop)
+
+    func received(_ message: IPCMessage) {
+        update { $0.received(message) }
+    }
+
+    func received(data: ByteBuffer) {
+        update { $0.received(data: data) }
+    }
+
+    func receivedMalformed(_ error: Error) {
+        update { $0.receivedMalformed("\(error)") }
+    }
+
+    func connectionClosed() {
+        update { $0.connectionClosed() }
+    }
+
+    func mayRead() -> Bool {
+        core.withLock { $0.machine.mayRead() }
+    }
+
+    // MARK: Effects
+
+    /// Who is answered for an input: taken from `core` under the lock, answered outside it.
+    private struct Taken {
+        var opener: CheckedContinuation<Void, any Error>?
+        var reader: (@Sendable (ReadResult?) -> Void)?
+        var watchers: [@Sendable () -> Void] = []
+        var writers: [@Sendable (Room) -> Void] = []
+    }
+
+    /// Feeds the machine one input and does what it says.
+    private func update(_ input: (inout StreamEndStateMachine) -> StreamEndStateMachine.Effects) {
+        let (effects, taken) = core.withLock { core -> (StreamEndStateMachine.Effects, Taken) in
+            let effects = input(&core.machine)
+            var taken = Taken()
+            if effects.opened != nil {
+                taken.opener = core.opener
+                core.opener = nil
+                core.openTimer?.cancel()
+                core.openTimer = nil
+            }
+            if effects.reader != nil {
+                taken.reader = core.reader?.answer
+                core.reader = nil
+            }
+            if effects.inputChanged {
+                taken.watchers = core.watchers
+                core.watchers = []
+            }
+            if effects.writers != nil {
+                taken.writers = Array(core.writers.values)
+                core.writers = [:]
+            }
+            return (effects, taken)
+        }
+        perform(effects, taken: taken)
+    }
+
+    private func perform(_ effects: StreamEndStateMachine.Effects, taken: Taken) {
+        if effects.close { channel.close(promise: nil) }
+        if effects.resumeReading { channel.read() }
+        switch effects.opened {
+        case .opened: taken.opener?.resume()
+        case .failed(let error): taken.opener?.resume(throwing: error)
+        case nil: break
+        }
+        if let result = effects.reader { taken.reader?(result) }
+        if let error = effects.writers {
+            for writer in taken.writers { writer(.failed(error)) }
+        }
+        for watcher in taken.watchers { watcher() }
+    }
+}
+
+/// Moves frames between a stream's connection and its ``StreamEnd``, and holds reads back while the end says so.
+/// Stateless beyond the end it serves (which is Sendable), so Sendable itself.
+final class StreamEndHandler: ChannelDuplexHandler, Sendable {
+    typealias InboundIn = InboundFrame
+    typealias OutboundIn = OutboundFrame
+    typealias OutboundOut = OutboundFrame
+
+    let end: StreamEnd
+
+    init(end: StreamEnd) {
+        self.end = end
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .message(let body):
+            do {
+                let plist = try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: MessageHandler.limits)
+                end.received(try IPCMessage(plist))
+            } catch {
+                end.receivedMalformed(error)
+            }
+        case .data(_, _, let bytes):
+            // One stream per connection: the id and opener flag mean nothing here.
+            end.received(data: bytes)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end.connectionClosed()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A frame above the limits (the decoder's error), or the socket failed: the stream cannot go on.
+        end.receivedMalformed(error)
+        context.close(promise: nil)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if end.mayRead() { context.read() }
+    }
+}

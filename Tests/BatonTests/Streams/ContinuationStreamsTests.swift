@@ -1,0 +1,197 @@
+@testable import Baton
+import BatonEmbedded
+import Foundation
+import Testing
+
+/// A running checksum and count of the bytes seen.
+struct Tally: Sendable, Equatable {
+    var count = 0
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func add(_ data: Data) {
+        count += data.count
+        var hash = self.hash
+        data.withUnsafeBytes { bytes in
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        }
+        self.hash = hash
+    }
+
+    init() {}
+
+    init(_ bytes: [UInt8]) {
+        add(Data(bytes))
+    }
+}
+
+/// The originating app's side of F3: for each stream, reads the request to its end, then writes back a reply of
+/// `replySize` patterned bytes and finishes.
+@MainActor
+final class StreamServer: UserActivityDelegate {
+    var requests: [Tally] = []
+    var failures: [String] = []
+    var replySize: Int
+    var open: [ContinuationStreams] = []
+
+    init(replySize: Int) {
+        self.replySize = replySize
+    }
+
+    func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
+        let size = replySize
+        Task {
+            do {
+                var tally = Tally()
+                for try await chunk in streams.input { tally.add(chunk) }
+                requests.append(tally)
+                // The reply names the request's seed byte, so concurrent streams' replies differ.
+                try await streams.output.write(Data(patterned(size, seed: UInt8(truncatingIfNeeded: tally.count))))
+                try await streams.output.finish()
+            } catch {
+                failures.append("\(error)")
+            }
+        }
+    }
+}
+
+@Suite("Continuation streams through two agents, with the library (F1–F3)", .serialized)
+@MainActor
+struct ContinuationStreamsTests {
+    static let type = "com.example.notes.edit"
+
+    /// Two devices; the laptop's activity (streams or not, with `delegate` or none) is continued on the desktop.
+    static func continued(streams: Bool, delegate: UserActivityDelegate?) async throws -> (TwoDevices, UserActivity, UserActivity) {
+        let world = try await TwoDevices()
+        let activity = try UserActivity(activityType: type, application: world.laptop)
+        activity.title = "Draft"
+        activity.supportsContinuationStreams = streams
+        activity.delegate = delegate
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let events = await world.continueOnDesktop()
+        guard case .continued(let continued) = events.last else {
+            await world.stop()
+            throw ContinuationError(.other, "not continued: \(events)")
+        }
+        return (world, activity, continued)
+    }
+
+    @Test("F1-F3: a request and its reply, checksummed both ways; each reader ends cleanly on the other's finish", arguments: [1, 100_000, 10_000_000])
+    func requestReply(size: Int) async throws {
+        let server = StreamServer(replySize: size)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server)
+        let streams = try await continued.continuationStreams()
+        let request = patterned(size, seed: 3)
+        try await streams.output.write(Data(request))
+        try await streams.output.finish()
+        var reply = Tally()
+        for try await chunk in streams.input { reply.add(chunk) }
+        #expect(reply == Tally(patterned(size, seed: UInt8(truncatingIfNeeded: size))))
+        #expect(server.requests == [Tally(request)], "\(server.failures)")
+        _ = origin
+        await world.stop()
+    }
+
+    @Test("F3: a live two-way exchange: each side writes while the other still writes back")
+    func twoWay() async throws {
+        let echo = EchoServer()
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: echo)
+        let streams = try await continued.continuationStreams()
+        var iterator = streams.input.makeAsyncIterator()
+        for round in 0..<20 {
+            let line = Data("line \(round)".utf8)
+            try await streams.output.write(line)
+            var echoed = Data()
+            while echoed.count < line.count, let chunk = try await iterator.next(isolation: #isolation) { echoed.append(chunk) }
+            #expect(echoed == line)
+        }
+        try await streams.output.finish()
+        #expect(try await iterator.next(isolation: #isolation) == nil, "the echo finishes once this side has")
+        _ = (origin, echo)
+        await world.stop()
+    }
+
+    @Test("F1: streams for an activity made here are notContinued, checked locally")
+    func notContinued() async throws {
+        let activity = try UserActivity(activityType: Self.type, application: BatonApplication())
+        activity.supportsContinuationStreams = true
+        await #expect { try await activity.continuationStreams() } throws: { ($0 as? ContinuationError)?.code == .notContinued }
+    }
+
+    @Test("F1: streams for an activity whose origin did not set supportsContinuationStreams are noStreams, checked locally")
+    func noStreams() async throws {
+        let server = StreamServer(replySize: 1)
+        let (world, origin, continued) = try await Self.continued(streams: false, delegate: server)
+        #expect(!continued.supportsContinuationStreams)
+        continued.supportsContinuationStreams = true  // what the payload said decides, not a later change here
+        await #expect { try await continued.continuationStreams() } throws: { ($0 as? ContinuationError)?.code == .noStreams }
+        _ = (origin, server)
+        await world.stop()
+    }
+
+    @Test("F1, F3: an originating activity with streams but no delegate declines: noStreams from the other device")
+    func declined() async throws {
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: nil)
+        await #expect { try await continued.continuationStreams() } throws: { ($0 as? ContinuationError)?.code == .noStreams }
+        _ = origin
+        await world.stop()
+    }
+
+    @Test("F3: four streams at once to one activity, each its own bytes")
+    func concurrent() async throws {
+        let server = StreamServer(replySize: 300_000)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server)
+        let sizes = [10_001, 200_002, 3_000_003, 1_000_004]
+        var all: [ContinuationStreams] = []
+        for _ in sizes { all.append(try await continued.continuationStreams()) }
+        let replies = try await withThrowingTaskGroup(of: (Int, Tally).self) { group in
+            for (streams, size) in zip(all, sizes) {
+                group.addTask {
+                    try await streams.output.write(Data(patterned(size, seed: 9)))
+                    try await streams.output.finish()
+                    var tally = Tally()
+                    for try await chunk in streams.input { tally.add(chunk) }
+                    return (size, tally)
+                }
+            }
+            var replies: [Int: Tally] = [:]
+            for try await (size, tally) in group { replies[size] = tally }
+            return replies
+        }
+        for size in sizes {
+            #expect(replies[size] == Tally(patterned(300_000, seed: UInt8(truncatingIfNeeded: size))), "stream of \(size)")
+        }
+        #expect(Set(server.requests.map(\.count)) == Set(sizes), "\(server.failures)")
+        _ = origin
+        await world.stop()
+    }
+
+    @Test("F3: the originating app closing its end fails the continuing side's reader and writer with appGone")
+    func originCloses() async throws {
+        let closer = Closer()
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: closer)
+        let streams = try await continued.continuationStreams()
+        await #expect { try await streams.input.readAll() } throws: { ($0 as? ContinuationError)?.code == .appGone }
+        _ = (origin, closer)
+        await world.stop()
+    }
+}
+
+/// Writes back what it reads, until the other side finishes; then finishes too.
+@MainActor
+final class EchoServer: UserActivityDelegate {
+    func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
+        Task.detached {
+            for try await chunk in streams.input { try await streams.output.write(chunk) }
+            try await streams.output.finish()
+        }
+    }
+}
+
+/// Takes the stream and closes it at once.
+@MainActor
+final class Closer: UserActivityDelegate {
+    func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
+        streams.close()
+    }
+}

@@ -1,0 +1,226 @@
+@testable import Baton
+import BatonProtocol
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// The library's end of a continuation stream against a scripted agent on a real Unix socket (F2, F3): the hello,
+/// the answers, bytes both ways, half-close, reset, backpressure. The end-to-end tests with two agents are in
+/// ContinuationStreamsTests.
+@Suite("A continuation stream's app end against a scripted agent (F2, F3)", .serialized)
+struct StreamEndTests {
+    @Test("F2: the stream's own connection says the hello it was given, and opens on the welcome")
+    func hello() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        async let opened = StreamEnd.open(path: agent.path, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42))
+        let connection = try #require(await agent.next())
+        #expect(await connection.hello() == .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42))
+        connection.send(.welcome(device: "d", deviceName: "laptop"))
+        let end = try await opened
+        #expect(end.channel.isActive)
+        end.close()
+    }
+
+    @Test("F2: a refusal throws its code; no answer within the timeout throws timedOut; a close before it agentGone")
+    func refusals() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let path = agent.path
+        func open(timeout: TimeAmount = StreamEnd.openTimeout) -> Task<StreamEnd, any Error> {
+            Task { try await StreamEnd.open(path: path, hello: .openStream(bundleIdentifier: "b", version: 1, continuation: 1), timeout: timeout) }
+        }
+        for (code, expected) in [("noStreams", ContinuationError.Code.noStreams), ("tooManyStreams", .tooManyStreams), ("unknownApp", .other)] {
+            let opened = open()
+            let connection = try #require(await agent.next())
+            _ = await connection.hello()
+            connection.send(.refused(code: code, message: "no"))
+            await #expect { try await opened.value } throws: { ($0 as? ContinuationError)?.code == expected }
+        }
+        let silent = open(timeout: .milliseconds(200))
+        let ignored = try #require(await agent.next())
+        await #expect { try await silent.value } throws: { ($0 as? ContinuationError)?.code == .timedOut }
+        #expect(await ignored.collect().ended == false, "the library closed the connection it gave up on")
+        let dropped = open()
+        try #require(await agent.next()).close()
+        await #expect { try await dropped.value } throws: { ($0 as? ContinuationError)?.code == .agentGone }
+        await #expect { try await StreamEnd.open(path: agent.path + ".none", hello: .openStream(bundleIdentifier: "b", version: 1, continuation: 1)) } throws: {
+            ($0 as? ContinuationError)?.code == .agentGone
+        }
+    }
+
+    @Test("F3: bytes both ways, checksummed, in frames of at most 256 KiB; finish is eof; the reader ends on the agent's eof", arguments: [1, 100_000, 10_000_000])
+    func bothWays(size: Int) async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        let up = patterned(size, seed: 1)
+        let down = patterned(size, seed: 2)
+        async let arrived = connection.collect()
+        try await streams.output.write(Data(up))
+        try await streams.output.finish()
+        let (bytes, ended) = await arrived
+        #expect(bytes.count == up.count && checksum(bytes) == checksum(up) && ended)
+        // Sent while the library reads: it holds at most its high-water mark, so the agent's writes wait for it.
+        let sending = Task {
+            try await connection.send(down)
+            connection.send(.endOfStream)
+        }
+        var read = Data()
+        var chunks = 0
+        for try await chunk in streams.input {
+            read += chunk
+            chunks += 1
+        }
+        try await sending.value
+        #expect(read.count == down.count && checksum(read) == checksum(down))
+        #expect(chunks <= max(1, size / (256 << 10) + 1) * 2, "chunks are as large as what waits (\(chunks))")
+    }
+
+    @Test("F3 half-close: a request, the writer's finish, then the reply on the same stream")
+    func requestReply() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        try await streams.output.write(Data("GET /notes/1".utf8))
+        try await streams.output.finish()
+        let request = await connection.collect()
+        #expect(String(decoding: request.bytes, as: UTF8.self) == "GET /notes/1" && request.ended)
+        await #expect { try await streams.output.write(Data([1])) } throws: { ($0 as? ContinuationError)?.code == .streamClosed }
+        try await connection.send(Array("Milk and eggs".utf8))
+        connection.send(.endOfStream)
+        let reply = try await streams.input.readAll()
+        #expect(String(decoding: reply, as: UTF8.self) == "Milk and eggs")
+        connection.close()  // as the agent does once both sides finished
+        var iterator = streams.input.makeAsyncIterator()
+        #expect(try await iterator.next() == nil, "a clean end stays clean after the close")
+    }
+
+    @Test("F3: a reset fails reader (after the bytes before it) and writer with its reason")
+    func reset() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        try await connection.send([1, 2, 3])
+        connection.send(.resetStream(reason: "peerGone", message: "the laptop went away"))
+        connection.close()
+        var iterator = streams.input.makeAsyncIterator()
+        #expect(try await iterator.next() == Data([1, 2, 3]))
+        await #expect { try await iterator.next() } throws: { ($0 as? ContinuationError)?.code == .peerGone }
+        await #expect { try await streams.output.write(Data([1])) } throws: { ($0 as? ContinuationError)?.code == .peerGone }
+    }
+
+    @Test("F3: the agent's connection ending without eof or reset is agentGone for a waiting reader")
+    func agentGone() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        let next = Task {
+            var iterator = streams.input.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        connection.close()
+        await #expect { try await next.value } throws: { ($0 as? ContinuationError)?.code == .agentGone }
+    }
+
+    @Test("F3 backpressure: a write waits while the agent does not read, and completes once it does")
+    func writerWaits() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        try await connection.reading(false)
+        let data = Data(patterned(4 << 20))
+        let done = NIOLockedValueBoxFlag()
+        let writing = Task {
+            try await streams.output.write(data)
+            done.set()
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!done.value, "4 MiB cannot fit in the sockets and the library's buffer: the write waits")
+        async let arrived = connection.collect()
+        try await connection.reading(true)
+        try await writing.value
+        try await streams.output.finish()
+        let (bytes, ended) = await arrived
+        #expect(bytes.count == data.count && checksum(bytes) == checksum(data) && ended)
+    }
+
+    @Test("F3 backpressure: a reader that does not read stops the connection being read, and loses nothing")
+    func readerHoldsBack() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        let data = patterned(8 << 20, seed: 5)
+        let sent = NIOLockedValueBoxFlag()
+        let sending = Task {
+            try await connection.send(data)
+            connection.send(.endOfStream)
+            sent.set()
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!sent.value, "the library stopped reading at its high-water mark: the agent's writes wait")
+        var read = Data()
+        for try await chunk in streams.input { read += chunk }
+        try await sending.value
+        #expect(read.count == data.count && checksum(read) == checksum(data))
+    }
+
+    @Test("a reader task cancelled while it waits throws CancellationError; the stream goes on")
+    func cancelledRead() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        let waiting = Task {
+            var iterator = streams.input.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        try await connection.send([9])
+        var iterator = streams.input.makeAsyncIterator()
+        #expect(try await iterator.next() == Data([9]))
+    }
+
+    @Test("close aborts: the agent sees the connection end, and reads and writes here fail streamClosed")
+    func close() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        let streams = ContinuationStreams(end)
+        streams.close()
+        #expect(await connection.collect().ended == false)
+        var iterator = streams.input.makeAsyncIterator()
+        await #expect { try await iterator.next() } throws: { ($0 as? ContinuationError)?.code == .streamClosed }
+        await #expect { try await streams.output.write(Data([1])) } throws: { ($0 as? ContinuationError)?.code == .streamClosed }
+    }
+
+    @Test("dropping every copy of the streams closes the connection, after what was written")
+    func droppedCloses() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        do {
+            let streams = ContinuationStreams(end)
+            try await streams.output.write(Data([1, 2, 3]))
+        }
+        let (bytes, ended) = await connection.collect()
+        #expect(bytes == [1, 2, 3] && !ended)
+    }
+}
+
+/// A flag set from one task and read from another.
+final class NIOLockedValueBoxFlag: Sendable {
+    private let box = NIOLockedValueBox(false)
+    var value: Bool { box.withLockedValue { $0 } }
+    func set() { box.withLockedValue { $0 = true } }
+}
