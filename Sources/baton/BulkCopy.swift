@@ -181,10 +181,11 @@ final class BulkCopyEnd: ChannelInboundHandler {
             if stamps.firstWrite == nil { stamps.firstWrite = DispatchTime.now().uptimeNanoseconds }
             let count = min(toSend, chunk.readableBytes)
             let buffer = count == chunk.readableBytes ? chunk : chunk.getSlice(at: chunk.readerIndex, length: count) ?? chunk
+            // Counted before the write: a flush can make the channel writable again at once, which calls this again.
+            toSend -= count
             // Flushed one by one: TLS encrypts on flush, and only then do the bytes count against writability, so
             // writes flushed together would all be taken at once (the whole copy in memory).
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            toSend -= count
         }
         finishIfDone()
     }
