@@ -1,7 +1,3 @@
-// TODO(issue 13): out of the build until the library's ContinuationStreams (`UserActivity.continuationStreams()`,
-// `UserActivityDelegate.userActivity(_:didReceive:)`, ContinuationStreamReader/Writer) and the agents' splice are on
-// main; then this condition goes, and `baton bench stream` measures the streams as well as the baselines.
-#if BATON_CONTINUATION_STREAMS
 import Baton
 import BatonEmbedded
 import BatonProtocol
@@ -354,4 +350,3 @@ final class StreamDrain: Sendable {
         }
     }
 }
-#endif

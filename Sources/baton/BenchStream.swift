@@ -87,7 +87,6 @@ struct StreamBench {
         var samples = Samples()
         let tcp = BulkCopy(security: .tcp)
         let tls = BulkCopy(security: try .agentTLS())
-        #if BATON_CONTINUATION_STREAMS
         let pair = try await BatonStreamPair.open()
         do {
             try await pair.warmUp(bytes: min(bytes, 16 << 20))
@@ -105,13 +104,6 @@ struct StreamBench {
             await pair.close()
             throw error
         }
-        #else
-        // TODO(issue 13): until ContinuationStreams (library, `UserActivity.continuationStreams()`) and the agents'
-        // splice are merged, StreamBench+Baton.swift stays out of the build and only the baselines run.
-        report.notes.append("this build has no continuation streams yet: only the baselines are measured")
-        for _ in 0..<rounds { try await measureBaselines(tcp: tcp, tls: tls, into: &samples) }
-        report.figures = figures(samples)
-        #endif
         return report
     }
 
