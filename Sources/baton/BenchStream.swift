@@ -18,6 +18,9 @@ extension BenchCommand {
                 for streams, so the bytes go app → agent (Unix socket) → TLS 1.3 session → agent → app. --bytes from \
                 the continuing app to the originating one, then back, then both ways at once, through the library's \
                 stream reader and writer with 256 KiB writes. Target: each way at least 0.8x the TLS copy.
+                  • CPU time per GiB moved (user and system, every thread of this process) for the stream each way and \
+                the copies: with every part of the path on the same few cores, a path that costs more CPU per byte \
+                cannot keep up, so this tells how much of a throughput ratio is CPU.
                 Memory: before the rounds, the originating app writes --slow-bytes while the continuing app's reader \
                 pauses 10 ms after each chunk for --slow-seconds, then reads the rest at full speed. Reported: how far \
                 this process's resident memory rose over its level just before (the peak from the kernel's VmHWM, \
@@ -72,14 +75,28 @@ struct StreamBench {
     let slowBytes: Int
     let slowSeconds: Double
 
-    /// Seconds per copy, by what was copied.
+    /// One copy: how long it took, and the CPU time this process spent meanwhile (every thread: agents, apps, the
+    /// copy's two ends).
+    struct Copy {
+        var seconds: Double
+        var cpuSeconds: Double
+    }
+
+    /// A copy `body` makes, returning the seconds it measured itself, with the CPU time spent meanwhile.
+    func measure(_ body: () async throws -> Double) async throws -> Copy {
+        let cpu = processCPUSeconds()
+        let seconds = try await body()
+        return Copy(seconds: seconds, cpuSeconds: processCPUSeconds() - cpu)
+    }
+
+    /// Copies, by what was copied.
     struct Samples {
-        var tcp: [Double] = []
-        var tls: [Double] = []
-        var tlsBothWays: [Double] = []
-        var toOriginating: [Double] = []
-        var toContinuing: [Double] = []
-        var bothWays: [Double] = []
+        var tcp: [Copy] = []
+        var tls: [Copy] = []
+        var tlsBothWays: [Copy] = []
+        var toOriginating: [Copy] = []
+        var toContinuing: [Copy] = []
+        var bothWays: [Copy] = []
     }
 
     func run() async throws -> BenchReport {
@@ -94,9 +111,9 @@ struct StreamBench {
             report.notes += slow.notes
             for _ in 0..<rounds {
                 try await measureBaselines(tcp: tcp, tls: tls, into: &samples)
-                samples.toOriginating.append(try await pair.copy(bytes, .toOriginating))
-                samples.toContinuing.append(try await pair.copy(bytes, .toContinuing))
-                samples.bothWays.append(try await pair.copy(bytes, .bothWays))
+                samples.toOriginating.append(try await measure { try await pair.copy(bytes, .toOriginating) })
+                samples.toContinuing.append(try await measure { try await pair.copy(bytes, .toContinuing) })
+                samples.bothWays.append(try await measure { try await pair.copy(bytes, .bothWays) })
             }
             await pair.close()
             report.figures = figures(samples) + slow.figures
@@ -108,47 +125,51 @@ struct StreamBench {
     }
 
     func measureBaselines(tcp: BulkCopy, tls: BulkCopy, into samples: inout Samples) async throws {
-        samples.tcp.append(try await tcp.run(bytes: bytes, direction: .clientToServer))
-        samples.tls.append(try await tls.run(bytes: bytes, direction: .clientToServer))
-        samples.tlsBothWays.append(try await tls.run(bytes: bytes, direction: .both))
+        samples.tcp.append(try await measure { try await tcp.run(bytes: bytes, direction: .clientToServer) })
+        samples.tls.append(try await measure { try await tls.run(bytes: bytes, direction: .clientToServer) })
+        samples.tlsBothWays.append(try await measure { try await tls.run(bytes: bytes, direction: .both) })
     }
 
     func figures(_ samples: Samples) -> [BenchFigure] {
         let size = Self.sizeText(bytes)
-        let tcp = median(samples.tcp)
-        let tls = median(samples.tls)
-        let tlsBoth = median(samples.tlsBothWays)
+        let (tcp, tls, tlsBoth) = (median(samples.tcp, \.seconds), median(samples.tls, \.seconds), median(samples.tlsBothWays, \.seconds))
+        let toOriginating = median(samples.toOriginating, \.seconds)
+        let toContinuing = median(samples.toContinuing, \.seconds)
         let tlsText = "\(size) one way over bare mutual TLS 1.3 (swift-nio-ssl, agent's config)"
         let tlsBothText = "\(size) each way at once over bare mutual TLS 1.3"
-        var figures: [BenchFigure] = []
-        if !samples.toOriginating.isEmpty {
-            let toOriginating = median(samples.toOriginating)
-            let toContinuing = median(samples.toContinuing)
-            let both = median(samples.bothWays)
-            figures += [
-                .throughput(
-                    "stream: continuing app → originating app, \(size)", bytes: bytes, seconds: toOriginating,
-                    baseline: tlsText, baselineSeconds: tls, target: "≥ 0.8x", met: tls / toOriginating >= 0.8
-                ),
-                .throughput(
-                    "stream: originating app → continuing app, \(size)", bytes: bytes, seconds: toContinuing,
-                    baseline: tlsText, baselineSeconds: tls, target: "≥ 0.8x", met: tls / toContinuing >= 0.8
-                ),
-                .throughput(
-                    "stream: both ways at once, \(size) each way (per way)", bytes: bytes, seconds: both,
-                    baseline: tlsBothText, baselineSeconds: tlsBoth
-                ),
-            ]
+        // CPU seconds per GiB moved: on a machine with few cores a path that costs more CPU per byte cannot keep up,
+        // whatever its latency; this says how much of a throughput ratio is that.
+        func cpu(_ copies: [Copy], bytes moved: Int) -> Double { median(copies, \.cpuSeconds) * Double(1 << 30) / Double(moved) }
+        let tlsCPU = cpu(samples.tls, bytes: bytes)
+        func cpuFigure(_ name: String, _ seconds: Double, baseline: String, _ baselineSeconds: Double) -> BenchFigure {
+            BenchFigure(
+                name: name, value: seconds, unit: "s/GiB", baseline: baseline, baselineValue: baselineSeconds,
+                target: BenchFigure.reportOnly, met: true
+            )
         }
-        figures += [
+        return [
+            .throughput(
+                "stream: continuing app → originating app, \(size)", bytes: bytes, seconds: toOriginating,
+                baseline: tlsText, baselineSeconds: tls, target: "≥ 0.8x", met: tls / toOriginating >= 0.8
+            ),
+            .throughput(
+                "stream: originating app → continuing app, \(size)", bytes: bytes, seconds: toContinuing,
+                baseline: tlsText, baselineSeconds: tls, target: "≥ 0.8x", met: tls / toContinuing >= 0.8
+            ),
+            .throughput(
+                "stream: both ways at once, \(size) each way (per way)", bytes: bytes, seconds: median(samples.bothWays, \.seconds),
+                baseline: tlsBothText, baselineSeconds: tlsBoth
+            ),
             .throughput("bare TLS 1.3 copy, \(size) one way", bytes: bytes, seconds: tls, baseline: "\(size) one way over plain TCP", baselineSeconds: tcp),
             .throughput("bare TLS 1.3 copy, \(size) each way at once (per way)", bytes: bytes, seconds: tlsBoth, baseline: tlsText, baselineSeconds: tls),
+            cpuFigure("CPU time per GiB: stream, continuing app → originating app", cpu(samples.toOriginating, bytes: bytes), baseline: tlsText, tlsCPU),
+            cpuFigure("CPU time per GiB: stream, originating app → continuing app", cpu(samples.toContinuing, bytes: bytes), baseline: tlsText, tlsCPU),
+            cpuFigure("CPU time per GiB: bare TLS 1.3 copy, one way", tlsCPU, baseline: "\(size) one way over plain TCP", cpu(samples.tcp, bytes: bytes)),
         ]
-        return figures
     }
 
-    func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
+    func median(_ copies: [Copy], _ measure: KeyPath<Copy, Double>) -> Double {
+        let sorted = copies.map { $0[keyPath: measure] }.sorted()
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
     }
 
@@ -158,4 +179,12 @@ struct StreamBench {
         if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
         return "\(bytes) bytes"
     }
+}
+
+/// CPU time this process has used, user and system, every thread (getrusage).
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    guard getrusage(Int32(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
