@@ -222,7 +222,7 @@ final class BatonStreamPair {
 
         let bound = Self.memoryBound
         let size = StreamBench.sizeText(bytes)
-        let slowText = String(format: "reader pausing 10 ms a chunk for %.1f s", slowSeconds)
+        let slowText = "slow reader (\(size), 10 ms pauses)"
         var notes = [
             "slow reader: \(slowRead) of \(bytes) bytes read while slow (\(slowChunks) chunks in all); resident memory "
                 + "\(before / 1024) KiB before, \(peak / 1024) KiB at the peak"
@@ -231,12 +231,12 @@ final class BatonStreamPair {
         return SlowRun(
             figures: [
                 .kibibytes(
-                    "resident memory growth (agents and apps), \(size) to a \(slowText)", growth,
+                    "resident memory growth, \(slowText)", growth,
                     baseline: "the design's bound for one stream: " + Self.memoryBoundText, bound,
                     target: "≤ \(bound / 1024) KiB", met: growth <= bound
                 ),
                 .kibibytes(
-                    "bytes written but not yet read at most, \(slowText)", inFlight,
+                    "written, not yet read (most), \(slowText)", inFlight,
                     baseline: "the design's bound (kernel socket buffers between apps and agents come on top)", bound
                 ),
             ],
