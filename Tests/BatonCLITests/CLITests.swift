@@ -81,6 +81,8 @@ struct CLITests {
         #expect(result.stdout.contains("desktop ShopSnap: continued editing: Cheese (aged)"))
         #expect(result.stdout.contains("laptop  ShopSnap: com.razeware.shopsnap.edit was continued on another device (A8)"))
         #expect(result.stdout.contains("the state was asked for 1 time(s) for 7 keystrokes"), "A6: keystrokes coalesce")
+        #expect(result.stdout.contains("desktop ShopSnap: received the photo of “Cheese (aged)” over a continuation stream: 4194304 bytes"), "F1-F3")
+        #expect(result.stdout.contains("the photo went laptop → desktop over the continuation stream"))
         #expect(result.stdout.contains("it is gone from the nearby list"))
         #expect(result.stdout.contains("nothing nearby to continue [notFound]"))
         #expect(result.stdout.contains("[unsupportedURLScheme]"))

@@ -6,8 +6,10 @@ extension NSUserActivity {
     /// `NSError` in the Cocoa domain: see ``UserActivity/continuationStreams()`` for the codes). Open both streams
     /// before use; closing the output stream ends this side's writing (a half-close).
     ///
-    /// The handler runs on no particular thread, as on Apple's systems: hop to the main actor for the UI. The streams
-    /// block when used without a run loop, so read and write them off the main actor for anything long.
+    /// The handler runs on a global dispatch queue, as on Apple's systems on no particular thread: hop to the main
+    /// actor for the UI. The streams block when used without a run loop, and code written for Apple's often reads
+    /// and writes them right in the handler: a dispatch queue's thread may block, where one of Swift's few
+    /// cooperative threads blocked would stall every task of the app.
     public func getContinuationStreams(completionHandler: @escaping @Sendable (InputStream?, OutputStream?, (any Error)?) -> Void) {
         let activity = self.activity
         Task.detached {
@@ -15,10 +17,11 @@ extension NSUserActivity {
             do {
                 end = try await activity.openStreamEnd()
             } catch {
-                return completionHandler(nil, nil, error)
+                return DispatchQueue.global().async { completionHandler(nil, nil, error) }
             }
             let (input, output) = ContinuationInputStream.pair(end)
-            completionHandler(input, output, nil)
+            let streams = UncheckedStreams(input: input, output: output)
+            DispatchQueue.global().async { completionHandler(streams.input, streams.output, nil) }
         }
     }
 
@@ -27,4 +30,10 @@ extension NSUserActivity {
     public func continuationStreams() async throws -> (InputStream, OutputStream) {
         ContinuationInputStream.pair(try await activity.openStreamEnd())
     }
+}
+
+/// Foundation's streams, handed to the thread that runs the completion handler and used only there.
+private struct UncheckedStreams: @unchecked Sendable {
+    let input: InputStream
+    let output: OutputStream
 }

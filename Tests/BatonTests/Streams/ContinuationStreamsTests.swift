@@ -76,7 +76,7 @@ struct ContinuationStreamsTests {
         return (world, activity, continued)
     }
 
-    @Test("F1-F3: a request and its reply, checksummed both ways; each reader ends cleanly on the other's finish", arguments: [1, 100_000, 10_000_000])
+    @Test("F1-F3: a request and its reply, checksummed both ways; each reader ends cleanly on the other's finish", arguments: [1, 100_000, 2_000_000])
     func requestReply(size: Int) async throws {
         let server = StreamServer(replySize: size)
         let (world, origin, continued) = try await Self.continued(streams: true, delegate: server)
