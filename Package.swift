@@ -126,6 +126,7 @@ let package = Package(
             dependencies: [
                 "BatonAgentCommand",
                 "BatonCore",
+                "BatonProtocol",
                 "BatonRegistry",
                 "BatonAgent",
                 "Baton",
@@ -135,6 +136,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
