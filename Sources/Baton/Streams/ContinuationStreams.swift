@@ -62,17 +62,17 @@ public struct ContinuationStreamReader: AsyncSequence, Sendable {
         ///   `protocolViolation`, `streamClosed` after ``ContinuationStreams/close()``); `CancellationError` when the
         ///   task is cancelled while it waits.
         public mutating func next() async throws -> Data? {
-            switch try await holder.end.read() {
-            case .bytes(let buffers): return Data(buffers)
-            case .end: return nil
-            case .failed(let error): throw error
-            }
+            try await Self.chunk(from: holder.end)
         }
 
         /// ``next()`` for a caller on an actor (the main actor, say), which `for try await` uses: the wait itself
         /// happens off it.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Data? {
-            switch try await holder.end.read() {
+            try await Self.chunk(from: holder.end)
+        }
+
+        private static func chunk(from end: StreamEnd) async throws -> Data? {
+            switch try await end.read() {
             case .bytes(let buffers): return Data(buffers)
             case .end: return nil
             case .failed(let error): throw error

@@ -79,6 +79,9 @@ final class StreamEnd: Sendable {
         let end: StreamEnd
         do {
             end = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
+                // slice of it rather than gathered (copied) from several.
+                .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let end = StreamEnd(channel: channel)
@@ -523,8 +526,9 @@ final class StreamEndHandler: ChannelDuplexHandler, Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // A frame above the limits (the decoder's error), or the socket failed: the stream cannot go on.
-        end.receivedMalformed(error)
+        // A frame above the limits (the decoder's error) breaks the protocol; a failed socket is the agent gone,
+        // which its close says. Either way the stream cannot go on.
+        if error is BatonClientError { end.receivedMalformed(error) }
         context.close(promise: nil)
     }
 

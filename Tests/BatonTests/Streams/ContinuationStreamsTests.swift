@@ -179,6 +179,62 @@ struct ContinuationStreamsTests {
     }
 }
 
+extension ContinuationStreamsTests {
+    /// Offers `activity` (already given its delegates), continues it on the desktop and opens a stream to it; returns
+    /// once the stream is over.
+    static func openStream(to activity: UserActivity, in world: TwoDevices) async throws {
+        activity.supportsContinuationStreams = true
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        guard case .continued(let continued) = await world.continueOnDesktop().last else {
+            throw ContinuationError(.other, "not continued")
+        }
+        let streams = try await continued.continuationStreams()
+        _ = try? await streams.input.readAll()
+    }
+
+    @Test("F3: with both delegates, the NSUserActivityDelegate gets the stream while an NSUserActivity holds the activity")
+    func appleDelegatePreferred() async throws {
+        let world = try await TwoDevices()
+        let (baton, apple) = (Receiver(), Receiver())
+        let wrapper = NSUserActivity(activityType: Self.type, application: world.laptop)
+        wrapper.activity.delegate = baton
+        wrapper.delegate = apple
+        try await Self.openStream(to: wrapper.activity, in: world)
+        #expect(apple.received == ["Foundation streams"] && baton.received.isEmpty)
+        await world.stop()
+    }
+
+    @Test("F3: with both delegates and no NSUserActivity alive, the UserActivityDelegate gets the stream")
+    func batonDelegateOtherwise() async throws {
+        let world = try await TwoDevices()
+        let (baton, apple) = (Receiver(), Receiver())
+        let activity = try UserActivity(activityType: Self.type, application: world.laptop)
+        activity.delegate = baton
+        activity.nsUserActivity.delegate = apple  // through a wrapper that is gone after this line
+        try await Self.openStream(to: activity, in: world)
+        #expect(baton.received == ["ContinuationStreams"] && apple.received.isEmpty)
+        await world.stop()
+    }
+}
+
+/// Records which delegate shape received a stream, and closes it.
+@MainActor
+final class Receiver: UserActivityDelegate, NSUserActivityDelegate {
+    var received: [String] = []
+
+    func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
+        received.append("ContinuationStreams")
+        streams.close()
+    }
+
+    nonisolated func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {
+        MainActor.assumeIsolated { received.append("Foundation streams") }
+        inputStream.close()
+        outputStream.close()
+    }
+}
+
 /// Writes back what it reads, until the other side finishes; then finishes too.
 @MainActor
 final class EchoServer: UserActivityDelegate {
