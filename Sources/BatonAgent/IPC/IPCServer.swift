@@ -193,6 +193,7 @@ enum IPCServer {
         do {
             let channel = try await ServerBootstrap(group: group)
                 .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
+                .childChannelOption(.recvAllocator, value: Backpressure.reads)
                 .childChannelInitializer { channel in
                     let admitted = waiting.withLockedValue { count -> Bool in
                         guard count < Limits.unauthenticatedConnections else { return false }

@@ -14,6 +14,11 @@ enum Backpressure {
     /// The channel option that makes a channel unwritable past ``unread`` (and writable again below half of it).
     static let waterMark = ChannelOptions.Types.WriteBufferWaterMark(low: unread / 2, high: unread)
 
+    /// How much one read takes from a socket: small at first (an idle app's messages are tens of bytes), growing to
+    /// 1 MiB under a stream's load, so a 256 KiB data frame arrives in one read instead of being gathered (copied)
+    /// from several (issue 13: bytes per syscall and per copy are the stream's cost).
+    static let reads = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 1 << 20)
+
     /// Writes `message` to `channel`, unless the peer has left more than ``unread`` bytes unread: then the
     /// connection is closed instead, and false returned.
     @discardableResult

@@ -626,6 +626,7 @@ final class PeerLinks: @unchecked Sendable {
         let connection = NIOLockedValueBox<TLSPipeline.Connection?>(nil)
         return ClientBootstrap(group: group)
             .channelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
+            .channelOption(.recvAllocator, value: Backpressure.reads)
             .connectTimeout(AccountTransport.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { [clientTLS, policy = policy ?? self.policy] channel in
@@ -767,6 +768,7 @@ final class PeerLinks: @unchecked Sendable {
         do {
             return try await ServerBootstrap(group: group)
                 .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
+                .childChannelOption(.recvAllocator, value: Backpressure.reads)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { [serverTLS, policy, gauge] channel in
