@@ -6,19 +6,24 @@ extension NSUserActivity {
     /// `NSError` in the Cocoa domain: see ``UserActivity/continuationStreams()`` for the codes). Open both streams
     /// before use; closing the output stream ends this side's writing (a half-close).
     ///
-    /// The handler runs on no particular thread, as on Apple's systems: hop to the main actor for the UI. The streams
-    /// block when used without a run loop, so read and write them off the main actor for anything long.
+    /// The handler runs off the main thread, as on Apple's systems (hop to the main actor for the UI), on a thread of
+    /// its own: it may read and write the streams right there, blocking, for the whole exchange, without holding up
+    /// anything else.
     public func getContinuationStreams(completionHandler: @escaping @Sendable (InputStream?, OutputStream?, (any Error)?) -> Void) {
         let activity = self.activity
         Task.detached {
-            let end: StreamEnd
+            let result: Result<FoundationStreams, any Error>
             do {
-                end = try await activity.openStreamEnd()
+                result = .success(FoundationStreams(ContinuationInputStream.pair(try await activity.openStreamEnd())))
             } catch {
-                return completionHandler(nil, nil, error)
+                result = .failure(error)
             }
-            let (input, output) = ContinuationInputStream.pair(end)
-            completionHandler(input, output, nil)
+            Thread.detachNewThread {
+                switch result {
+                case .success(let streams): completionHandler(streams.input, streams.output, nil)
+                case .failure(let error): completionHandler(nil, nil, error)
+                }
+            }
         }
     }
 
@@ -26,5 +31,17 @@ extension NSUserActivity {
     /// - Throws: ``ContinuationError``, as ``UserActivity/continuationStreams()``.
     public func continuationStreams() async throws -> (InputStream, OutputStream) {
         ContinuationInputStream.pair(try await activity.openStreamEnd())
+    }
+}
+
+/// A continuation stream's two Foundation streams, carried to the thread that hands them over. `@unchecked
+/// Sendable`: both are this library's stream classes, whose state is behind locks (Foundation marks `Stream` not
+/// Sendable, so they cannot say so themselves).
+struct FoundationStreams: @unchecked Sendable {
+    let input: InputStream
+    let output: OutputStream
+
+    init(_ pair: (InputStream, OutputStream)) {
+        (input, output) = pair
     }
 }
