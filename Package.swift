@@ -126,6 +126,7 @@ let package = Package(
             dependencies: [
                 "BatonAgentCommand",
                 "BatonCore",
+                "BatonProtocol",
                 "BatonRegistry",
                 "BatonAgent",
                 "Baton",
@@ -135,6 +136,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -173,3 +175,24 @@ let package = Package(
         ),
     ]
 )
+
+// `scripts/fuzz.sh frames`: the frame decoder needs NIO, so SwiftPM builds its libFuzzer target (Fuzz/FrameFuzzer.swift,
+// with --sanitize=fuzzer,address, in a scratch folder of its own). It is part of the package only then: a fuzzer has no
+// `main` of its own, so no ordinary build could link it.
+if Context.environment["BATON_FUZZ_FRAMES"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "frame-fuzzer",
+            dependencies: [
+                "BatonClient",
+                "BatonCore",
+                "BatonProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Fuzz",
+            exclude: ["AssociationFuzzer.swift", "MessageFuzzer.swift", "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-messages", "corpus-frames"],
+            sources: ["FrameFuzzer.swift"]
+        )
+    )
+}

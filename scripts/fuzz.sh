@@ -4,12 +4,14 @@
 #   scripts/fuzz.sh plist [SECONDS]       the property-list codecs and the payload decoder (Fuzz/PlistFuzzer.swift)
 #   scripts/fuzz.sh messages [SECONDS]    the account, session and IPC message decoders (Fuzz/MessageFuzzer.swift)
 #   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
+#   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
+#                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
 # SECONDS defaults to 60; run from anywhere. Builds the target's sources into one instrumented binary, starts from
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -25,7 +27,7 @@ messages)
     # The message decoders and what they use; the rest of BatonProtocol needs swift-crypto, which these do not.
     protocol="$root/Sources/BatonProtocol"
     sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Session/MessageFields.swift"
-        "$protocol/Session/SessionMessage.swift" "$protocol/Handoff/ContinuationFailure.swift" "$protocol/IPC/IPCMessage.swift" "$protocol/Account/AccountMessage.swift"
+        "$protocol/Session/SessionMessage.swift" "$protocol/Session/StreamFlow.swift" "$protocol/Handoff/ContinuationFailure.swift" "$protocol/IPC/IPCMessage.swift" "$protocol/Account/AccountMessage.swift"
         "$root/Fuzz/MessageFuzzer.swift")
     ;;
 associations)
@@ -38,24 +40,50 @@ associations)
         "$registry/Associations/AssetLinks.swift" "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
         "$root/Fuzz/AssociationFuzzer.swift")
     ;;
+frames)
+    work="$root/Fuzz/.work/frames"
+    seeds="$root/Fuzz/corpus-frames"
+    ;;
 *)
-    echo "unknown fuzz target $target: plist, messages or associations" >&2
+    echo "unknown fuzz target $target: plist, messages, associations or frames" >&2
     exit 64
     ;;
 esac
 mkdir -p "$work/corpus" "$work/crashes"
 
 echo "building the $target fuzzer (-sanitize=fuzzer,address)..."
-# One module (the BatonProtocol files' `import BatonCore` is then ignored, with a warning: warnings are off here;
-# the package build reports them).
-swiftc -sanitize=fuzzer,address -parse-as-library -O -suppress-warnings -module-name BatonCore -package-name Baton "${sources[@]}" \
-    -o "$work/$target-fuzzer" 2> >(grep -v "Cannot export local symbol" >&2)
+max_len=65536
+if [ "$target" = frames ]; then
+    # The frame decoder is NIO's ByteToMessageDecoder, so SwiftPM builds this one: the package's frame-fuzzer target,
+    # which exists only with BATON_FUZZ_FRAMES set (Package.swift), in a scratch folder of its own so the ordinary
+    # build is left as it is. Inputs may hold a whole data frame of 256 KiB.
+    # SwiftPM 6.3 fails a rebuild there with "unknown build description" when its cached build plan is kept; the
+    # plan is cheap to make again (the compiled files stay).
+    rm -f "$work"/build/*/release/description.json "$work"/build/*/release/plugin-tools-description.json
+    # --sanitize=fuzzer makes SwiftPM link libFuzzer's main instead of the target's own; the sanitizers then go to
+    # swiftc once more as one flag, which comes last and wins: two --sanitize options become two -sanitize flags in
+    # an order that changes from run to run, and swiftc keeps only the last, so coverage came and went.
+    if ! (cd "$root" && BATON_FUZZ_FRAMES=1 swift build -c release --product frame-fuzzer \
+        --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address \
+        --scratch-path "$work/build" > "$work/build.log" 2>&1); then
+        tail -n 30 "$work/build.log" >&2
+        echo "the frames fuzzer did not build: see $work/build.log" >&2
+        exit 1
+    fi
+    cp "$work/build/release/frame-fuzzer" "$work/$target-fuzzer"
+    max_len=270000
+else
+    # One module (the BatonProtocol files' `import BatonCore` is then ignored, with a warning: warnings are off here;
+    # the package build reports them).
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -suppress-warnings -module-name BatonCore -package-name Baton "${sources[@]}" \
+        -o "$work/$target-fuzzer" 2> >(grep -v "Cannot export local symbol" >&2)
+fi
 
 echo "fuzzing for ${seconds}s (2 GiB memory cap, 5 s per input)..."
 # Swift's own backtracer would run inside the sanitizer and report noise; libFuzzer reports the trap itself.
 set +e
 SWIFT_BACKTRACE=enable=no "$work/$target-fuzzer" "$work/corpus" "$seeds" \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=5 -max_len=65536 \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=5 -max_len="$max_len" \
     -artifact_prefix="$work/crashes/" -print_final_stats=1 > "$work/last-run.log" 2>&1
 status=$?
 set -e

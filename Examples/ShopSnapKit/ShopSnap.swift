@@ -18,6 +18,9 @@ public let ActivityTypeEdit = "com.razeware.shopsnap.edit"
 /// The `userInfo` keys.
 public let ActivityItemsKey = "shopsnap.items.key"
 public let ActivityItemKey = "shopsnap.item.key"
+/// An item's photo: `userInfo` says only its size (a photo is far over the 3 KB `userInfo` should stay under); the
+/// bytes come over a continuation stream when the other device asks (F1–F3).
+public let ActivityPhotoSizeKey = "shopsnap.photo.size.key"
 /// The payload version (H1), stamped by the app delegate.
 public let ActivityVersionKey = "shopsnap.version.key"
 public let ActivityVersionValue = "1.0"
@@ -120,28 +123,45 @@ public final class ListViewController: UIResponder {
     }
 }
 
-/// The detail screen: owns the edit activity while an item is edited.
+/// The detail screen: owns the edit activity while an item is edited, and the item's photo, which it sends over a
+/// continuation stream when the other device asks for it (F1–F3, the talk's "state too big for userInfo").
 public final class DetailViewController: UIResponder {
     /// The application the screen's activities belong to.
     public let application: UIApplication
     public private(set) var text = ""
+    /// The item's photo, if it has one (here, or as it arrived from the other device).
+    public private(set) var photo: Data?
     /// How many times the state was asked for (A6: far fewer than keystrokes).
     public private(set) var saves = 0
+    /// Where the screen reports what happens (the app sets it).
+    public var report: @Sendable (String) -> Void = { _ in }
+    /// Told when the edit activity went to another device (A8), and when a photo arrived over a stream.
+    public var continued: ((NSUserActivity) -> Void)?
+    public var photoArrived: (@Sendable (Data) -> Void)?
 
     public init(application: UIApplication = .shared) {
         self.application = application
     }
 
-    /// Starts editing `item` (the tutorial's `textFieldDidBeginEditing`): makes the edit activity current.
-    public func edit(_ item: String) {
+    /// Starts editing `item` (the tutorial's `textFieldDidBeginEditing`): makes the edit activity current. With a
+    /// photo, the activity supports continuation streams and says the photo's size; the photo itself stays here.
+    public func edit(_ item: String, photo: Data? = nil) {
         text = item
+        self.photo = photo
         // The tutorial's `NSUserActivity(activityType: ActivityTypeEdit)`, for this screen's application object.
         let activity = NSUserActivity(activityType: ActivityTypeEdit, application: application)
         activity.title = "Editing “\(item)”"
         activity.userInfo = [ActivityItemKey: text]
+        activity.supportsContinuationStreams = photo != nil
+        let delegate = EditActivityDelegate(photo: photo, report: report, continued: continued)
+        activityDelegate = delegate
+        activity.delegate = delegate
         userActivity = activity
         userActivity?.becomeCurrent()
     }
+
+    /// The edit activity's delegate (held here: an activity holds its delegate weakly).
+    var activityDelegate: EditActivityDelegate?
 
     /// One keystroke (the tutorial's `textFieldTextDidChange`): cheap, only marks the state dirty (A6).
     public func type(_ character: Character) {
@@ -154,21 +174,135 @@ public final class DetailViewController: UIResponder {
         userActivity?.invalidate()
     }
 
-    /// B2: `userInfo` was emptied before this is called; add the item being edited.
+    /// B2: `userInfo` was emptied before this is called; add the item being edited, and its photo's size.
     public override func updateUserActivityState(_ activity: NSUserActivity) {
         saves += 1
         activity.addUserInfoEntries(from: [ActivityItemKey: text])
+        if let photo { activity.addUserInfoEntries(from: [ActivityPhotoSizeKey: photo.count]) }
         super.updateUserActivityState(activity)
     }
 
-    /// C7: shows the item being edited on the other device.
+    /// C7: shows the item being edited on the other device; when it has a photo, asks the originating device for
+    /// it over a continuation stream (F2).
     public override func restoreUserActivityState(_ activity: NSUserActivity) {
         if let userInfo = activity.userInfo, let itemToRestore = userInfo[ActivityItemKey] as? String {
             text = itemToRestore
         } else {
             text = ""
         }
+        photo = nil
+        if let size = activity.userInfo?[ActivityPhotoSizeKey] as? Int, activity.supportsContinuationStreams {
+            fetchPhoto(of: text, size: size, from: activity)
+        }
         super.restoreUserActivityState(activity)
+    }
+
+    /// F2: sends the item's name, ends this side, and reads the photo until the other side ends.
+    func fetchPhoto(of item: String, size: Int, from activity: NSUserActivity) {
+        let report = self.report
+        let arrived = photoArrived
+        let started = DispatchTime.now().uptimeNanoseconds
+        activity.getContinuationStreams { input, output, error in
+            guard let input, let output else {
+                report("cannot get the photo of “\(item)”: \(error.map { "\($0)" } ?? "no streams")")
+                return
+            }
+            let streams = StreamPair(input: input, output: output)
+            Thread.detachNewThread {
+                streams.write(Data(item.utf8))
+                let photo = streams.readAll()
+                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+                let complete = photo.count == size ? "" : " (expected \(size): the stream ended early)"
+                report(
+                    "received the photo of “\(item)” over a continuation stream: \(photo.count) bytes in "
+                        + String(format: "%.1f ms", milliseconds) + ", checksum \(checksum(photo))\(complete)"
+                )
+                arrived?(photo)
+            }
+        }
+    }
+}
+
+/// The edit activity's `NSUserActivityDelegate`: says when it went to another device (A8), and sends the item's
+/// photo when that device asks (F3). Not the screen itself: delegates are called from any thread, screens live on
+/// the main actor.
+final class EditActivityDelegate: NSUserActivityDelegate, @unchecked Sendable {
+    let photo: Data?
+    let report: @Sendable (String) -> Void
+    let continued: ((NSUserActivity) -> Void)?
+
+    init(photo: Data?, report: @escaping @Sendable (String) -> Void, continued: ((NSUserActivity) -> Void)?) {
+        self.photo = photo
+        self.report = report
+        self.continued = continued
+    }
+
+    func userActivityWasContinued(_ userActivity: NSUserActivity) {
+        continued?(userActivity)
+    }
+
+    /// F3: the other device asks for the photo: it writes the item's name and ends its side; the photo goes back,
+    /// then this side ends. On a thread of its own: the streams block, as Apple's do without a run loop.
+    func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {
+        let photo = self.photo ?? Data()
+        let report = self.report
+        let streams = StreamPair(input: inputStream, output: outputStream)
+        Thread.detachNewThread {
+            let request = String(decoding: streams.readAll(), as: UTF8.self)
+            streams.write(photo)
+            report("sent the photo of “\(request)” over a continuation stream: \(photo.count) bytes")
+        }
+    }
+}
+
+/// A checksum to compare a photo on both devices by eye: FNV-1a, 64 bits, in hex.
+public func checksum(_ data: Data) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return String(hash, radix: 16)
+}
+
+/// A photo for examples: `count` bytes of a fixed pattern (no camera on a terminal).
+public func examplePhoto(count: Int) -> Data {
+    let tile = Data((0..<4093).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+    var photo = Data(capacity: count)
+    while photo.count + tile.count <= count { photo.append(tile) }
+    photo.append(tile.prefix(count - photo.count))
+    return photo
+}
+
+/// Both streams of a continuation, used the blocking way (no run loop): open, write then close the output, read the
+/// input to its end. `@unchecked Sendable`: handed to one thread, which alone uses them.
+struct StreamPair: @unchecked Sendable {
+    let input: InputStream
+    let output: OutputStream
+
+    /// Writes `data` and closes the output: the other side's reader then ends (a half-close).
+    func write(_ data: Data) {
+        output.open()
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            guard let base = raw.bindMemory(to: UInt8.self).baseAddress else { return }
+            var offset = 0
+            while offset < data.count {
+                let written = output.write(base + offset, maxLength: min(64 << 10, data.count - offset))
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+        output.close()
+    }
+
+    /// Reads until the other side ends its output (or the stream fails).
+    func readAll() -> Data {
+        input.open()
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = input.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
     }
 }
 
@@ -179,15 +313,16 @@ public final class ShopSnapApp: UIResponder, UIApplicationDelegate {
     public let list: ListViewController
     public let detail: DetailViewController
     /// Where the app reports what happens.
-    public var report: (String) -> Void
+    public var report: @Sendable (String) -> Void
     /// Seconds the app blocks before giving its state (a busy app), for showing C8.
     public var saveDelay: Double = 0
 
-    public init(application: UIApplication = .shared, report: @escaping (String) -> Void) {
+    public init(application: UIApplication = .shared, report: @escaping @Sendable (String) -> Void) {
         self.application = application
         self.list = ListViewController(application: application)
         self.detail = DetailViewController(application: application)
         self.report = report
+        detail.report = { line in report(line) }
     }
 
     /// B3: runs after every update of the state, whichever screen made it; the place to stamp the version (H1).

@@ -7,7 +7,9 @@ import ShopSnapKit
 //
 //   shopsnap                      wait for continuations and print what arrives
 //   shopsnap list ITEM...         show a shopping list and offer it to the other devices
-//   shopsnap edit ITEM [TYPED]    edit an item, typing TYPED one keystroke at a time
+//   shopsnap edit ITEM [TYPED] [--photo FILE]
+//                                 edit an item, typing TYPED one keystroke at a time; with a photo, the device
+//                                 that continues the edit asks for it over a continuation stream (F1-F3)
 //
 // While running it reads commands from standard input: `add ITEM` (the list changes: needsSave), `type TEXT` (more
 // keystrokes), `done` (the screens invalidate their activities: A9), `quit`.
@@ -42,13 +44,24 @@ func run() async -> Int32 {
         app.list.userActivity?.delegate = reporter
         say("offering the list: \(app.list.items.joined(separator: ", "))")
     case "edit":
-        guard arguments.count >= 2 else {
-            say("usage: shopsnap edit ITEM [TYPED]")
+        var words = Array(arguments.dropFirst())
+        var photo: Data?
+        if let flag = words.firstIndex(of: "--photo") {
+            guard flag + 1 < words.count, let bytes = FileManager.default.contents(atPath: words[flag + 1]) else {
+                say("--photo needs a readable file")
+                return 2
+            }
+            photo = bytes
+            words.removeSubrange(flag...flag + 1)
+        }
+        guard let item = words.first else {
+            say("usage: shopsnap edit ITEM [TYPED] [--photo FILE]")
             return 2
         }
-        app.detail.edit(arguments[1])
-        app.detail.userActivity?.delegate = reporter
-        for character in arguments.dropFirst(2).joined(separator: " ") {
+        app.detail.continued = { reporter.userActivityWasContinued($0) }
+        app.detail.edit(item, photo: photo)
+        if let photo { say("the item has a photo: \(photo.count) bytes, checksum \(checksum(photo))") }
+        for character in words.dropFirst().joined(separator: " ") {
             app.detail.type(character)
         }
         say("editing: \(app.detail.text)")

@@ -39,6 +39,9 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     private var sink: MessageSink?
     private var waiting: [InboundFrame] = []
     private var ended = false
+    /// This handler closed the connection (a malformed frame, a refused data frame, a decoder error): frames still
+    /// coming out of the same read are from a peer already given up on and reach no sink.
+    private var givenUp = false
 
     package init(sink: MessageSink? = nil) {
         self.sink = sink
@@ -49,7 +52,7 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
         self.sink = sink
         let frames = waiting
         waiting = []
-        for frame in frames { deliver(frame, to: sink, close: { [weak self] in self?.closeOnAttach() }) }
+        for frame in frames where !givenUp { deliver(frame, to: sink, close: { [weak self] in self?.closeOnAttach() }) }
         if ended { sink.closed() }
     }
 
@@ -68,6 +71,7 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !givenUp else { return }
         let frame = unwrapInboundIn(data)
         guard let sink else {
             waiting.append(frame)
@@ -83,6 +87,7 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
             do {
                 message = try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: Self.limits)
             } catch {
+                givenUp = true
                 sink.malformed(error)
                 close()
                 return
@@ -90,6 +95,7 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
             sink.received(message)
         case .data(let stream, let opener, let bytes):
             guard sink.receivedData(stream: stream, opener: opener, bytes) else {
+                givenUp = true
                 sink.malformed(BatonClientError(.protocolViolation, "a data frame where none may come"))
                 close()
                 return
@@ -105,6 +111,7 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
 
     package func errorCaught(context: ChannelHandlerContext, error: Error) {
         // Decoder errors (an oversized frame), TLS alerts, resets: the connection is over.
+        givenUp = true
         context.close(promise: nil)
     }
 }

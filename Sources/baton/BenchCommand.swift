@@ -13,11 +13,12 @@ struct BenchCommand: AsyncParsableCommand {
               swift run -c release baton bench plist
               swift run -c release baton bench route
               swift run -c release baton bench handoff
+              swift run -c release baton bench stream
             Every subcommand takes --json and then prints {"figures": [{"name", "value", "unit", "baseline", \
             "baselineValue", "ratio", "target", "met"}]}: ratio is value / baselineValue; a figure whose target is \
             "report only" is there to be read, not judged.
             """,
-        subcommands: [Plist.self, Route.self, Handoff.self]
+        subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self]
     )
 
     struct Plist: ParsableCommand {

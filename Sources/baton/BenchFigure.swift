@@ -36,6 +36,39 @@ struct BenchFigure {
         BenchFigure(name: name, value: seconds * 1e6, unit: "µs", baseline: baseline, baselineValue: baselineSeconds * 1e6, target: target, met: met)
     }
 
+    /// A throughput figure in MB/s (10^6 bytes a second) from `bytes` moved in `seconds`, against `baselineSeconds`
+    /// for as many bytes; the ratio is then how fast Baton is as a share of the baseline.
+    static func throughput(
+        _ name: String,
+        bytes: Int,
+        seconds: Double,
+        baseline: String,
+        baselineSeconds: Double,
+        target: String = reportOnly,
+        met: Bool = true
+    ) -> BenchFigure {
+        func megabytesPerSecond(_ seconds: Double) -> Double { seconds > 0 ? Double(bytes) / seconds / 1e6 : 0 }
+        return BenchFigure(
+            name: name, value: megabytesPerSecond(seconds), unit: "MB/s", baseline: baseline,
+            baselineValue: megabytesPerSecond(baselineSeconds), target: target, met: met
+        )
+    }
+
+    /// A figure in KiB from byte counts.
+    static func kibibytes(
+        _ name: String,
+        _ bytes: Int,
+        baseline: String,
+        _ baselineBytes: Int,
+        target: String = reportOnly,
+        met: Bool = true
+    ) -> BenchFigure {
+        BenchFigure(
+            name: name, value: Double(bytes) / 1024, unit: "KiB", baseline: baseline, baselineValue: Double(baselineBytes) / 1024,
+            target: target, met: met
+        )
+    }
+
     /// `{"figures": [...]}`, one object per figure, keys in a fixed order.
     static func json(_ figures: [BenchFigure]) -> String {
         let objects = figures.map { figure in
@@ -83,5 +116,23 @@ struct BenchFigure {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .withoutEscapingSlashes
         return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+    }
+}
+
+/// What a bench that runs agents found: the figures, and notes on what it could not measure.
+struct BenchReport {
+    var figures: [BenchFigure] = []
+    var notes: [String] = []
+
+    /// Prints the notes (to standard error under `--json`, so standard output stays JSON) and the figures.
+    func print(json: Bool) {
+        for note in notes {
+            if json {
+                FileHandle.standardError.write(Data("note: \(note)\n".utf8))
+            } else {
+                Swift.print("note: \(note)")
+            }
+        }
+        Swift.print(json ? BenchFigure.json(figures) : BenchFigure.table(figures))
     }
 }

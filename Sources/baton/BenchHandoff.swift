@@ -45,14 +45,7 @@ extension BenchCommand {
             if !json { print("note: this is a debug build; for real figures run `swift run -c release baton bench handoff`\n") }
             #endif
             let report = try await HandoffBench(count: count, launches: launches).run()
-            for note in report.notes {
-                if json {
-                    FileHandle.standardError.write(Data("note: \(note)\n".utf8))
-                } else {
-                    print("note: \(note)")
-                }
-            }
-            print(json ? BenchFigure.json(report.figures) : BenchFigure.table(report.figures))
+            report.print(json: json)
         }
     }
 }
@@ -66,12 +59,6 @@ func percentiles(_ samples: [Double]) -> (Double, Double) {
 
 func seconds(since start: UInt64) -> Double {
     Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-}
-
-/// What `baton bench handoff` found: the figures, and notes on what it could not measure.
-struct HandoffReport {
-    var figures: [BenchFigure] = []
-    var notes: [String] = []
 }
 
 @MainActor
@@ -89,8 +76,8 @@ struct HandoffBench {
         var ipcRoundTrip: [Double] = []
     }
 
-    func run() async throws -> HandoffReport {
-        var report = HandoffReport()
+    func run() async throws -> BenchReport {
+        var report = BenchReport()
         let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-apps-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: apps) }
         let shopsnap = LaunchProbe.shopSnapExecutable()

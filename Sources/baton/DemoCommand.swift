@@ -104,9 +104,13 @@ struct DemoRun {
         try await waitForContinued(&events, first)
         clock.log("desktop", "continued \(clock.since(started)) after the person chose it: \(first.message)")
 
-        // 2. An item being edited: every keystroke only marks the state dirty.
-        laptopApp.detail.edit("Cheese")
-        laptopApp.detail.userActivity?.delegate = reporter
+        // 2. An item being edited: every keystroke only marks the state dirty. It has a photo, far too big for
+        // userInfo: the desktop asks for it over a continuation stream once it has the activity (F1-F3).
+        let photo = examplePhoto(count: 4 << 20)
+        let arrived = NIOLockedValueBox<Data?>(nil)
+        desktopApp.detail.photoArrived = { data in arrived.withLockedValue { $0 = data } }
+        laptopApp.detail.continued = { reporter.userActivityWasContinued($0) }
+        laptopApp.detail.edit("Cheese", photo: photo)
         let typed = " (aged)"
         for character in typed { laptopApp.detail.type(character) }
         clock.log("laptop", "ShopSnap edits \"Cheese\", \(typed.count) keystrokes, needsSave on each (A6)")
@@ -126,6 +130,13 @@ struct DemoRun {
         for _ in 0..<400 where !reported.withLockedValue({ $0.contains { $0.hasPrefix(ActivityTypeEdit) } }) {
             try await Task.sleep(for: .milliseconds(5))
         }
+        for _ in 0..<1000 where arrived.withLockedValue({ $0 == nil }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        guard arrived.withLockedValue({ $0 }) == photo else {
+            throw CommandLineError("the photo did not arrive whole over the continuation stream")
+        }
+        clock.log("both", "the photo went laptop → desktop over the continuation stream, checksum \(checksum(photo)) on both")
 
         // 3. Done editing: the activity is invalidated and gone from the desktop at once.
         started = clock.now

@@ -172,8 +172,13 @@ struct AppleShapedTests {
         return (world, activity, continued)
     }
 
+    /// Repeats every 65,521 bytes (a prime); copied a period at a time, not made byte by byte (debug builds).
     static func patterned(_ count: Int) -> Data {
-        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 9)) })
+        let period = Data((0..<min(count, 65_521)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 9)) })
+        var data = Data(capacity: count)
+        while data.count + period.count <= count { data.append(period) }
+        data.append(period.prefix(count - data.count))
+        return data
     }
 
     @Test("F1-F3 in Apple's shapes: getContinuationStreams and the delegate's didReceive(inputStream:outputStream:), blocking reads and writes")

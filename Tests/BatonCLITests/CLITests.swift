@@ -81,6 +81,8 @@ struct CLITests {
         #expect(result.stdout.contains("desktop ShopSnap: continued editing: Cheese (aged)"))
         #expect(result.stdout.contains("laptop  ShopSnap: com.razeware.shopsnap.edit was continued on another device (A8)"))
         #expect(result.stdout.contains("the state was asked for 1 time(s) for 7 keystrokes"), "A6: keystrokes coalesce")
+        #expect(result.stdout.contains("desktop ShopSnap: received the photo of “Cheese (aged)” over a continuation stream: 4194304 bytes"), "F1-F3")
+        #expect(result.stdout.contains("the photo went laptop → desktop over the continuation stream"))
         #expect(result.stdout.contains("it is gone from the nearby list"))
         #expect(result.stdout.contains("nothing nearby to continue [notFound]"))
         #expect(result.stdout.contains("[unsupportedURLScheme]"))
@@ -164,5 +166,36 @@ struct CLITests {
         #expect(result.stdout.hasPrefix("{\"figures\": ["))
         #expect(result.stdout.components(separatedBy: "\"ratio\"").count - 1 == 4)
         #expect(result.stdout.contains("\"name\": \"decode 256 KB"))
+    }
+
+    @Test("bench stream reports stream throughput against bare TCP and TLS copies, and memory against its bound (issue 13)")
+    func benchStream() throws {
+        let result = try Baton.run("bench", "stream", "--bytes", "16777216", "--json")
+        #expect(result.status == 0, "\(result.output)")
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let figures = try #require(json?["figures"] as? [[String: Any]])
+        for figure in figures {
+            #expect(Set(figure.keys) == ["name", "value", "unit", "baseline", "baselineValue", "ratio", "target", "met"], "\(figure)")
+            #expect(figure["met"] is Bool)
+            for key in ["value", "baselineValue", "ratio"] { #expect(figure[key] is Double || figure[key] is Int, "\(key) in \(figure)") }
+        }
+        func figure(_ prefix: String) -> [String: Any]? {
+            figures.first { ($0["name"] as? String)?.hasPrefix(prefix) == true }
+        }
+        // Both directions through the apps' streams, each judged against the bare TLS copy of as many bytes.
+        for name in ["stream: continuing app → originating app, 16 MiB", "stream: originating app → continuing app, 16 MiB"] {
+            let stream = try #require(figure(name), "\(result.stdout)")
+            #expect(stream["unit"] as? String == "MB/s")
+            #expect(stream["target"] as? String == "≥ 0.8x")
+            #expect((stream["value"] as? Double ?? 0) > 0)
+            #expect((stream["baseline"] as? String)?.contains("TLS 1.3") == true)
+        }
+        #expect(figure("stream: both ways at once") != nil)
+        #expect(figure("bare TLS 1.3 copy, 16 MiB one way")?["baseline"] as? String == "16 MiB one way over plain TCP")
+        #expect(figure("CPU time per GiB: stream, continuing app → originating app")?["unit"] as? String == "s/GiB")
+        let memory = try #require(figure("resident memory growth"), "\(result.stdout)")
+        #expect(memory["unit"] as? String == "KiB")
+        #expect((memory["target"] as? String)?.hasPrefix("≤ ") == true)
+        #expect(figure("written, not yet read (most)") != nil)
     }
 }

@@ -198,16 +198,21 @@ final class NamespaceWorld {
 
     /// `shopsnap list ITEMS...` in host `host`, connected to the agent of `state`; waits until it offers the list.
     func shopsnapList(_ lan: NamespaceLAN, _ host: Int, state: String, _ items: [String]) throws -> Background {
+        try shopsnap(lan, host, state: state, ["list"] + items, ready: "offering the list")
+    }
+
+    /// `shopsnap ARGUMENTS...` in host `host`, connected to the agent of `state`; waits until it says `ready`.
+    func shopsnap(_ lan: NamespaceLAN, _ host: Int, state: String, _ arguments: [String], ready: String) throws -> Background {
         guard let text = FileManager.default.contents(atPath: state + "/agent-socket") else { throw CommandFailure("no agent-socket in \(state)") }
         let socket = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let app = try lan.start(
             host,
-            ["env", "BATON_AGENT_SOCKET=\(socket)", Self.shopsnap.path, "list"] + items,
+            ["env", "BATON_AGENT_SOCKET=\(socket)", Self.shopsnap.path] + arguments,
             environment: try runtime(host),
             log: root.appendingPathComponent("shopsnap-h\(host)-\(UUID().uuidString.prefix(4)).log")
         )
-        guard app.line(where: { $0.contains("offering the list") }) != nil else {
-            throw CommandFailure("shopsnap in h\(host) did not offer its list: \(app.output)")
+        guard app.line(where: { $0.contains(ready) }) != nil else {
+            throw CommandFailure("shopsnap in h\(host) did not say \"\(ready)\": \(app.output)")
         }
         return app
     }
@@ -389,5 +394,36 @@ struct NamespaceTests {
         let refused = try lan.run(3, [Baton.executable.path, "continue", "--state", stranger], environment: world.runtime(3))
         #expect(refused.status != 0, "nothing to continue for the stranger: \(refused.output)")
         print("NamespaceTests[stranger]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    @Test("a continuation stream between two hosts (F1-F3): ShopSnap's photo goes from h1 to the app launched on h2, whole")
+    func photoOverStream() throws {
+        try NamespaceLAN.skipUnlessAvailable()
+        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+        let started = Date()
+        let world = try NamespaceWorld()
+        defer { world.remove() }
+        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nf"), hosts: 2)
+        defer { lan.down() }
+        let states = try world.account(["laptop", "desktop"])
+        let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+        // 6 MiB: many windows' worth, so credit goes back and forth between the hosts many times.
+        let photo = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
+        let file = world.root.appendingPathComponent("cheese.jpg")
+        try photo.write(to: file)
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in photo { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let edit = try world.shopsnap(lan, 1, state: states[0], ["edit", "Cheese", "--photo", file.path], ready: "editing: Cheese")
+        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+        #expect(seen != nil, "h2 sees laptop's edit; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+        guard seen != nil else { return }
+        let continued = try lan.run(2, [Baton.executable.path, "continue", "--state", states[1]], environment: world.runtime(2))
+        #expect(continued.status == 0, "\(continued.output)")
+        // The agent on h2 launched ShopSnap (its output is the agent's), which asked h1's ShopSnap for the photo.
+        let received = agents[1].line(timeout: 15) { $0.contains("received the photo of “Cheese”") }
+        #expect(received?.contains("\(photo.count) bytes") == true, "\(agents[1].output)")
+        #expect(received?.contains("checksum \(String(hash, radix: 16))") == true, "\(agents[1].output)")
+        #expect(edit.line(timeout: 5) { $0.contains("sent the photo of “Cheese”") } != nil, "\(edit.output)")
+        print("NamespaceTests[stream]: \(received ?? "no photo"); test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 }

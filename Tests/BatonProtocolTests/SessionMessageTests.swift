@@ -28,7 +28,23 @@ enum MessageSamples {
             .summary(id: 4, summary),
             .summary(id: 5, bareSummary),
             .error(message: "this device is not a member of the account"),
+            // Continuation streams (F1, F3; docs/PROTOCOL.md §8).
+            .openStream(id: 3, sequence: 1_800_000_000_000, window: 524_288),
+            .openStream(id: .max, sequence: UInt64(Int64.max) + 1, window: UInt64(StreamFlow.maximumWindow)),
+            .streamOpened(id: 3, window: 524_288),
+            .streamOpened(id: 4, window: 1),
+            .credit(stream: 3, opener: false, bytes: 131_072),
+            .credit(stream: .max, opener: true, bytes: 1),
+            .endOfStream(stream: 3, opener: true),
+            .endOfStream(stream: 3, opener: false),
+            .resetStream(stream: 3, opener: false, reason: .appGone, message: "the app went away"),
+            .ping(id: 8),
+            .pong(id: 8),
         ] + FetchFailure.allCases.map { .failure(id: 6, reason: $0, message: "because \($0)") }
+            + FetchFailure.allCases.map { .resetStream(stream: 1, opener: true, reason: $0, message: "because \($0)") }
+
+    /// A continuation stream's token (16 bytes).
+    static let token = Data((0..<16).map { UInt8($0 * 17) })
 
     static let item = NearbyItem(
         device: "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA", deviceName: "laptop", sequence: 7,
@@ -78,6 +94,13 @@ enum MessageSamples {
                 AppListing(bundle: "", name: "Broken", team: nil, activityTypes: [], problem: "/apps/Broken.app: Info.plist is not a property list"),
             ]
         ),
+        // Continuation streams (F2, F3; docs/PROTOCOL.md §8): the hellos of a stream's own connection, then its messages.
+        .openStream(bundleIdentifier: "com.razeware.shopsnap", version: IPCMessage.version, continuation: 9),
+        .acceptStream(bundleIdentifier: "com.razeware.shopsnap", version: IPCMessage.version, token: token),
+        .declineStream(token: token, message: "no delegate takes streams"),
+        .endOfStream,
+        .resetStream(reason: "peerGone", message: "the other device went away"),
+        .incomingStream(activity: 1, token: token),
     ]
 
     /// The `index`th entry of the sample `apps` message, as its property list.
@@ -106,6 +129,9 @@ struct MessageFamily: Sendable, CustomStringConvertible {
     let limits: [String: [String: Int]]
     /// Reads a message and writes it back.
     let reread: @Sendable (PropertyList) throws -> PropertyList
+    /// The shape of a message within its type, where one type has several whose required fields differ (a stream's
+    /// `hello` names its app, a plain `hello` need not): the key of ``required``.
+    var variant: @Sendable (PropertyList) -> String = { MessageTestSupport.type($0) }
 
     static let defaultLimit = 4_096
     static let typeLimit = ActivityPayload.maximumActivityTypeLength
@@ -116,9 +142,14 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         required: [
             "sync": ["roster"], "synced": ["id", "roster"], "fetch": ["id", "seq", "deadline"], "describe": ["id", "seq"],
             "cancel": ["id"], "payload": ["id", "payload"], "summary": ["id", "type", "bundle", "team"],
-            "fail": ["id", "reason", "message"], "error": ["message"],
+            "fail": ["id", "reason", "message"], "error": ["message"], "stream": ["id", "seq", "window"], "opened": ["id", "window"],
+            "credit": ["stream", "opener", "bytes"], "eof": ["stream", "opener"], "reset": ["stream", "opener", "reason", "message"],
+            "ping": ["id"], "pong": ["id"],
         ],
-        limits: ["summary": ["type": typeLimit, "title": 1_024, "bundle": 255, "team": 64, "host": 255], "fail": ["reason": 64]],
+        limits: [
+            "summary": ["type": typeLimit, "title": 1_024, "bundle": 255, "team": 64, "host": 255], "fail": ["reason": 64],
+            "reset": ["reason": 64],
+        ],
         reread: { try SessionMessage($0).propertyList }
     )
 
@@ -132,13 +163,23 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "continued": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
             "failed": ["cont", "type", "reason", "message"], "nearby": ["req", "items"],
             "result": ["req", "app", "reason", "message", "us"], "changed": ["items"], "apps?": ["req"], "apps": ["req", "apps"],
+            // A stream's hello must name its app; without `cont` or `token` it is a plain hello.
+            "hello cont": ["v", "bundle"], "hello token": ["v", "bundle"], "decline": ["token", "message"], "eof": [],
+            "reset": ["reason", "message"], "stream": ["activity", "token"],
         ],
         limits: [
             "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255], "continue": ["device": 1_024],
             "welcome": ["device": 128], "refused": ["code": 64], "will": ["type": typeLimit], "failed": ["type": typeLimit, "reason": 64],
-            "result": ["app": 255, "failure": 64],
+            "result": ["app": 255, "failure": 64], "reset": ["reason": 64],
         ],
-        reread: { try IPCMessage($0).propertyList }
+        reread: { try IPCMessage($0).propertyList },
+        variant: { plist in
+            let type = MessageTestSupport.type(plist)
+            guard type == "hello" else { return type }
+            if plist["cont"] != nil { return "hello cont" }
+            if plist["token"] != nil { return "hello token" }
+            return type
+        }
     )
 
     /// The entries of `nearby` and `changed`, read through a `changed` message.
@@ -244,10 +285,20 @@ struct SessionMessageTests {
             #expect(try BinaryPropertyListEncoder.encode(message.propertyList) == bytes, "deterministic bytes")
         }
         let types = Set(MessageSamples.session.map { Support.type($0.propertyList) })
-        #expect(types == ["sync", "synced", "fetch", "describe", "cancel", "payload", "summary", "fail", "error"])
+        #expect(
+            types == ["sync", "synced", "fetch", "describe", "cancel", "payload", "summary", "fail", "error", "stream", "opened", "credit", "eof", "reset", "ping", "pong"]
+        )
         #expect(SessionMessage.fetch(id: 3, sequence: 1, deadlineMilliseconds: 1).id == 3)
         #expect(SessionMessage.sync(id: nil, roster: Data(), agentPort: nil).id == nil)
         #expect(SessionMessage.error(message: "no").id == nil)
+        // A stream's request and its answer carry the request id (the stream's id); its control messages name the
+        // stream instead, with `opener` telling the two sides' numberings apart.
+        #expect(SessionMessage.openStream(id: 3, sequence: 1, window: 1).id == 3)
+        #expect(SessionMessage.streamOpened(id: 3, window: 1).id == 3)
+        #expect(SessionMessage.ping(id: 4).id == 4 && SessionMessage.pong(id: 4).id == 4)
+        #expect(SessionMessage.credit(stream: 3, opener: true, bytes: 1).id == nil)
+        #expect(SessionMessage.endOfStream(stream: 3, opener: true).id == nil)
+        #expect(SessionMessage.resetStream(stream: 3, opener: true, reason: .cancelled, message: "").id == nil)
     }
 
     @Test("every IPC message round-trips through its property list and through bplist00 bytes")
@@ -262,7 +313,8 @@ struct SessionMessageTests {
         #expect(
             types == [
                 "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
-                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps",
+                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps", "decline", "eof",
+                "reset", "stream",
             ]
         )
     }
@@ -276,6 +328,80 @@ struct SessionMessageTests {
         }
         let newer: PropertyList = ["t": "fail", "id": 1, "reason": "quotaExceeded", "message": "m"]
         #expect(try SessionMessage(newer) == .failure(id: 1, reason: .protocolViolation, message: "m"))
+        // F1: the reasons a stream request fails for (docs/PROTOCOL.md §8).
+        #expect(Set(FetchFailure.allCases.map(\.rawValue)).isSuperset(of: ["noStreams", "notContinued", "tooManyStreams"]))
+    }
+
+    @Test("F3: a reset's reason travels by its raw value; one this build does not know reads as protocolViolation; long text is cut")
+    func resetReasons() throws {
+        let newer: PropertyList = ["t": "reset", "stream": 1, "opener": true, "reason": "quotaExceeded", "message": "m"]
+        #expect(try SessionMessage(newer) == .resetStream(stream: 1, opener: true, reason: .protocolViolation, message: "m"))
+        let long = SessionMessage.resetStream(stream: 2, opener: false, reason: .appGone, message: String(repeating: "x", count: 5_000))
+        guard case .resetStream(2, false, .appGone, let text) = try SessionMessage(long.propertyList) else {
+            Issue.record("a reset with a long message does not read back")
+            return
+        }
+        #expect(text.utf8.count <= 4_096 && text.hasSuffix("…"))
+        // The app socket's reset and decline cut their text the same way.
+        for message in [IPCMessage.resetStream(reason: "peerGone", message: text + text), .declineStream(token: MessageSamples.token, message: text + text)] {
+            #expect(try IPCMessage(message.propertyList).propertyList["message"]?.stringValue?.utf8.count ?? .max <= 4_096)
+        }
+    }
+
+    @Test("F3: windows and credits are 1 to StreamFlow.maximumWindow bytes; 0 or more than that is malformedMessage naming the field")
+    func windowLimits() throws {
+        let messages: [(PropertyList, String)] = [
+            (SessionMessage.openStream(id: 1, sequence: 2, window: 1).propertyList, "window"),
+            (SessionMessage.streamOpened(id: 1, window: 1).propertyList, "window"),
+            (SessionMessage.credit(stream: 1, opener: true, bytes: 1).propertyList, "bytes"),
+        ]
+        let largest = Int64(StreamFlow.maximumWindow)
+        for (message, key) in messages {
+            for good: PropertyList in [1, .integer(largest)] {
+                #expect(try SessionMessage(Support.setting(message, key, to: good)).propertyList[key] == good)
+            }
+            for bad: PropertyList in [0, .integer(largest + 1), .integer(.max), .unsignedInteger(.max), -1] {
+                let error = #expect(throws: BatonProtocolError.self, "\(Support.type(message)).\(key) = \(bad)") {
+                    try SessionMessage(Support.setting(message, key, to: bad))
+                }
+                #expect(error?.code == .malformedMessage)
+                #expect(error?.message.contains("\"\(key)\"") == true, "\(error?.message ?? "")")
+            }
+        }
+    }
+
+    @Test("F2, F3: a stream's hello names its app and carries `cont` or a 16-byte `token`; the tokens of decline and stream are 16 bytes")
+    func streamHellos() throws {
+        let token = PropertyList.data(MessageSamples.token)
+        #expect(
+            try IPCMessage(["t": "hello", "bundle": "com.x", "v": 1, "cont": 9]) == .openStream(bundleIdentifier: "com.x", version: 1, continuation: 9)
+        )
+        #expect(
+            try IPCMessage(["t": "hello", "bundle": "com.x", "v": 1, "token": token])
+                == .acceptStream(bundleIdentifier: "com.x", version: 1, token: MessageSamples.token)
+        )
+        #expect(try IPCMessage(["t": "hello", "bundle": "com.x", "v": 1]) == .hello(bundleIdentifier: "com.x", version: 1))
+        for count in [0, 1, 15, 17, 32] {
+            let wrong = PropertyList.data(Data(repeating: 0xA5, count: count))
+            let messages: [PropertyList] = [
+                ["t": "hello", "bundle": "com.x", "v": 1, "token": wrong], ["t": "decline", "token": wrong, "message": "no"],
+                ["t": "stream", "activity": 1, "token": wrong],
+            ]
+            for plist in messages {
+                let error = #expect(throws: BatonProtocolError.self, "a token of \(count) bytes: \(plist)") { try IPCMessage(plist) }
+                #expect(error?.code == .malformedMessage)
+                #expect(error?.message.contains("\"token\"") == true && error?.message.contains("16 bytes") == true, "\(error?.message ?? "")")
+            }
+        }
+        // Sixteen characters are not sixteen bytes of data.
+        let text = #expect(throws: BatonProtocolError.self) { try IPCMessage(["t": "hello", "bundle": "com.x", "v": 1, "token": "0123456789abcdef"]) }
+        #expect(text?.code == .malformedMessage)
+        // A stream belongs to an app: a control client's hello (no bundle) cannot open or take one.
+        for plist: PropertyList in [["t": "hello", "v": 1, "cont": 9], ["t": "hello", "v": 1, "token": token]] {
+            let error = #expect(throws: BatonProtocolError.self, "\(plist)") { try IPCMessage(plist) }
+            #expect(error?.code == .malformedMessage)
+            #expect(error?.message.contains("\"bundle\"") == true, "\(error?.message ?? "")")
+        }
     }
 
     @Test("garbage that is not a message is malformedMessage for both decoders: no dictionary, no type, a bad type")
@@ -283,7 +409,8 @@ struct SessionMessageTests {
         let garbage: [PropertyList] = [
             "fetch", 1, .null, .data(Data("bplist00".utf8)), ["t", "fetch"], .set(["t"]), [:], ["id": 1], ["t": 1], ["t": .data(Data("fetch".utf8))],
             ["t": ""], ["t": .string(String(repeating: "x", count: 65))], ["t": .string(String(repeating: "x", count: 100_000))],
-            ["t": "stream", "id": "1"], ["t": "stream", "id": -1],
+            ["t": "stream", "id": "1"], ["t": "stream", "id": -1], ["t": "credit", "stream": 1, "opener": 1, "bytes": 5],
+            ["t": "opened", "id": 1, "window": 0], ["t": "reset", "message": "m"], ["t": "ping"], ["t": "pong", "id": .real(1)],
         ]
         for plist in garbage {
             let session = #expect(throws: BatonProtocolError.self, "\(plist)") { try SessionMessage(plist) }
@@ -304,7 +431,7 @@ struct SessionMessageTests {
     @Test("a missing required field is malformedMessage naming it; a missing optional field reads as absent", arguments: MessageFamily.all)
     func missingFields(family: MessageFamily) throws {
         for sample in family.samples {
-            let type = Support.type(sample)
+            let type = family.variant(sample)
             let required = try #require(family.required[type], "no table entry for \(type)")
             for key in Support.fields(sample).keys where key != "t" {
                 let without = Support.setting(sample, key, to: nil)
@@ -321,7 +448,7 @@ struct SessionMessageTests {
         }
         // The table names only fields the samples carry, so each requirement above was exercised.
         for (type, keys) in family.required {
-            let carried = family.samples.filter { Support.type($0) == type }.reduce(into: Set<String>()) { $0.formUnion(Support.fields($1).keys) }
+            let carried = family.samples.filter { family.variant($0) == type }.reduce(into: Set<String>()) { $0.formUnion(Support.fields($1).keys) }
             #expect(keys.isSubset(of: carried), "\(type): \(keys.subtracting(carried)) never sampled")
         }
     }
@@ -538,7 +665,23 @@ struct SessionVectorTests {
         + "776172652e73686f70736e61702e7669657708151e2028293132343c424c510000000000000101000000000000000d00"
         + "00000000000000000000000000006e"
 
-    @Test("fetch, fail and an IPC current encode to the documented frames, and the frames decode to them")
+    /// Continuation streams (F1, F3; docs/PROTOCOL.md §8). plistlib reads them as
+    /// `{'id': 3, 'seq': 1800000000000, 't': 'stream', 'window': 524288}`, `{'id': 3, 't': 'opened', 'window': 524288}`
+    /// and `{'bytes': 131072, 'opener': False, 'stream': 3, 't': 'credit'}`. (The data frame's vector is checked with
+    /// the frame codec, in BatonAgentTests' `DataFrameTests`.)
+    static let stream =
+        "0000006162706c6973743030d4010305070204060852696410035373657113000001a3185c500051745673747265616d"
+        + "5677696e646f771200080000081114161a23252c33000000000000010100000000000000090000000000000000000000"
+        + "0000000038"
+    static let opened =
+        "0000005062706c6973743030d301030502040652696410035174566f70656e65645677696e646f771200080000080f12"
+        + "14161d240000000000000101000000000000000700000000000000000000000000000029"
+    static let credit =
+        "0000005f62706c6973743030d401030507020406085562797465731200020000566f70656e6572085673747265616d10"
+        + "035174566372656469740811171c23242b2d2f0000000000000101000000000000000900000000000000000000000000"
+        + "000036"
+
+    @Test("fetch, fail, an IPC current, and (F3) stream, opened and credit encode to the documented frames, and the frames decode to them")
     func vectors() throws {
         let vectors: [(PropertyList, String, (PropertyList) throws -> PropertyList)] = [
             (SessionMessage.fetch(id: 7, sequence: 1_800_000_000_000, deadlineMilliseconds: 1_000).propertyList, Self.fetch, { try SessionMessage($0).propertyList }),
@@ -547,6 +690,9 @@ struct SessionVectorTests {
                 IPCMessage.becomeCurrent(activity: 1, ActivityNotice(activityType: MessageSamples.activityType, title: "Groceries")).propertyList,
                 Self.current, { try IPCMessage($0).propertyList }
             ),
+            (SessionMessage.openStream(id: 3, sequence: 1_800_000_000_000, window: 524_288).propertyList, Self.stream, { try SessionMessage($0).propertyList }),
+            (SessionMessage.streamOpened(id: 3, window: 524_288).propertyList, Self.opened, { try SessionMessage($0).propertyList }),
+            (SessionMessage.credit(stream: 3, opener: false, bytes: 131_072).propertyList, Self.credit, { try SessionMessage($0).propertyList }),
         ]
         for (plist, expected, reread) in vectors {
             let frame = try Support.frame(plist)

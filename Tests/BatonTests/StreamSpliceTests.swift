@@ -24,6 +24,8 @@ final class RawStreamEnd: ChannelInboundHandler, @unchecked Sendable {
     let events: AsyncStream<Event>
     let sink: AsyncStream<Event>.Continuation
     var channel: Channel?
+    /// The agent's first answer (welcome, or why not): nothing is written before it (the protocol's rule).
+    let answered = NIOLockedValueBox<(IPCMessage?, [CheckedContinuation<Void, Never>])>((nil, []))
 
     init() {
         (events, sink) = AsyncStream.makeStream(of: Event.self)
@@ -34,6 +36,7 @@ final class RawStreamEnd: ChannelInboundHandler, @unchecked Sendable {
         case .message(let body):
             if let plist = try? BinaryPropertyListDecoder.decode(Data(body.readableBytesView)), let message = try? IPCMessage(plist) {
                 sink.yield(.message(message))
+                answer(message)
             }
         case .data(_, _, let bytes):
             sink.yield(.data(bytes))
@@ -43,6 +46,29 @@ final class RawStreamEnd: ChannelInboundHandler, @unchecked Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         sink.yield(.closed)
         sink.finish()
+        answer(.endOfStream)
+    }
+
+    func answer(_ message: IPCMessage) {
+        let waiting = answered.withLockedValue { answered -> [CheckedContinuation<Void, Never>] in
+            guard answered.0 == nil else { return [] }
+            answered.0 = message
+            defer { answered.1 = [] }
+            return answered.1
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+
+    /// Waits for the agent's first answer to the hello.
+    func waitForAnswer() async {
+        await withCheckedContinuation { waiter in
+            let now = answered.withLockedValue { answered -> Bool in
+                guard answered.0 == nil else { return true }
+                answered.1.append(waiter)
+                return false
+            }
+            if now { waiter.resume() }
+        }
     }
 
     static func connect(_ path: String, hello: IPCMessage) async throws -> RawStreamEnd {
@@ -62,21 +88,38 @@ final class RawStreamEnd: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func send(_ bytes: [UInt8]) async throws {
+        try await send(ByteBuffer(bytes: bytes))
+    }
+
+    func send(_ bytes: ByteBuffer) async throws {
+        await waitForAnswer()
         guard let channel else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let count = min(Frame.maximumData, bytes.count - offset)
-            try await channel.writeAndFlush(OutboundFrame.data(stream: 0, opener: false, ByteBuffer(bytes: bytes[offset..<offset + count])))
-            offset += count
+        var rest = bytes
+        while rest.readableBytes > 0, let part = rest.readSlice(length: min(Frame.maximumData, rest.readableBytes)) {
+            try await channel.writeAndFlush(OutboundFrame.data(stream: 0, opener: false, part))
         }
     }
 
-    func finish() throws {
+    /// `count` bytes of a pattern that differs with `seed`, made with memcpy, not byte by byte: the tests run in
+    /// debug builds beside the whole suite, and a per-byte loop over megabytes starves the others' tasks.
+    static func pattern(_ count: Int, seed: UInt8) -> ByteBuffer {
+        let unit = (0..<251).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(count)
+        while buffer.readableBytes + unit.count <= count { buffer.writeBytes(unit) }
+        buffer.writeBytes(unit.prefix(count - buffer.readableBytes))
+        return buffer
+    }
+
+    func finish() async throws {
+        await waitForAnswer()
         try channel?.writeMessage(IPCMessage.endOfStream.propertyList)
     }
 }
 
-@Suite("Continuation streams through two agents, at the app-socket protocol (F1–F3)")
+// Serialized: each test runs two agents, and some move tens of megabytes; side by side with the rest of the suite on
+// two cores they starve other tests' agents of their event loops.
+@Suite("Continuation streams through two agents, at the app-socket protocol (F1–F3)", .serialized)
 struct StreamSpliceTests {
     static let info = """
         <plist version="1.0"><dict>
@@ -104,7 +147,11 @@ struct StreamSpliceTests {
             try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
             try Data(plist.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
         }
-        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps]))
+        // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
+        // answer can take longer than the usual second.
+        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
+            configuration.saveDeadline = 10
+        }
         let laptop = try await AgentClient.connect(path: devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
         let desktop = try await AgentClient.connect(path: devices.agents[1].socketPath, bundleIdentifier: "com.example.Notes")
         laptop.send(.becomeCurrent(activity: 1, ActivityNotice(activityType: "com.example.notes.edit", title: "Draft", supportsStreams: streams)))
@@ -124,19 +171,23 @@ struct StreamSpliceTests {
         }
         let outcome = await devices.agents[1].continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome.message)")
-        try await answering.value
+        answering.cancel()
         var continuation: UInt64?
         for await message in desktop.messages {
             if case .deliver(let number, _) = message {
                 continuation = number
                 break
             }
+            if case .failed(_, _, let reason, let text) = message {
+                Issue.record("the continuation failed: \(text) [\(reason)]")
+                break
+            }
         }
         return (devices, laptop, desktop, try #require(continuation))
     }
 
-    static func collect(_ end: RawStreamEnd) async -> (bytes: [UInt8], first: IPCMessage?, last: IPCMessage?) {
-        var bytes: [UInt8] = []
+    static func collect(_ end: RawStreamEnd) async -> (bytes: ByteBuffer, first: IPCMessage?, last: IPCMessage?) {
+        var bytes = ByteBuffer()
         var first: IPCMessage?
         var last: IPCMessage?
         for await event in end.events {
@@ -146,8 +197,8 @@ struct StreamSpliceTests {
                 if case .endOfStream = message { return (bytes, first, last) }
                 if case .resetStream = message { return (bytes, first, last) }
                 if case .refused = message { return (bytes, first, last) }
-            case .data(let buffer):
-                bytes += buffer.readableBytesView
+            case .data(var buffer):
+                bytes.writeBuffer(&buffer)
             case .closed:
                 return (bytes, first, last)
             }
@@ -175,14 +226,14 @@ struct StreamSpliceTests {
             hello: .acceptStream(bundleIdentifier: "com.example.Notes", version: 1, token: try #require(token))
         )
         let opened = try await opening.value
-        let up = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
-        let down = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) }
+        let up = RawStreamEnd.pattern(3_000_000, seed: 7)
+        let down = RawStreamEnd.pattern(1_000_000, seed: 3)
         async let atLaptop = Self.collect(accepted)
         async let atDesktop = Self.collect(opened)
         try await opened.send(up)
-        try opened.finish()
+        try await opened.finish()
         try await accepted.send(down)
-        try accepted.finish()
+        try await accepted.finish()
         let (laptopGot, desktopGot) = await (atLaptop, atDesktop)
         #expect(laptopGot.first.map { if case .welcome = $0 { true } else { false } } == true)
         #expect(desktopGot.first.map { if case .welcome = $0 { true } else { false } } == true)
@@ -267,15 +318,15 @@ struct StreamSpliceTests {
         // The laptop's app reads nothing yet: its events are not consumed, but its socket is (NIO reads into the
         // stream), so stop its reads outright.
         try await laptopEnd.channel?.setOption(ChannelOptions.autoRead, value: false).get()
-        let total = 64 << 20
+        let total = 32 << 20
         let written = NIOLockedValueBox(0)
         let writer = Task {
-            let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
-            for _ in 0..<(total / chunk.count) {
+            let chunk = ByteBuffer(repeating: 0x5A, count: 64 << 10)
+            for _ in 0..<(total / chunk.readableBytes) {
                 try await desktopEnd.send(chunk)
-                written.withLockedValue { $0 += chunk.count }
+                written.withLockedValue { $0 += chunk.readableBytes }
             }
-            try desktopEnd.finish()
+            try await desktopEnd.finish()
         }
         try await Task.sleep(for: .seconds(1))
         let stalled = written.withLockedValue { $0 }
@@ -287,7 +338,7 @@ struct StreamSpliceTests {
         laptopEnd.channel?.read()
         let got = await Self.collect(laptopEnd)
         try await writer.value
-        #expect(got.bytes.count == total)
+        #expect(got.bytes.readableBytes == total)
         #expect(got.last == .endOfStream)
     }
 
@@ -313,10 +364,10 @@ struct StreamSpliceTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, (desktopEnd, laptopEnd)) in pairs.enumerated() {
                 group.addTask {
-                    let bytes = [UInt8](repeating: UInt8(index), count: 300_000 + index)
+                    let bytes = RawStreamEnd.pattern(300_000 + index, seed: UInt8(index))
                     async let got = Self.collect(laptopEnd)
                     try await desktopEnd.send(bytes)
-                    try desktopEnd.finish()
+                    try await desktopEnd.finish()
                     #expect(await got.bytes == bytes)
                 }
             }
@@ -330,7 +381,7 @@ struct StreamSpliceTests {
         defer { Task { await devices.shutdown() } }
         let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
         #expect(await Self.first(desktopEnd) != nil)
-        try await desktopEnd.send([UInt8](repeating: 1, count: 100_000))
+        try await desktopEnd.send(ByteBuffer(repeating: 1, count: 100_000))
         try await laptopEnd.channel?.close()
         #expect(await Self.ending(desktopEnd) == "appGone")
     }
@@ -397,5 +448,24 @@ struct StreamSpliceTests {
         #expect(await Self.ending(desktopEnd) == "peerGone")
         let waited = ContinuousClock.now - started
         #expect(waited < .seconds(8), "ended after \(waited)")
+    }
+
+    @Test("F3: an app that writes, ends its side and closes its connection at once still delivers every byte (request, then reply)")
+    func replyThenClose() async throws {
+        let (devices, laptop, _, continuation) = try await Self.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        let (desktopEnd, laptopEnd) = try await Self.openPair(devices, laptop: laptop, continuation: continuation)
+        async let atDesktop = Self.collect(desktopEnd)
+        try await desktopEnd.send(ByteBuffer(string: "the photo, please"))
+        try await desktopEnd.finish()
+        let request = await Self.collect(laptopEnd)
+        #expect(request.bytes == ByteBuffer(string: "the photo, please"), "\(String(describing: request.first)) \(String(describing: request.last))")
+        let reply = RawStreamEnd.pattern(3_000_000, seed: 9)
+        try await laptopEnd.send(reply)
+        try await laptopEnd.finish()
+        try await laptopEnd.channel?.close()
+        let got = await atDesktop
+        #expect(got.bytes == reply)
+        #expect(got.last == .endOfStream)
     }
 }

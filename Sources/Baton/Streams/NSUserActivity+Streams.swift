@@ -8,7 +8,8 @@ extension NSUserActivity {
     ///
     /// The handler runs off the main thread, as on Apple's systems (hop to the main actor for the UI), on a thread of
     /// its own: it may read and write the streams right there, blocking, for the whole exchange, without holding up
-    /// anything else.
+    /// anything else. Not a global dispatch queue: on Linux Swift's tasks run on that same pool (its
+    /// `com.apple.root.default-qos` threads, as many as cores), so a handler blocked there stalls every task too.
     public func getContinuationStreams(completionHandler: @escaping @Sendable (InputStream?, OutputStream?, (any Error)?) -> Void) {
         let activity = self.activity
         Task.detached {

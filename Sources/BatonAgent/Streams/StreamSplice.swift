@@ -37,6 +37,8 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
         var over = false
         /// The last write to the app, so the connection closes only after it.
         var lastWrite: EventLoopFuture<Void>?
+        /// The app closed its connection after ending its side: what it wrote still goes out, then the `eof`.
+        var appLeft = false
     }
 
     init(app: IPCConnection, link: PeerLink, ended: @escaping @Sendable () -> Void) {
@@ -72,10 +74,10 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
 
     func appData(_ bytes: ByteBuffer) {
         let result = state.withLockedValue { state -> (PeerLink.StreamKey, [ByteBuffer], Bool)? in
-            guard !state.over, let key = state.key, var flow = state.flow else { return nil }
-            guard !flow.appEnded else { return nil }
+            // Bytes after the app's own eof (flowViolation) break the protocol; after the stream is over, they are
+            // dropped (the reset below then does nothing).
+            guard !state.over, let key = state.key, var flow = state.flow, let send = try? flow.appSent(bytes.readableBytes) else { return nil }
             state.queue.append(bytes)
-            let send = flow.appSent(bytes.readableBytes)
             state.flow = flow
             return (key, Self.take(send.bytes, from: &state.queue), send.end)
         }
@@ -100,8 +102,28 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
     }
 
     func appClosed() {
-        // A clean end (both sides finished) has already ended the stream; anything else is the app gone (F3).
+        // An app that ended its side and then closed has said all it will: its bytes still waiting for credit, and
+        // its eof, go out first (the stream ends cleanly if the other side had ended too). Closing without an eof
+        // is the app gone (F3).
+        let drain = state.withLockedValue { state -> Bool in
+            guard !state.over, state.flow?.appEnded == true else { return false }
+            state.appLeft = true
+            return true
+        }
+        if drain { return leaveIfDrained() }
         reset(.appGone, "the app at the other end closed the stream", tellApp: false, tellPeer: true, peerReason: .appGone)
+    }
+
+    /// The app left after its eof: once its bytes and eof are out, a stream whose other direction is still open is
+    /// reset (nobody reads it any more); one whose other direction ended has finished.
+    func leaveIfDrained() {
+        let unread = state.withLockedValue { state -> Bool in
+            guard !state.over, state.appLeft, let flow = state.flow, flow.endSent else { return false }
+            return !flow.endReceived
+        }
+        if unread {
+            reset(.appGone, "the app at the other end stopped reading", tellApp: false, tellPeer: true, peerReason: .appGone)
+        }
     }
 
     // MARK: From the link
@@ -162,7 +184,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
                 return true
             }
             guard open else { return }
-            write(.endOfStream)
+            if !state.withLockedValue(\.appLeft) { write(.endOfStream) }
             finishIfDone()
         case .resetStream(_, _, let reason, let text):
             reset(reason, text, tellApp: true, tellPeer: false, peerReason: reason)
@@ -201,7 +223,10 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
         if !chunks.isEmpty { link.sendStreamData(key, chunks) }
         if end { link.sendStreamControl(.endOfStream(stream: key.id, opener: key.openedHere)) }
         updateReading()
-        if end { finishIfDone() }
+        if end {
+            finishIfDone()
+            leaveIfDrained()
+        }
     }
 
     /// Reads the app's socket only while its bytes could go out (credit left, nothing queued).

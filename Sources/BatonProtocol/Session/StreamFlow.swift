@@ -55,7 +55,11 @@ public struct StreamFlow: Sendable, Hashable {
     public var isFinished: Bool { endSent && endReceived }
 
     /// The app handed over `count` bytes (they join the queue).
-    public mutating func appSent(_ count: Int) -> Send {
+    /// - Throws: `flowViolation` when the app already ended its side: they would follow the `eof`.
+    public mutating func appSent(_ count: Int) throws -> Send {
+        guard !appEnded else {
+            throw BatonProtocolError(.flowViolation, "the app sent \(count) bytes after ending its side of the stream")
+        }
         queued += count
         return drain()
     }
@@ -67,9 +71,10 @@ public struct StreamFlow: Sendable, Hashable {
     }
 
     /// The peer credited `count` bytes more.
-    /// - Throws: `protocolViolation` when that takes the unused credit past ``maximumCredit``.
+    /// - Throws: `flowViolation` when `count` is not positive or takes the unused credit past ``maximumCredit``.
     public mutating func credited(_ count: Int) throws -> Send {
-        guard count > 0, sendCredit + count <= Self.maximumCredit else {
+        // Compared without adding, so no count can overflow.
+        guard count > 0, count <= Self.maximumCredit - sendCredit else {
             throw BatonProtocolError(.flowViolation, "the peer credited \(count) bytes on top of \(sendCredit) unused")
         }
         sendCredit += count
@@ -86,7 +91,7 @@ public struct StreamFlow: Sendable, Hashable {
     }
 
     /// The peer sent `count` bytes, which go to the app.
-    /// - Throws: `protocolViolation` when they exceed what this side credited, or arrive after the peer's `eof`.
+    /// - Throws: `flowViolation` when they exceed what this side credited, or arrive after the peer's `eof`.
     public mutating func peerSent(_ count: Int) throws {
         guard !endReceived else {
             throw BatonProtocolError(.flowViolation, "the peer sent data after ending the stream")
@@ -106,7 +111,8 @@ public struct StreamFlow: Sendable, Hashable {
     /// was taken (so credits do not cost a message per frame), or the peer has nothing left to send with.
     public mutating func appTook(_ count: Int) -> Int? {
         taken += count
-        guard !endReceived, taken >= window / 4 || receiveAllowance == 0 else { return nil }
+        // Never a credit of 0 bytes (taking nothing, or an empty data frame): the peer would refuse it.
+        guard taken > 0, !endReceived, taken >= window / 4 || receiveAllowance == 0 else { return nil }
         defer { taken = 0 }
         receiveAllowance += taken
         return taken

@@ -83,7 +83,7 @@ final class FakeStreamAgent: Sendable {
             var bytes: [UInt8] = []
             for await event in events {
                 switch event {
-                case .data(let buffer): bytes += buffer.readableBytesView
+                case .data(let buffer): buffer.withUnsafeReadableBytes { bytes.append(contentsOf: $0) }
                 case .message(.endOfStream): return (bytes, true)
                 case .message, .closed: return (bytes, false)
                 }
@@ -142,12 +142,16 @@ final class FakeStreamAgent: Sendable {
     }
 }
 
-/// Bytes that show where they came from: a transfer that reorders, drops or repeats any is caught.
+/// Bytes that show where they came from: a transfer that reorders, drops or repeats any is caught (the pattern repeats
+/// only every 65,521 bytes, a prime, so no frame or buffer size lines up with it). Made by copying one period, not byte
+/// by byte: the tests run in debug builds beside the whole suite, and per-byte loops over megabytes starve it.
 func patterned(_ count: Int, seed: UInt8 = 0) -> [UInt8] {
-    [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-        for index in 0..<count { buffer[index] = UInt8(truncatingIfNeeded: index &* 31 &+ (index >> 8) &+ Int(seed)) }
-        initialized = count
-    }
+    let period = (0..<min(count, 65_521)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 8) &+ Int(seed)) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(count)
+    while bytes.count + period.count <= count { bytes.append(contentsOf: period) }
+    bytes.append(contentsOf: period.prefix(count - bytes.count))
+    return bytes
 }
 
 /// FNV-1a 64 of `bytes`: a checksum to compare transfers by.

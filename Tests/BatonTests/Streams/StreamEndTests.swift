@@ -50,7 +50,7 @@ struct StreamEndTests {
         }
     }
 
-    @Test("F3: bytes both ways, checksummed, in frames of at most 256 KiB; finish is eof; the reader ends on the agent's eof", arguments: [1, 100_000, 10_000_000])
+    @Test("F3: bytes both ways, checksummed, in frames of at most 256 KiB; finish is eof; the reader ends on the agent's eof", arguments: [1, 100_000, 2_000_000])
     func bothWays(size: Int) async throws {
         let agent = try await FakeStreamAgent()
         defer { agent.stop() }
@@ -149,7 +149,7 @@ struct StreamEndTests {
         try await writing.value
         try await streams.output.finish()
         let (bytes, ended) = await arrived
-        #expect(bytes.count == data.count && checksum(bytes) == checksum(data) && ended)
+        #expect(bytes.count == data.count && Data(bytes) == data && ended)
     }
 
     @Test("F3 backpressure: a reader that does not read stops the connection being read, and loses nothing")
@@ -170,7 +170,7 @@ struct StreamEndTests {
         var read = Data()
         for try await chunk in streams.input { read += chunk }
         try await sending.value
-        #expect(read.count == data.count && checksum(read) == checksum(data))
+        #expect(read.count == data.count && read == Data(data))
     }
 
     @Test("a reader task cancelled while it waits throws CancellationError; the stream goes on")
