@@ -15,8 +15,9 @@ public protocol NSUserActivityDelegate: AnyObject {
     func userActivityWillSave(_ userActivity: NSUserActivity)
     func userActivityWasContinued(_ userActivity: NSUserActivity)
     /// The app that continued the activity opened a continuation stream to it (F3; the activity has
-    /// `supportsContinuationStreams`). Open both streams, and keep them for as long as the exchange lasts; the
-    /// connection closes once both are closed or gone. The default closes them at once.
+    /// `supportsContinuationStreams`). Called on a thread of its own, not the main actor: reading and writing the
+    /// streams here, blocking, holds up nothing else. Open both streams, and keep them for as long as the exchange
+    /// lasts; the stream is over once both are closed or gone. The default drops them: the stream closes at once.
     func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream)
 }
 

@@ -163,8 +163,8 @@ final class SlowSaver: NSUserActivityDelegate {
 
 // MARK: Continuation streams (F1–F3), as Apple's samples use them
 
-/// The originating side: the activity's delegate answers a stream with a reply, reading and writing off the main
-/// thread with blocking calls, as code written against Apple's streams without a run loop does.
+/// The originating side: the activity's delegate answers a stream with a reply, with blocking reads and writes
+/// right in the delegate method, which (as on Apple's systems) is not called on the main thread.
 final class NoteSender: NSUserActivityDelegate {
     let note: Data
     private let lock = NSLock()
@@ -176,17 +176,15 @@ final class NoteSender: NSUserActivityDelegate {
     }
 
     func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {
-        DispatchQueue.global().async {
-            inputStream.open()
-            outputStream.open()
-            let request = StreamIO.readAll(inputStream)
-            self.lock.lock()
-            self._requests.append(request)
-            self.lock.unlock()
-            StreamIO.writeAll(self.note, to: outputStream)
-            outputStream.close()
-            inputStream.close()
-        }
+        inputStream.open()
+        outputStream.open()
+        let request = StreamIO.readAll(inputStream)
+        lock.lock()
+        _requests.append(request)
+        lock.unlock()
+        StreamIO.writeAll(note, to: outputStream)
+        outputStream.close()
+        inputStream.close()
     }
 }
 

@@ -190,7 +190,8 @@ struct AppleShapedTests {
             NoteFetcher.fetch(continued.nsUserActivity, request: request) { reply, error in done.resume(returning: (reply, error)) }
         }
         #expect(error == nil)
-        #expect(reply == sender.note, "\(reply?.count ?? -1) bytes")
+        let whole = reply == sender.note
+        #expect(whole, "the reply came whole and unchanged: \(reply?.count ?? -1) of \(sender.note.count) bytes")
         #expect(sender.requests == [request])
         activity.invalidate()
         await world.stop()
@@ -206,9 +207,11 @@ struct AppleShapedTests {
         let (reply, events): (Data, [String]) = await withCheckedContinuation { done in
             pump.run { reply, events in done.resume(returning: (reply, events)) }
         }
-        #expect(reply == sender.note, "\(reply.count) bytes; \(events)")
+        let whole = reply == sender.note
+        #expect(whole, "\(reply.count) of \(sender.note.count) bytes; \(events)")
         #expect(Set(events.prefix(2)) == ["in open", "out open"] && events.suffix(2) == ["out done", "in end"], "\(events)")
-        #expect(sender.requests == [request])
+        let requested = sender.requests == [request]
+        #expect(requested, "\(sender.requests.map(\.count)) bytes asked")
         activity.invalidate()
         await world.stop()
     }

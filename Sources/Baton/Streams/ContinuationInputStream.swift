@@ -211,8 +211,9 @@ final class ContinuationInputStream: InputStream {
     }
 }
 
-/// The two Foundation streams of one continuation stream: the connection stays while either is alive, and closes
-/// once both are closed (after what was written has left).
+/// The two Foundation streams of one continuation stream: the connection stays while either is alive; once both are
+/// closed (or gone) it is released (``StreamEnd/release()``): left for the agent to close when the stream ended
+/// cleanly both ways, else closed once what was written has left.
 final class FoundationStreamPair: Sendable {
     let holder: StreamHolder
     private let closedSides = Mutex(0)
@@ -228,7 +229,7 @@ final class FoundationStreamPair: Sendable {
             closed += 1
             return closed == 2
         }) {
-            end.closeWhenWritten()
+            end.release()
         }
     }
 }

@@ -14,8 +14,9 @@ import NIOCore
 ///   cleanly, and it may still write back.
 /// - Ending abnormally: both ``input`` and ``output`` throw a ``ContinuationError`` with the reason (`appGone` when the
 ///   other app closed or quit, `peerGone` when the other device went away, `agentGone` when this device's agent did).
-/// - Closing: ``close()`` drops both directions at once; dropping every copy of the streams does the same once
-///   what was written has left.
+/// - Closing: once both sides have finished, and each has read the other's end, the stream is over and its
+///   connection closes by itself. ``close()`` drops both directions at once; so does dropping every copy of the
+///   streams before the stream is over (once what was written has left).
 ///
 /// Limits (docs/PROTOCOL.md §8): 8 streams open at once per app (either end), 16 per pair of devices; past them the
 /// request fails `tooManyStreams`.
@@ -115,8 +116,9 @@ public struct ContinuationStreamWriter: Sendable {
     }
 }
 
-/// Keeps a stream's connection open while any copy of its streams is alive; the last one gone closes it once what
-/// was written has left. Reader and writer share one, so a task may keep only the half it uses.
+/// Keeps a stream's connection open while any copy of its streams is alive; when the last one goes, a stream not
+/// yet over is closed (``StreamEnd/release()``). Reader and writer share one, so a task may keep only the half it
+/// uses.
 final class StreamHolder: Sendable {
     let end: StreamEnd
 
@@ -125,7 +127,7 @@ final class StreamHolder: Sendable {
     }
 
     deinit {
-        end.closeWhenWritten()
+        end.release()
     }
 }
 

@@ -6,22 +6,25 @@ extension NSUserActivity {
     /// `NSError` in the Cocoa domain: see ``UserActivity/continuationStreams()`` for the codes). Open both streams
     /// before use; closing the output stream ends this side's writing (a half-close).
     ///
-    /// The handler runs on a global dispatch queue, as on Apple's systems on no particular thread: hop to the main
-    /// actor for the UI. The streams block when used without a run loop, and code written for Apple's often reads
-    /// and writes them right in the handler: a dispatch queue's thread may block, where one of Swift's few
-    /// cooperative threads blocked would stall every task of the app.
+    /// The handler runs off the main thread, as on Apple's systems (hop to the main actor for the UI), on a thread of
+    /// its own: it may read and write the streams right there, blocking, for the whole exchange, without holding up
+    /// anything else. Not a global dispatch queue: on Linux Swift's tasks run on that same pool (its
+    /// `com.apple.root.default-qos` threads, as many as cores), so a handler blocked there stalls every task too.
     public func getContinuationStreams(completionHandler: @escaping @Sendable (InputStream?, OutputStream?, (any Error)?) -> Void) {
         let activity = self.activity
         Task.detached {
-            let end: StreamEnd
+            let result: Result<FoundationStreams, any Error>
             do {
-                end = try await activity.openStreamEnd()
+                result = .success(FoundationStreams(ContinuationInputStream.pair(try await activity.openStreamEnd())))
             } catch {
-                return DispatchQueue.global().async { completionHandler(nil, nil, error) }
+                result = .failure(error)
             }
-            let (input, output) = ContinuationInputStream.pair(end)
-            let streams = UncheckedStreams(input: input, output: output)
-            DispatchQueue.global().async { completionHandler(streams.input, streams.output, nil) }
+            Thread.detachNewThread {
+                switch result {
+                case .success(let streams): completionHandler(streams.input, streams.output, nil)
+                case .failure(let error): completionHandler(nil, nil, error)
+                }
+            }
         }
     }
 
@@ -32,8 +35,14 @@ extension NSUserActivity {
     }
 }
 
-/// Foundation's streams, handed to the thread that runs the completion handler and used only there.
-private struct UncheckedStreams: @unchecked Sendable {
+/// A continuation stream's two Foundation streams, carried to the thread that hands them over. `@unchecked
+/// Sendable`: both are this library's stream classes, whose state is behind locks (Foundation marks `Stream` not
+/// Sendable, so they cannot say so themselves).
+struct FoundationStreams: @unchecked Sendable {
     let input: InputStream
     let output: OutputStream
+
+    init(_ pair: (InputStream, OutputStream)) {
+        (input, output) = pair
+    }
 }

@@ -409,9 +409,13 @@ final class StreamEnd: Sendable {
         update { $0.close() }
     }
 
-    /// Closes the connection once everything written so far has left: what the last holder of the stream does.
-    func closeWhenWritten() {
-        let last = core.withLock { $0.lastWrite }
+    /// What the last holder of the stream does when it lets go. A stream that ended cleanly both ways (this side
+    /// finished and read the other's end) is left for the agent to close: it does once its own last bytes for the
+    /// other side are out, and closing first would make it reset them (`appGone`). Anything else is closed once
+    /// everything written so far has left.
+    func release() {
+        let (endedCleanly, last) = core.withLock { ($0.machine.endedCleanly, $0.lastWrite) }
+        guard !endedCleanly else { return }
         guard let last else { return close() }
         last.whenComplete { [self] _ in close() }
     }

@@ -256,6 +256,12 @@ struct StreamEndStateMachine {
         }
     }
 
+    /// Both directions ended cleanly: this side finished, and the other side's end was read (or is buffered).
+    var endedCleanly: Bool {
+        guard case .open(.ended, .finished) = state else { return false }
+        return true
+    }
+
     /// The writer wants to send bytes: nil when it may, else why not.
     func writeRefusal() -> ContinuationError? {
         switch state {

@@ -34,9 +34,9 @@ extension UserActivity {
         )
     }
 
-    /// Who receives a stream opened to this activity (F3): its ``UserActivityDelegate`` or its
-    /// ``NSUserActivityDelegate``. With both set, the Apple-shaped one when the app holds the activity through an
-    /// ``NSUserActivity`` (one is alive), else Baton's.
+    /// Who receives a stream opened to this activity (F3): its ``UserActivityDelegate`` (on the main actor) or its
+    /// ``NSUserActivityDelegate`` (on a thread of its own). With both set, the Apple-shaped one when the app holds the
+    /// activity through an ``NSUserActivity`` (one is alive), else Baton's.
     enum StreamReceiver {
         case baton(UserActivityDelegate)
         case apple(NSUserActivityDelegate)
@@ -59,8 +59,10 @@ extension UserActivity {
         case .baton(let receiver):
             receiver.userActivity(self, didReceive: ContinuationStreams(end))
         case .apple(let receiver):
-            let (input, output) = ContinuationInputStream.pair(end)
-            receiver.userActivity(nsUserActivity, didReceive: input, outputStream: output)
+            // On a thread of its own, as Apple calls it off the main thread: code written for Apple's streams may
+            // read and write them right here, blocking, for the whole exchange.
+            let call = AppleStreamDelivery(receiver: receiver, activity: nsUserActivity, streams: ContinuationInputStream.pair(end))
+            Thread.detachNewThread { call.deliver() }
         }
     }
 }
@@ -94,5 +96,19 @@ extension BatonApplication {
             }
             activity.receiveStream(end)
         }
+    }
+}
+
+/// An `NSUserActivityDelegate` call carried to the thread it runs on. `@unchecked Sendable`: it is made on the main
+/// actor and used once, on that one thread; the streams are this library's, whose state is behind locks, the
+/// activity is usable from any thread, and Apple's delegate protocol is not tied to a thread (Apple calls it off the
+/// main thread too).
+struct AppleStreamDelivery: @unchecked Sendable {
+    let receiver: NSUserActivityDelegate
+    let activity: NSUserActivity
+    let streams: (input: InputStream, output: OutputStream)
+
+    func deliver() {
+        receiver.userActivity(activity, didReceive: streams.input, outputStream: streams.output)
     }
 }

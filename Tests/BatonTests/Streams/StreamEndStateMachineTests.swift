@@ -121,7 +121,9 @@ struct StreamEndStateMachineTests {
     func cleanEnd() {
         var machine = Self.open()
         #expect(machine.finish() == nil)
+        #expect(!machine.endedCleanly)
         _ = machine.received(.endOfStream)
+        #expect(machine.endedCleanly)
         let effects = machine.connectionClosed()
         #expect(effects.writers == nil && effects.reader == nil)
         #expect(machine.read().0 == .end)

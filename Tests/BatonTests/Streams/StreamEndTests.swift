@@ -216,6 +216,25 @@ struct StreamEndTests {
         let (bytes, ended) = await connection.collect()
         #expect(bytes == [1, 2, 3] && !ended)
     }
+
+    @Test("dropping the streams after a clean end both ways leaves the connection for the agent to close (its last bytes may still be queued)")
+    func droppedAfterCleanEnd() async throws {
+        let agent = try await FakeStreamAgent()
+        defer { agent.stop() }
+        let (end, connection) = try await agent.openWelcomed()
+        do {
+            let streams = ContinuationStreams(end)
+            connection.send(.endOfStream)
+            #expect(try await streams.input.readAll().isEmpty)
+            try await streams.output.finish()
+        }
+        var events = connection.events.makeAsyncIterator()
+        #expect(await events.next() == .message(.endOfStream))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(end.channel.isActive, "still open: the agent closes it")
+        connection.close()
+        #expect(await events.next() == .closed)
+    }
 }
 
 /// A flag set from one task and read from another.
