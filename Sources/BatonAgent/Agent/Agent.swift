@@ -201,26 +201,38 @@ public final class Agent: @unchecked Sendable {
 
     func open() async throws {
         var host = configuration.host
-        let listener: Channel
-        do {
-            listener = try await links.listen(host: host, port: configuration.port)
-        } catch let error as BatonAgentError where host == AgentConfiguration.anyHost && error.code == .addressUnavailable {
-            // No IPv6 on this machine: IPv4 only.
-            host = "0.0.0.0"
-            listener = try await links.listen(host: host, port: configuration.port)
-            logger.notice("\(error.message); IPv4 only")
+        var adverts: AdvertSocket?
+        // A port the system picks is free for TCP; the adverts' UDP socket on the same number may not be (another
+        // program's UDP socket): then both are picked again, a few times (a collision seen in a full test run).
+        for attempt in 1...8 {
+            let listener: Channel
+            do {
+                listener = try await links.listen(host: host, port: configuration.port)
+            } catch let error as BatonAgentError where host == AgentConfiguration.anyHost && error.code == .addressUnavailable {
+                // No IPv6 on this machine: IPv4 only.
+                host = "0.0.0.0"
+                listener = try await links.listen(host: host, port: configuration.port)
+                logger.notice("\(error.message); IPv4 only")
+            }
+            self.listener = listener
+            port = listener.localAddress?.port ?? configuration.port
+            do {
+                adverts = try await AdvertSocket.open(
+                    host: host,
+                    port: port,
+                    discoveryPort: configuration.discoveryPort,
+                    group: loop,
+                    log: { [logger] line in logger.info("\(line)") }
+                ) { [weak self] datagram, source in
+                    self?.receiveAdvert(datagram, from: source)
+                }
+                break
+            } catch let error as BatonAgentError where error.code == .addressInUse && configuration.port == 0 && attempt < 8 {
+                try? await listener.close()
+                self.listener = nil
+            }
         }
-        self.listener = listener
-        port = listener.localAddress?.port ?? configuration.port
-        let adverts = try await AdvertSocket.open(
-            host: host,
-            port: port,
-            discoveryPort: configuration.discoveryPort,
-            group: loop,
-            log: { [logger] line in logger.info("\(line)") }
-        ) { [weak self] datagram, source in
-            self?.receiveAdvert(datagram, from: source)
-        }
+        guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         self.adverts = adverts
         ipc = try await IPCServer.listen(path: socketPath, handler: self, group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
