@@ -26,7 +26,7 @@ struct AppleShapedTests {
         let desktop = BatonApplication()
 
         init() async throws {
-            devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [Data(AppleShapedTests.info.utf8)])
+            devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [Data(AppleShapedTests.info.utf8)]) { $0.saveDeadline = 10 }
             try await UIApplication.shared.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[0].socketPath)
             try await desktop.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[1].socketPath)
         }

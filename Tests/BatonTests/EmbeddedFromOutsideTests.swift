@@ -12,7 +12,7 @@ struct EmbeddedFromOutsideTests {
     @Test("devices from Info.plist data alone; NSUserActivity(activityType:application:) hands over on the other device")
     func fromInfoPlistData() async throws {
         let info = Data(TwoDevices.info.utf8)
-        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [info])
+        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [info]) { $0.saveDeadline = 10 }
         let laptop = BatonApplication()
         let desktop = BatonApplication()
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)

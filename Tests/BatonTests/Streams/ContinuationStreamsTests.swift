@@ -64,7 +64,7 @@ struct ContinuationStreamsTests {
     static func continued(streams: Bool, delegate: UserActivityDelegate?) async throws -> (TwoDevices, UserActivity, UserActivity) {
         // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
         // answer can take longer than the usual second.
-        let world = try await TwoDevices(saveDeadline: 10)
+        let world = try await TwoDevices()
         let activity = try UserActivity(activityType: type, application: world.laptop)
         activity.title = "Draft"
         activity.supportsContinuationStreams = streams
