@@ -191,7 +191,10 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             path: "Fuzz",
-            exclude: ["AssociationFuzzer.swift", "MessageFuzzer.swift", "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-messages", "corpus-frames"],
+            exclude: [
+                "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift", "PlistFuzzer.swift", "corpus",
+                "corpus-associations", "corpus-browser", "corpus-messages", "corpus-frames",
+            ],
             sources: ["FrameFuzzer.swift"]
         )
     )

@@ -4,6 +4,7 @@
 #   scripts/fuzz.sh plist [SECONDS]       the property-list codecs and the payload decoder (Fuzz/PlistFuzzer.swift)
 #   scripts/fuzz.sh messages [SECONDS]    the account, session and IPC message decoders (Fuzz/MessageFuzzer.swift)
 #   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
+#   scripts/fuzz.sh browser [SECONDS]     the browser's native messages to `baton browser-host` (Fuzz/NativeMessageFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
@@ -11,7 +12,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|browser|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -40,12 +41,19 @@ associations)
         "$registry/Associations/AssetLinks.swift" "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
         "$root/Fuzz/AssociationFuzzer.swift")
     ;;
+browser)
+    work="$root/Fuzz/.work/browser"
+    seeds="$root/Fuzz/corpus-browser"
+    protocol="$root/Sources/BatonProtocol"
+    sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Browser/NativeMessage.swift"
+        "$protocol/Browser/BrowserFocus.swift" "$root/Fuzz/NativeMessageFuzzer.swift")
+    ;;
 frames)
     work="$root/Fuzz/.work/frames"
     seeds="$root/Fuzz/corpus-frames"
     ;;
 *)
-    echo "unknown fuzz target $target: plist, messages, associations or frames" >&2
+    echo "unknown fuzz target $target: plist, messages, associations, browser or frames" >&2
     exit 64
     ;;
 esac

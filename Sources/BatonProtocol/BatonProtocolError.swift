@@ -28,6 +28,17 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         /// A continuation stream's peer broke its flow control: more data than credited, data after its end, credit
         /// beyond any window (docs/PROTOCOL.md §8).
         public static let flowViolation = Code("flowViolation")
+        /// A browser's native message whose 4-byte length announces more than the limit
+        /// (``NativeMessageReader/maximumIncomingBytes``) or whose body is empty.
+        public static let nativeMessageSize = Code("nativeMessageSize")
+        /// The browser's input ended inside a native message (its length or its body cut short).
+        public static let nativeMessageTruncated = Code("nativeMessageTruncated")
+        /// A native message whose body is not a UTF-8 JSON object.
+        public static let nativeMessageNotJSON = Code("nativeMessageNotJSON")
+        /// A native message whose `type` this host does not know.
+        public static let nativeMessageUnknownType = Code("nativeMessageUnknownType")
+        /// A native message missing a field its type needs, with one of the wrong type, or one over its limit.
+        public static let nativeMessageField = Code("nativeMessageField")
     }
 
     /// What kind of failure this is.
