@@ -113,12 +113,16 @@ public struct AgentOptions: ParsableArguments {
     @Option(help: "The least important log lines shown: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
+    var browserCommand = "xdg-open"
+
     public func validate() throws {
         guard interval >= 0.1 else { throw ValidationError("--interval must be at least 0.1 seconds.") }
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
         guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
         guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
+        guard !browserCommand.split(separator: " ").isEmpty else { throw ValidationError("--browser-command must name a program.") }
     }
 
     /// Runs the agent in this process until SIGINT or SIGTERM.
@@ -133,6 +137,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.saveDeadline = saveDeadline
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
+        configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         if !appFolders.isEmpty {
             configuration.appFolders = appFolders.map { URL(fileURLWithPath: $0) }
         }

@@ -118,6 +118,10 @@ extension Agent: PeerLinkResponder {
     /// Launches `bundle` for continuation `id` unless it is already starting; the broker hears when it connects
     /// (hello) or why not.
     func launch(_ id: HandoffBroker.ContinuationID, bundle: String) {
+        guard bundle != BuiltInBrowser.bundleIdentifier else {
+            // Issue 14: the built-in browser is the `baton` binary, not something to launch.
+            return broker { $0.launchFailed(id, message: "the browser extension's host disconnected; open the page again") }
+        }
         guard let app = registry.app(bundleIdentifier: bundle), let executable = app.executableURL,
             FileManager.default.isExecutableFile(atPath: executable.path)
         else {
@@ -238,13 +242,14 @@ extension Agent: PeerLinkResponder {
         case .browser(let browser?, _):
             return .failed(app: browser, reason: .noApp, message: "the default browser app is not connected")
         case .browser(nil, let url):
-            do {
-                let pid = try Launcher.spawn("/usr/bin/env", arguments: configuration.browserCommand + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
-                state.withLockedValue { _ = $0.spawned.insert(pid) }
-            } catch {
-                return .failed(app: "browser", reason: .launchFailed, message: "cannot open \(url.absoluteString): \(error)")
+            return openPage(id, url, title: payload.title)
+        case .app(BuiltInBrowser.bundleIdentifier):
+            // The built-in browser is never launched (it is the `baton` binary): it gets the page only while its
+            // host is connected, as in the case above.
+            guard let url = payload.webpageURL else {
+                return .failed(app: BuiltInBrowser.bundleIdentifier, reason: .noApp, message: "a web page without its URL")
             }
-            return .opened(app: "browser", message: "opened \(url.absoluteString) in the browser (E1)")
+            return openPage(id, url, title: payload.title)
         case .app(let bundle):
             let type = decision.deliveredActivityType ?? payload.activityType
             var delivered = payload
@@ -260,6 +265,32 @@ extension Agent: PeerLinkResponder {
             let running = state.withLockedValue { $0.apps[bundle].flatMap { $0.channel.isActive ? $0.appID : nil } }
             return .app(bundle: bundle, activityType: type, running: running, payload: data)
         }
+    }
+
+    /// E1, E2 (issue 14): a page no app here continues opens as a new tab in the running browser when the browser
+    /// extension's host (the built-in app `org.baton.browser`) is connected to this agent, else through the default
+    /// browser (`browserCommand`, xdg-open). The continuation's route says which.
+    func openPage(_ id: HandoffBroker.ContinuationID, _ url: URL, title: String?) -> HandoffBroker.PayloadRoute {
+        let host = state.withLockedValue { $0.apps[BuiltInBrowser.bundleIdentifier].flatMap { $0.channel.isActive ? $0.appID : nil } }
+        if let host, var page = try? ActivityPayload(activityType: AppRecord.browsingWebActivityType) {
+            // Only the page travels on, as E3 gives an app: the URL and the title, no userInfo.
+            try? page.setWebpageURL(url)
+            page.title = title
+            if let data = try? page.encoded() {
+                state.withLockedValue { $0.continuationRecords[id]?.reason += "; the browser extension is connected: a new tab in the running browser (E2)" }
+                return .app(bundle: BuiltInBrowser.bundleIdentifier, activityType: AppRecord.browsingWebActivityType, running: host, payload: data)
+            }
+        }
+        do {
+            let pid = try Launcher.spawn("/usr/bin/env", arguments: configuration.browserCommand + [url.absoluteString], environment: ProcessInfo.processInfo.environment)
+            state.withLockedValue {
+                _ = $0.spawned.insert(pid)
+                $0.continuationRecords[id]?.reason += "; no browser extension is connected: the default browser (E1)"
+            }
+        } catch {
+            return .failed(app: "browser", reason: .launchFailed, message: "cannot open \(url.absoluteString): \(error)")
+        }
+        return .opened(app: "browser", message: "opened \(url.absoluteString) in the browser (E1)")
     }
 
     /// The continuation `id` ended: its caller gets the outcome, and nothing of it is left behind.

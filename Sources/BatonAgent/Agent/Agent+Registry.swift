@@ -41,7 +41,7 @@ extension Agent {
 
     /// Something in an app folder changed: the registry is loaded again, and what changed is logged.
     func appsChanged(_ searchPaths: [URL]) {
-        let fresh = AppRegistry.load(searchPaths: searchPaths)
+        let fresh = configuration.withBuiltInApps(AppRegistry.load(searchPaths: searchPaths))
         let old = registry
         catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh)) }
         rebuildHashIndex()

@@ -156,7 +156,7 @@ public final class Agent: @unchecked Sendable {
         let identity = try store.identity()
         let roster = try store.roster()
         let appFolders = configuration.appFolders ?? AppRegistry.searchPaths()
-        let registry = configuration.apps ?? AppRegistry.load(searchPaths: appFolders)
+        let registry = configuration.withBuiltInApps(configuration.apps ?? AppRegistry.load(searchPaths: appFolders))
         let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
         agent.links.responder = agent
         agent.rebuildHashIndex()

@@ -46,6 +46,10 @@ public struct AgentConfiguration: Sendable {
     public var trustsThisProcess = false
     /// The command that opens a web page when no app continues an activity (E1); the URL is appended.
     public var browserCommand = ["xdg-open"]
+    /// The executable of the built-in browser app, `org.baton.browser` (issue 14): `baton browse` and
+    /// `baton browser-host` connect as that app and must run it. The `baton` binary by default
+    /// (``BuiltInBrowser/defaultExecutable()``); nil lets nothing connect as it.
+    public var browserAppExecutable: URL? = BuiltInBrowser.defaultExecutable()
     /// Where the agent logs, with metadata (`peer`, `app`, `sequence`, `continuation`); never key material. The
     /// default goes wherever the process bootstrapped swift-log (standard error unless it did).
     public var logger = Logger(label: "baton.agent")
