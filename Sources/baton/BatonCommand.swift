@@ -15,7 +15,7 @@ struct BatonCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, AgentCommand.self, InitCommand.self, DevicesCommand.self, PairCommand.self, InviteCommand.self,
             JoinCommand.self, SyncCommand.self, RemoveCommand.self, NearbyCommand.self, ContinueCommand.self, AppsCommand.self,
-            AasaCommand.self,
+            AasaCommand.self, BrowseCommand.self, BrowserCommand.self, BrowserHostCommand.self,
             PlistCommand.self, BenchCommand.self, DebugCommand.self,
         ]
     )

@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+
+/// The browser as a Handoff app (issue 14): `baton browse`, `baton browser-host` fed as a browser feeds it, and
+/// `baton browser install`, against agent processes on loopback.
+extension HandoffWorld {
+    /// Two paired devices, laptop and desktop, each with its agent; the desktop's opens pages with `browserCommand`.
+    static func browsing(browserCommand: String? = nil) throws -> HandoffWorld {
+        let world = try HandoffWorld()
+        for name in ["laptop", "desktop"] { try world.device(name) }
+        try world.pair("laptop", "desktop")
+        try world.agent("laptop", apps: try world.apps("laptop"))
+        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"), extra: browserCommand.map { ["--browser-command", $0] } ?? [])
+        return world
+    }
+
+    /// `baton browser-host` on `name`, as a browser starts it (the extension's origin as its argument).
+    func browserHost(on name: String) throws -> Background {
+        let host = try Background(
+            Baton.executable,
+            ["browser-host", "--state", state(name), "chrome-extension://lkmiafdnghlcnikjkhphablnjalajmkh/"],
+            log: root.appendingPathComponent("browser-host-\(name)-\(background.count).log")
+        )
+        background.append(host)
+        try #require(host.waitFor("connected to the agent") != nil, "\(host.output)")
+        return host
+    }
+
+    /// Whether `name`'s nearby list shows `text`.
+    func nearbyShows(_ name: String, _ text: String) throws -> Bool {
+        try nearby(name).stdout.contains(text)
+    }
+}
+
+extension Background {
+    /// Writes `json` as one native message (4-byte little-endian length, then the bytes), as a browser does.
+    func sendNative(_ json: String) {
+        let body = Data(json.utf8)
+        let length = UInt32(body.count)
+        input.fileHandleForWriting.write(Data([UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24)]) + body)
+    }
+
+    static func tab(_ url: String, _ title: String, incognito: Bool = false) -> String {
+        let object: [String: Any] = ["type": "tab", "url": url, "title": title, "incognito": incognito]
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+    }
+}
+
+@Suite("The browser as a Handoff app, without a browser (issue 14: E1, E2, E3, A5, A9)", .serialized)
+struct BrowserCLITests {
+    @Test("E3: baton browse URL --title T is offered to the other device, which shows T; SIGINT resigns it and exits 0")
+    func browseOffersAPage() throws {
+        let world = try HandoffWorld.browsing()
+        let refused = try Baton.run("browse", "file:///etc/passwd", "--state", world.state("laptop"))
+        #expect(refused.status != 0 && refused.stderr.contains("not an http or https URL"), "\(refused.output)")
+
+        let browse = try Background(baton: ["browse", "https://example.com/recipes/42", "--title", "Lemon tart", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
+        world.background.append(browse)
+        try #require(browse.waitFor("offering https://example.com/recipes/42") != nil, "\(browse.output)")
+        let started = Date()
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
+        print("figure: baton browse to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        browse.signal(SIGINT)
+        #expect(browse.waitForExit(timeout: 5), "baton browse did not stop on SIGINT")
+        #expect(browse.process.terminationStatus == 0, "\(browse.output)")
+        #expect(browse.output.contains("stopped offering"))
+        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
+    }
+
+    @Test("the host offers the focused tab, follows switches and titles, never a private window or a file: or chrome: page; none and EOF resign (A5, A9)")
+    func hostFollowsTheFocusedTab() throws {
+        let world = try HandoffWorld.browsing()
+        let host = try world.browserHost(on: "laptop")
+        var started = Date()
+        host.sendNative(Background.tab("http://127.0.0.1:1/alpha", "Page Alpha"))
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") }, "\(host.output)")
+        print("figure: tab message to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        started = Date()
+        host.sendNative(Background.tab("http://127.0.0.1:1/beta", "Page Beta"))
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+
+        // A5: a private window's tab hides the page; its own title is never shown.
+        host.sendNative(Background.tab("https://bank.example/secret", "Private Secret", incognito: true))
+        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        host.sendNative(Background.tab("file:///home/me/notes.txt", "Local Notes"))
+        host.sendNative(Background.tab("chrome://settings/", "Settings Page"))
+        #expect(host.waitFor("chrome:") != nil, "\(host.output)")
+        let hidden = try world.nearby("desktop").stdout
+        #expect(!hidden.contains("Private Secret") && !hidden.contains("Local Notes") && !hidden.contains("Settings Page"), "\(hidden)")
+
+        // Garbage in between: logged, nothing offered, the host keeps going.
+        host.sendNative("{not json")
+        host.sendNative(#"{"type":"focus"}"#)
+        host.sendNative(Background.tab("https://example.com/gamma", "Page Gamma"))
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Gamma") }, "\(host.output)")
+        #expect(host.output.contains("nativeMessageNotJSON") && host.output.contains("nativeMessageUnknownType"), "\(host.output)")
+
+        host.sendNative(#"{"type":"none"}"#)
+        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Gamma") }, "none did not resign: \(host.output)")
+        host.sendNative(Background.tab("https://example.com/delta", "Page Delta"))
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Delta") }, "\(host.output)")
+
+        // The browser quits: its end of the pipe closes.
+        try host.input.fileHandleForWriting.close()
+        #expect(host.waitForExit(timeout: 5), "the host did not exit at the end of its input")
+        #expect(host.process.terminationStatus == 0, "\(host.output)")
+        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Delta") }, "EOF did not resign")
+    }
+
+    @Test("E2: a page continued to a device whose browser extension is connected arrives as an open message on the host's stdout")
+    func continuedPageOpensAsATab() throws {
+        let world = try HandoffWorld.browsing(browserCommand: "/bin/false")
+        let host = try world.browserHost(on: "desktop")
+        let browse = try Background(baton: ["browse", "https://example.com/recipes/42", "--title", "Lemon tart", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
+        world.background.append(browse)
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") })
+        let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+        #expect(continued.status == 0, "\(continued.output)")
+        #expect(continued.stdout.contains("new tab in the running browser (E2)"), "\(continued.output)")
+        #expect(host.waitFor(#"{"type":"open","url":"https://example.com/recipes/42"}"#) != nil, "\(host.output)")
+    }
+
+    @Test("E1: with no browser extension connected, the page goes to the agent's browser command; never launching the host")
+    func continuedPageGoesToTheDefaultBrowser() throws {
+        let record = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: record) }
+        let script = record.appendingPathComponent("open.sh")
+        let opened = record.appendingPathComponent("opened")
+        try Data("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let world = try HandoffWorld.browsing(browserCommand: script.path)
+        let browse = try Background(baton: ["browse", "https://example.com/recipes/7", "--title", "Plum cake", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
+        world.background.append(browse)
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Plum cake") })
+        let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+        #expect(continued.status == 0, "\(continued.output)")
+        #expect(continued.stdout.contains("the default browser (E1)"), "\(continued.output)")
+        #expect(eventually(timeout: 5) { (try? String(contentsOf: opened, encoding: .utf8)) == "https://example.com/recipes/7\n" })
+        #expect(world.agents["desktop"]?.lines(containing: "launched").isEmpty == true)
+    }
+
+    @Test("browser install writes each browser's host manifest, the wrapper and the extension into HOME and XDG folders; --uninstall removes them")
+    func install() throws {
+        let home = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_DATA_HOME": home.appendingPathComponent("data").path]
+        let profile = home.appendingPathComponent("profile")
+        let result = try Baton.run(["browser", "install", "--state", home.appendingPathComponent("state").path, "--user-data-dir", profile.path], environment: environment)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout.contains("Load unpacked") && result.stdout.contains("Load Temporary Add-on"), "\(result.stdout)")
+        let manifests = [
+            ("config/chromium/NativeMessagingHosts", "allowed_origins"), ("config/google-chrome/NativeMessagingHosts", "allowed_origins"),
+            (".mozilla/native-messaging-hosts", "allowed_extensions"), ("profile/NativeMessagingHosts", "allowed_origins"),
+        ]
+        let wrapper = home.appendingPathComponent("data/baton/browser-host")
+        for (folder, key) in manifests {
+            let data = try Data(contentsOf: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json"))
+            let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(manifest["name"] as? String == "org.baton.browser")
+            #expect(manifest["type"] as? String == "stdio")
+            #expect(manifest["path"] as? String == wrapper.path)
+            let allowed = try #require(manifest[key] as? [String], "\(folder)")
+            #expect(allowed == [key == "allowed_origins" ? "chrome-extension://lkmiafdnghlcnikjkhphablnjalajmkh/" : "browser@baton.org"])
+        }
+        let script = try String(contentsOf: wrapper, encoding: .utf8)
+        #expect(script.contains("'\(Baton.executable.resolvingSymlinksInPath().path)' 'browser-host' '--state' '\(home.appendingPathComponent("state").path)' \"$@\""), "\(script)")
+        #expect(FileManager.default.isExecutableFile(atPath: wrapper.path))
+        let copied = home.appendingPathComponent("data/baton/browser-extension")
+        for name in ["manifest.json", "background.js"] {
+            #expect(try Data(contentsOf: copied.appendingPathComponent(name)) == Data(contentsOf: Baton.packageRoot.appendingPathComponent("Browser/extension/\(name)")), "\(name) differs from Browser/extension: run scripts/embed-extension.sh")
+        }
+
+        let removed = try Baton.run(["browser", "install", "--uninstall", "--user-data-dir", profile.path], environment: environment)
+        #expect(removed.status == 0, "\(removed.output)")
+        for (folder, _) in manifests {
+            #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json").path))
+        }
+        #expect(!FileManager.default.fileExists(atPath: wrapper.path) && !FileManager.default.fileExists(atPath: copied.path))
+
+        // Only the browsers found here when none is named.
+        try FileManager.default.removeItem(at: home.appendingPathComponent("config"))
+        try FileManager.default.createDirectory(at: home.appendingPathComponent(".mozilla"), withIntermediateDirectories: true)
+        let found = try Baton.run(["browser", "install"], environment: environment)
+        #expect(found.status == 0 && found.stdout.contains("(firefox)") && !found.stdout.contains("(chromium)"), "\(found.output)")
+    }
+
+    @Test("the extension's Chromium id is the one its manifest key gives, and the one install allows")
+    func extensionID() throws {
+        let manifest = Baton.packageRoot.appendingPathComponent("Browser/extension/manifest.json").path
+        let python = try Baton.run(
+            ["-c", "import json,base64,hashlib,sys; k=base64.b64decode(json.load(open(sys.argv[1]))['key']); print(''.join(chr(97+int(c,16)) for c in hashlib.sha256(k).hexdigest()[:32]))", manifest],
+            executable: URL(fileURLWithPath: "/usr/bin/python3")
+        )
+        #expect(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "lkmiafdnghlcnikjkhphablnjalajmkh", "\(python.output)")
+    }
+}

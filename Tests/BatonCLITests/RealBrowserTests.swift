@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+/// Chromium from Debian's packages with the unpacked extension and the host manifest `baton browser install` wrote,
+/// in a profile and HOME of the test's own (issue 14, "Show": a real browser).
+///
+/// Chromium 156 headless (`--headless=new`) loads an unpacked extension given `--load-extension` once
+/// `DisableLoadExtensionCommandLineSwitch` is turned off, starts its service worker, and runs the native messaging
+/// host named in `USER_DATA_DIR/NativeMessagingHosts`; its one window counts as focused. So no Xvfb is needed.
+/// Driven over the DevTools HTTP endpoints (`/json/new`, `/json/activate`), which need no websocket.
+final class RealBrowser {
+    let process: Process
+    let log: URL
+    let port: Int
+
+    static let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+    static var executable: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
+
+    init(executable: String, profile: URL, extensionFolder: URL, home: URL, firstPage: String, log: URL) throws {
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        let process = Process()
+        self.process = process
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--headless=new", "--no-sandbox", "--user-data-dir=\(profile.path)", "--no-first-run", "--no-default-browser-check",
+            "--disable-gpu", "--disable-dev-shm-usage", "--password-store=basic", "--remote-debugging-port=0",
+            "--disable-features=DisableLoadExtensionCommandLineSwitch", "--load-extension=\(extensionFolder.path)", firstPage,
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home.path]) { $1 }
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let portFile = profile.appendingPathComponent("DevToolsActivePort")
+        var found: Int?
+        _ = eventually(timeout: 15) {
+            found = (try? String(contentsOf: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
+            return found != nil || !process.isRunning
+        }
+        guard let found else {
+            process.terminate()
+            throw BrowserUnavailable(reason: "Chromium did not open its DevTools port: \((try? String(contentsOf: log, encoding: .utf8))?.suffix(2000) ?? "")")
+        }
+        port = found
+    }
+
+    struct BrowserUnavailable: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { reason }
+    }
+
+    /// A DevTools HTTP request; its body.
+    @discardableResult
+    func devtools(_ path: String, method: String = "GET") throws -> String {
+        try Baton.run(["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"], executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout
+    }
+
+    /// The page targets: id by title.
+    func pages() throws -> [String: String] {
+        let data = Data(try devtools("/json/list").utf8)
+        let targets = (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
+        var pages: [String: String] = [:]
+        for target in targets where target["type"] as? String == "page" {
+            if let title = target["title"] as? String, let id = target["id"] as? String { pages[title] = id }
+        }
+        return pages
+    }
+
+    /// SIGTERM (Chromium closes its windows and its hosts), SIGKILL after 5 s; reaped.
+    func quit() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let end = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < end { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+@Suite("A real browser: Chromium with the Baton extension (issue 14)", .serialized)
+struct RealBrowserTests {
+    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; quitting resigns it")
+    func chromiumFollowsTheFocusedTab() throws {
+        guard let chromium = RealBrowser.executable else {
+            print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
+            return
+        }
+        let world = try HandoffWorld.browsing()
+        let home = world.root.appendingPathComponent("home")
+        let profile = world.root.appendingPathComponent("profile")
+        let www = world.root.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+        try Data("<html><head><title>Page Alpha</title></head><body>alpha</body></html>".utf8).write(to: www.appendingPathComponent("a.html"))
+        try Data("<html><head><title>Page Beta</title></head><body>beta</body></html>".utf8).write(to: www.appendingPathComponent("b.html"))
+        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path, "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path]
+        let installed = try Baton.run(["browser", "install", "--browser", "chromium", "--state", world.state("laptop"), "--user-data-dir", profile.path], environment: environment)
+        try #require(installed.status == 0, "\(installed.output)")
+
+        let server = try Background(
+            URL(fileURLWithPath: "/usr/bin/python3"), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
+            log: world.root.appendingPathComponent("http.log")
+        )
+        world.background.append(server)
+        let serving = try #require(server.waitFor("Serving HTTP"), "\(server.output)")
+        let port = try #require(serving.split(separator: " ").compactMap { Int($0) }.first, "\(serving)")
+        let alpha = "http://127.0.0.1:\(port)/a.html"
+        let beta = "http://127.0.0.1:\(port)/b.html"
+
+        let started = Date()
+        let browser: RealBrowser
+        do {
+            browser = try RealBrowser(
+                executable: chromium, profile: profile, extensionFolder: home.appendingPathComponent(".local/share/baton/browser-extension"),
+                home: home, firstPage: alpha, log: world.root.appendingPathComponent("chromium.log")
+            )
+        } catch let error as RealBrowser.BrowserUnavailable {
+            print("skipped: Chromium cannot start here: \(error)")
+            return
+        }
+        defer { browser.quit() }
+        let laptop = try #require(world.agents["laptop"])
+        #expect(try eventually(timeout: 15) { try world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
+        print("figure: Chromium start to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        #expect(laptop.output.contains("app org.baton.browser connected"), "\(laptop.output)")
+
+        var switched = Date()
+        try browser.devtools("/json/new?\(beta)", method: "PUT")
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") })
+        print("figure: new tab to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
+        let alphaID = try #require(try browser.pages()["Page Alpha"])
+        switched = Date()
+        try browser.devtools("/json/activate/\(alphaID)")
+        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") })
+        print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
+
+        browser.quit()
+        #expect(try eventually(timeout: 8) { try world.nearby("desktop").stdout.contains("Nothing nearby") }, "quitting Chromium did not resign the page")
+        print("figure: the whole Chromium test: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+    }
+}
