@@ -2,7 +2,8 @@
 # Runs every command in README.md's ```sh blocks, as written, from the package root; fails on the first that fails.
 #
 # Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz*.sh` (coverage-guided
-# fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead).
+# fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead), and lines that begin with a
+# bare `baton ` (typed on two real machines with a browser: BrowserCLITests and RealBrowserTests run them instead).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -15,7 +16,7 @@ trap 'rm -f "$script"; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
 {
     echo 'set -euo pipefail'
     awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0; next } inside { print }' README.md \
-        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz'
+        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz' | grep -v -E '^baton '
     echo 'wait'
 } > "$script"
 

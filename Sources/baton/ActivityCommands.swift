@@ -1,4 +1,5 @@
 import ArgumentParser
+import Baton
 import BatonAgent
 import Foundation
 
@@ -31,7 +32,7 @@ func nearbyTable(_ items: [NearbyItem]) -> String {
     guard !items.isEmpty else { return "Nothing nearby.\n" }
     let rows = items.map { item in
         [
-            item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? "(no app here)" : item.app,
+            item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(browser)" : "(no app here)") : item.app,
             item.title ?? item.activityType ?? "(untitled)", age(item.ageMilliseconds),
         ]
     }
