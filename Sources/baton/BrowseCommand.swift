@@ -45,8 +45,12 @@ struct BrowseCommand: AsyncParsableCommand {
     static func offer(_ url: URL, title: String, seconds: Double?, socketPath: String) async throws {
         let stop = StopSignals()
         let browser = BrowserPage(socketPath: socketPath) { say($0) }
-        let delegate = PrintsContinuedPages()
-        browser.application.delegate = delegate
+        // It has no window to open a page continued here in (while it is the browser app), so it prints it.
+        let pages = ContinuedPages { url in
+            say("a page continued here: \(url.absoluteString) (baton browse opens nothing; run the browser extension)")
+            return true
+        }
+        browser.application.delegate = pages
         do {
             try await browser.connect()
         } catch {
@@ -62,21 +66,7 @@ struct BrowseCommand: AsyncParsableCommand {
             throw CommandLineError("the agent went away; the page is no longer offered")
         }
         browser.close()
+        _ = pages
         say("stopped offering \(url.absoluteString)")
-    }
-}
-
-/// What `baton browse` does with a page continued here from another device while it is the browser app: it has no
-/// window to open it in, so it prints it.
-@MainActor
-final class PrintsContinuedPages: BatonApplicationDelegate {
-    func application(
-        _ application: BatonApplication,
-        continue userActivity: UserActivity,
-        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
-    ) -> Bool {
-        guard let url = userActivity.webpageURL else { return false }
-        say("a page continued here: \(url.absoluteString) (baton browse opens nothing; run the browser extension)")
-        return true
     }
 }

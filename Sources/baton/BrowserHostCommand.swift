@@ -34,10 +34,11 @@ struct BrowserHostCommand: AsyncParsableCommand {
 /// `baton browser-host`'s I/O around ``BrowserFocus``: standard input read on a thread of its own (never the
 /// cooperative pool's), the focus state machine deciding, a ``BrowserPage`` publishing (issue 14).
 @MainActor
-final class BrowserHost: BatonApplicationDelegate {
+final class BrowserHost {
     let page: BrowserPage
     var focus = BrowserFocus()
     var reader = NativeMessageReader()
+    let pages = ContinuedPages(open: BrowserHost.open)
 
     init(socketPath: String) {
         page = BrowserPage(socketPath: socketPath, log: BrowserHost.log)
@@ -51,7 +52,7 @@ final class BrowserHost: BatonApplicationDelegate {
     func run() async -> Int32 {
         // The browser closing our output must not kill us before we resign.
         signal(SIGPIPE, SIG_IGN)
-        page.application.delegate = self
+        page.application.delegate = pages
         let input = Self.standardInput()
         let keeper = Task { @MainActor [page] in
             while !Task.isCancelled {
@@ -133,18 +134,13 @@ final class BrowserHost: BatonApplicationDelegate {
     }
 
     /// E2 (issue 14): a page continued here from another device goes to the extension, which opens it as a new tab.
-    func application(
-        _ application: BatonApplication,
-        continue userActivity: UserActivity,
-        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
-    ) -> Bool {
-        guard let url = userActivity.webpageURL else { return false }
+    static func open(_ url: URL) -> Bool {
         do {
             try FileHandle.standardOutput.write(contentsOf: try NativeMessageReader.frame(HostMessage.open(url: url.absoluteString).json))
-            Self.log("opening \(url.absoluteString), continued from another device")
+            log("opening \(url.absoluteString), continued from another device")
             return true
         } catch {
-            Self.log("cannot tell the browser to open \(url.absoluteString): \(error)")
+            log("cannot tell the browser to open \(url.absoluteString): \(error)")
             return false
         }
     }

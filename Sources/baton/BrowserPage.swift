@@ -105,3 +105,23 @@ final class StopSignals {
         return number == 0 ? nil : number
     }
 }
+
+/// Hands a page continued here from another device (E2: delivered to `org.baton.browser`) to `open`, which says
+/// whether it was handled.
+@MainActor
+final class ContinuedPages: BatonApplicationDelegate {
+    let open: @MainActor (URL) -> Bool
+
+    init(open: @escaping @MainActor (URL) -> Bool) {
+        self.open = open
+    }
+
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: UserActivity,
+        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+    ) -> Bool {
+        guard let url = userActivity.webpageURL else { return false }
+        return open(url)
+    }
+}

@@ -26,6 +26,16 @@ extension HandoffWorld {
         return host
     }
 
+    /// `baton browse URL --title TITLE` on the laptop, shown by the desktop; then the desktop continues it.
+    func browseAndContinue(_ url: String, title: String) throws -> Baton.Result {
+        let browse = try Background(baton: ["browse", url, "--title", title, "--state", state("laptop")], log: root.appendingPathComponent("browse.log"))
+        background.append(browse)
+        #expect(try eventually(timeout: 8) { try nearbyShows("desktop", title) }, "\(browse.output)")
+        let continued = try Baton.run("continue", "laptop", "--state", state("desktop"))
+        #expect(continued.status == 0, "\(continued.output)")
+        return continued
+    }
+
     /// Whether `name`'s nearby list shows `text`.
     func nearbyShows(_ name: String, _ text: String) throws -> Bool {
         try nearby(name).stdout.contains(text)
@@ -112,11 +122,7 @@ struct BrowserCLITests {
     func continuedPageOpensAsATab() throws {
         let world = try HandoffWorld.browsing(browserCommand: "/bin/false")
         let host = try world.browserHost(on: "desktop")
-        let browse = try Background(baton: ["browse", "https://example.com/recipes/42", "--title", "Lemon tart", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
-        world.background.append(browse)
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") })
-        let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
-        #expect(continued.status == 0, "\(continued.output)")
+        let continued = try world.browseAndContinue("https://example.com/recipes/42", title: "Lemon tart")
         #expect(continued.stdout.contains("new tab in the running browser (E2)"), "\(continued.output)")
         #expect(host.waitFor(#"{"type":"open","url":"https://example.com/recipes/42"}"#) != nil, "\(host.output)")
     }
@@ -130,11 +136,7 @@ struct BrowserCLITests {
         try Data("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
         let world = try HandoffWorld.browsing(browserCommand: script.path)
-        let browse = try Background(baton: ["browse", "https://example.com/recipes/7", "--title", "Plum cake", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
-        world.background.append(browse)
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Plum cake") })
-        let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
-        #expect(continued.status == 0, "\(continued.output)")
+        let continued = try world.browseAndContinue("https://example.com/recipes/7", title: "Plum cake")
         #expect(continued.stdout.contains("the default browser (E1)"), "\(continued.output)")
         #expect(eventually(timeout: 5) { (try? String(contentsOf: opened, encoding: .utf8)) == "https://example.com/recipes/7\n" })
         #expect(world.agents["desktop"]?.lines(containing: "launched").isEmpty == true)

@@ -27,13 +27,14 @@ struct RegistryFollowsTests {
             configuration.appFolders = [apps]
         }
         let agent = devices.agents[0]
-        #expect(agent.appListing().isEmpty)
+        // Nothing installed: only the browser every agent registers itself (issue 14).
+        #expect(agent.appListing().map(\.bundle) == ["org.baton.browser"])
 
         // Installed: listed, and it can connect at once.
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Data(TwoDevices.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
-        #expect(try await Self.eventually { agent.appListing().map(\.bundle) == ["com.example.Notes"] })
+        #expect(try await Self.eventually { agent.appListing().map(\.bundle) == ["com.example.Notes", "org.baton.browser"] })
         let application = BatonApplication()
         try await application.connect(bundleIdentifier: "com.example.Notes", socketPath: agent.socketPath)
         application.disconnect()
