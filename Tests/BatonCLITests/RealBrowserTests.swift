@@ -6,8 +6,9 @@ import Testing
 ///
 /// Chromium 156 headless (`--headless=new`) loads an unpacked extension given `--load-extension` once
 /// `DisableLoadExtensionCommandLineSwitch` is turned off, starts its service worker, and runs the native messaging
-/// host named in `USER_DATA_DIR/NativeMessagingHosts`; its one window counts as focused. So no Xvfb is needed.
-/// Driven over the DevTools HTTP endpoints (`/json/new`, `/json/activate`), which need no websocket.
+/// host named in `USER_DATA_DIR/NativeMessagingHosts`; its one window counts as focused. So no Xvfb is needed; a
+/// Chromium whose headless mode does not is run headed under an Xvfb of the test's own instead. Driven over the
+/// DevTools HTTP endpoints (`/json/new`, `/json/activate`), which need no websocket.
 final class RealBrowser {
     let process: Process
     let log: URL
@@ -16,19 +17,19 @@ final class RealBrowser {
     static let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
     static var executable: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
 
-    init(executable: String, profile: URL, extensionFolder: URL, home: URL, firstPage: String, log: URL) throws {
+    init(executable: String, profile: URL, extensionFolder: URL, home: URL, firstPage: String, display: String? = nil, log: URL) throws {
         self.log = log
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         let process = Process()
         self.process = process
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "--headless=new", "--no-sandbox", "--user-data-dir=\(profile.path)", "--no-first-run", "--no-default-browser-check",
+        process.arguments = (display == nil ? ["--headless=new"] : []) + [
+            "--no-sandbox", "--user-data-dir=\(profile.path)", "--no-first-run", "--no-default-browser-check",
             "--disable-gpu", "--disable-dev-shm-usage", "--password-store=basic", "--remote-debugging-port=0",
             "--disable-features=DisableLoadExtensionCommandLineSwitch", "--load-extension=\(extensionFolder.path)", firstPage,
         ]
-        process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home.path]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home.path, "DISPLAY": display ?? ""]) { $1 }
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
@@ -79,6 +80,29 @@ final class RealBrowser {
     }
 }
 
+/// An X server of the test's own, on a display number nobody uses.
+final class VirtualDisplay {
+    let server: Background
+    let display: String
+
+    init?(log: URL) {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"),
+            let number = (90..<190).first(where: { !FileManager.default.fileExists(atPath: "/tmp/.X\($0)-lock") })
+        else { return nil }
+        display = ":\(number)"
+        guard let server = try? Background(URL(fileURLWithPath: "/usr/bin/Xvfb"), [display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"], log: log) else {
+            return nil
+        }
+        self.server = server
+        guard eventually(timeout: 5, { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
+            server.stop()
+            return nil
+        }
+    }
+
+    deinit { server.stop() }
+}
+
 @Suite("A real browser: Chromium with the Baton extension (issue 14)", .serialized)
 struct RealBrowserTests {
     @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; quitting resigns it")
@@ -108,22 +132,48 @@ struct RealBrowserTests {
         let alpha = "http://127.0.0.1:\(port)/a.html"
         let beta = "http://127.0.0.1:\(port)/b.html"
 
-        let started = Date()
+        var started = Date()
+        let laptop = try #require(world.agents["laptop"])
+        func launch(display: String?) throws -> RealBrowser {
+            try RealBrowser(
+                executable: chromium, profile: profile, extensionFolder: home.appendingPathComponent(".local/share/baton/browser-extension"),
+                home: home, firstPage: alpha, display: display, log: world.root.appendingPathComponent("chromium-\(display ?? "headless").log")
+            )
+        }
+        var running: RealBrowser?
+        var screen: VirtualDisplay?
+        defer {
+            running?.quit()
+            screen = nil
+        }
         let browser: RealBrowser
         do {
-            browser = try RealBrowser(
-                executable: chromium, profile: profile, extensionFolder: home.appendingPathComponent(".local/share/baton/browser-extension"),
-                home: home, firstPage: alpha, log: world.root.appendingPathComponent("chromium.log")
-            )
+            // BATON_TEST_BROWSER_XVFB=1 goes straight to a headed Chromium under Xvfb (to check that path).
+            if ProcessInfo.processInfo.environment["BATON_TEST_BROWSER_XVFB"] == nil {
+                let headless = try launch(display: nil)
+                if eventually(timeout: 15, { laptop.output.contains("app org.baton.browser connected") }) {
+                    running = headless
+                } else {
+                    headless.quit()
+                    print("headless Chromium did not start the extension's host; running it headed under Xvfb")
+                }
+            }
+            if running == nil {
+                screen = VirtualDisplay(log: world.root.appendingPathComponent("xvfb.log"))
+                guard let display = screen?.display else {
+                    print("skipped: headless Chromium did not start the extension's host, and Xvfb cannot start here")
+                    return
+                }
+                started = Date()
+                running = try launch(display: display)
+            }
+            browser = try #require(running)
         } catch let error as RealBrowser.BrowserUnavailable {
             print("skipped: Chromium cannot start here: \(error)")
             return
         }
-        defer { browser.quit() }
-        let laptop = try #require(world.agents["laptop"])
         #expect(try eventually(timeout: 15) { try world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
         print("figure: Chromium start to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
-        #expect(laptop.output.contains("app org.baton.browser connected"), "\(laptop.output)")
 
         var switched = Date()
         try browser.devtools("/json/new?\(beta)", method: "PUT")

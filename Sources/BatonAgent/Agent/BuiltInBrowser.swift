@@ -23,8 +23,9 @@ public enum BuiltInBrowser {
     /// Its name in `baton apps list --agent`.
     public static let name = "Web browser (Baton extension)"
 
-    /// The `baton` binary: this process's executable when it is `baton` (`baton agent`), else the `baton` beside it
-    /// (`baton-agent`, or a test runner in the build folder). Nil when neither can be found.
+    /// The `baton` binary: this process's executable when it is `baton` (an agent embedded in a `baton` command), else
+    /// the `baton` beside it (`baton-agent`, which `baton agent` executes; a test runner in the build folder). Nil when
+    /// neither can be found.
     public static func defaultExecutable() -> URL? {
         guard let running = PeerCredentials.executable(of: getpid()) else { return nil }
         let this = URL(fileURLWithPath: running)
