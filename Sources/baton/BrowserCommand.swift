@@ -83,7 +83,8 @@ struct BrowserInstallCommand: ParsableCommand {
             Firefox: ~/.mozilla/native-messaging-hosts), pointing at a small script in $XDG_DATA_HOME/baton that runs \
             this `baton` as `baton browser-host` (a manifest cannot pass arguments). Copies the extension to \
             $XDG_DATA_HOME/baton/browser-extension and says how to load it. Without --browser: every browser whose \
-            folder exists here, or all three when none does. With --uninstall: removes what install wrote.
+            folder exists here, or all three when none does. With --state, the host talks to that state folder's \
+            agent. With --uninstall: removes what install wrote.
             """
     )
 
