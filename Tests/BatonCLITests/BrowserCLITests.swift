@@ -1,6 +1,18 @@
 import Foundation
 import Testing
 
+/// Polls `condition` every 100 ms until it holds or `timeout` seconds pass, sleeping with `Task.sleep`: these tests
+/// wait for other processes, and a test that slept on a thread of the cooperative pool (two threads on a two-core
+/// machine) would hold up every other test meanwhile.
+func settles(timeout: Double = 8, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return try condition()
+}
+
 /// The browser as a Handoff app (issue 14): `baton browse`, `baton browser-host` fed as a browser feeds it, and
 /// `baton browser install`, against agent processes on loopback.
 extension HandoffWorld {
@@ -15,22 +27,22 @@ extension HandoffWorld {
     }
 
     /// `baton browser-host` on `name`, as a browser starts it (the extension's origin as its argument).
-    func browserHost(on name: String) throws -> Background {
+    func browserHost(on name: String) async throws -> Background {
         let host = try Background(
             Baton.executable,
             ["browser-host", "--state", state(name), "chrome-extension://lkmiafdnghlcnikjkhphablnjalajmkh/"],
             log: root.appendingPathComponent("browser-host-\(name)-\(background.count).log")
         )
         background.append(host)
-        try #require(host.waitFor("connected to the agent") != nil, "\(host.output)")
+        try #require(await host.shows("connected to the agent"), "\(host.output)")
         return host
     }
 
     /// `baton browse URL --title TITLE` on the laptop, shown by the desktop; then the desktop continues it.
-    func browseAndContinue(_ url: String, title: String) throws -> Baton.Result {
+    func browseAndContinue(_ url: String, title: String) async throws -> Baton.Result {
         let browse = try Background(baton: ["browse", url, "--title", title, "--state", state("laptop")], log: root.appendingPathComponent("browse.log"))
         background.append(browse)
-        #expect(try eventually(timeout: 8) { try nearbyShows("desktop", title) }, "\(browse.output)")
+        #expect(try await settles(timeout: 8) { try nearbyShows("desktop", title) }, "\(browse.output)")
         let continued = try Baton.run("continue", "laptop", "--state", state("desktop"))
         #expect(continued.status == 0, "\(continued.output)")
         return continued
@@ -43,6 +55,16 @@ extension HandoffWorld {
 }
 
 extension Background {
+    /// Whether the output comes to contain `text` within `timeout` seconds (false at once when the process ended).
+    func shows(_ text: String, timeout: Double = 10) async -> Bool {
+        await settles(timeout: timeout) { output.contains(text) || !process.isRunning } && output.contains(text)
+    }
+
+    /// Whether the process ends within `timeout` seconds.
+    func exits(timeout: Double) async -> Bool {
+        await settles(timeout: timeout) { !process.isRunning }
+    }
+
     /// Writes `json` as one native message (4-byte little-endian length, then the bytes), as a browser does.
     func sendNative(_ json: String) {
         let body = Data(json.utf8)
@@ -59,43 +81,43 @@ extension Background {
 @Suite("The browser as a Handoff app, without a browser (issue 14: E1, E2, E3, A5, A9)", .serialized)
 struct BrowserCLITests {
     @Test("E3: baton browse URL --title T is offered to the other device, which shows T; SIGINT resigns it and exits 0")
-    func browseOffersAPage() throws {
+    func browseOffersAPage() async throws {
         let world = try HandoffWorld.browsing()
         let refused = try Baton.run("browse", "file:///etc/passwd", "--state", world.state("laptop"))
         #expect(refused.status != 0 && refused.stderr.contains("not an http or https URL"), "\(refused.output)")
 
         let browse = try Background(baton: ["browse", "https://example.com/recipes/42", "--title", "Lemon tart", "--state", world.state("laptop")], log: world.root.appendingPathComponent("browse.log"))
         world.background.append(browse)
-        try #require(browse.waitFor("offering https://example.com/recipes/42") != nil, "\(browse.output)")
+        try #require(await browse.shows("offering https://example.com/recipes/42"), "\(browse.output)")
         let started = Date()
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
         print("figure: baton browse to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         browse.signal(SIGINT)
-        #expect(browse.waitForExit(timeout: 5), "baton browse did not stop on SIGINT")
+        #expect(await browse.exits(timeout: 5), "baton browse did not stop on SIGINT")
         #expect(browse.process.terminationStatus == 0, "\(browse.output)")
         #expect(browse.output.contains("stopped offering"))
-        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
+        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
     }
 
     @Test("the host offers the focused tab, follows switches and titles, never a private window or a file: or chrome: page; none and EOF resign (A5, A9)")
-    func hostFollowsTheFocusedTab() throws {
+    func hostFollowsTheFocusedTab() async throws {
         let world = try HandoffWorld.browsing()
-        let host = try world.browserHost(on: "laptop")
+        let host = try await world.browserHost(on: "laptop")
         var started = Date()
         host.sendNative(Background.tab("http://127.0.0.1:1/alpha", "Page Alpha"))
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") }, "\(host.output)")
         print("figure: tab message to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         started = Date()
         host.sendNative(Background.tab("http://127.0.0.1:1/beta", "Page Beta"))
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
         print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         // A5: a private window's tab hides the page; its own title is never shown.
         host.sendNative(Background.tab("https://bank.example/secret", "Private Secret", incognito: true))
-        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
         host.sendNative(Background.tab("file:///home/me/notes.txt", "Local Notes"))
         host.sendNative(Background.tab("chrome://settings/", "Settings Page"))
-        #expect(host.waitFor("chrome:") != nil, "\(host.output)")
+        #expect(await host.shows("chrome:"), "\(host.output)")
         let hidden = try world.nearby("desktop").stdout
         #expect(!hidden.contains("Private Secret") && !hidden.contains("Local Notes") && !hidden.contains("Settings Page"), "\(hidden)")
 
@@ -103,32 +125,32 @@ struct BrowserCLITests {
         host.sendNative("{not json")
         host.sendNative(#"{"type":"focus"}"#)
         host.sendNative(Background.tab("https://example.com/gamma", "Page Gamma"))
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Gamma") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Gamma") }, "\(host.output)")
         #expect(host.output.contains("nativeMessageNotJSON") && host.output.contains("nativeMessageUnknownType"), "\(host.output)")
 
         host.sendNative(#"{"type":"none"}"#)
-        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Gamma") }, "none did not resign: \(host.output)")
+        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Gamma") }, "none did not resign: \(host.output)")
         host.sendNative(Background.tab("https://example.com/delta", "Page Delta"))
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Delta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Delta") }, "\(host.output)")
 
         // The browser quits: its end of the pipe closes.
         try host.input.fileHandleForWriting.close()
-        #expect(host.waitForExit(timeout: 5), "the host did not exit at the end of its input")
+        #expect(await host.exits(timeout: 5), "the host did not exit at the end of its input")
         #expect(host.process.terminationStatus == 0, "\(host.output)")
-        #expect(try eventually(timeout: 8) { try !world.nearbyShows("desktop", "Page Delta") }, "EOF did not resign")
+        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Delta") }, "EOF did not resign")
     }
 
     @Test("E2: a page continued to a device whose browser extension is connected arrives as an open message on the host's stdout")
-    func continuedPageOpensAsATab() throws {
+    func continuedPageOpensAsATab() async throws {
         let world = try HandoffWorld.browsing(browserCommand: "/bin/false")
-        let host = try world.browserHost(on: "desktop")
-        let continued = try world.browseAndContinue("https://example.com/recipes/42", title: "Lemon tart")
+        let host = try await world.browserHost(on: "desktop")
+        let continued = try await world.browseAndContinue("https://example.com/recipes/42", title: "Lemon tart")
         #expect(continued.stdout.contains("new tab in the running browser (E2)"), "\(continued.output)")
-        #expect(host.waitFor(#"{"type":"open","url":"https://example.com/recipes/42"}"#) != nil, "\(host.output)")
+        #expect(await host.shows(#"{"type":"open","url":"https://example.com/recipes/42"}"#), "\(host.output)")
     }
 
     @Test("E1: with no browser extension connected, the page goes to the agent's browser command; never launching the host")
-    func continuedPageGoesToTheDefaultBrowser() throws {
+    func continuedPageGoesToTheDefaultBrowser() async throws {
         let record = try Baton.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: record) }
         let script = record.appendingPathComponent("open.sh")
@@ -136,9 +158,9 @@ struct BrowserCLITests {
         try Data("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
         let world = try HandoffWorld.browsing(browserCommand: script.path)
-        let continued = try world.browseAndContinue("https://example.com/recipes/7", title: "Plum cake")
+        let continued = try await world.browseAndContinue("https://example.com/recipes/7", title: "Plum cake")
         #expect(continued.stdout.contains("the default browser (E1)"), "\(continued.output)")
-        #expect(eventually(timeout: 5) { (try? String(contentsOf: opened, encoding: .utf8)) == "https://example.com/recipes/7\n" })
+        #expect(await settles(timeout: 5) { (try? String(contentsOf: opened, encoding: .utf8)) == "https://example.com/recipes/7\n" })
         #expect(world.agents["desktop"]?.lines(containing: "launched").isEmpty == true)
     }
 

@@ -12,7 +12,8 @@ import Testing
 final class RealBrowser {
     let process: Process
     let log: URL
-    let port: Int
+    let profile: URL
+    private var port: Int?
 
     static let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
     static var executable: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
@@ -34,17 +35,25 @@ final class RealBrowser {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        self.profile = profile
+    }
+
+    /// The DevTools port, once Chromium has opened it (it writes `DevToolsActivePort` in the profile).
+    /// - Throws: ``BrowserUnavailable`` when it has not within 15 s, or Chromium ended.
+    func devtoolsPort() async throws -> Int {
+        if let port { return port }
         let portFile = profile.appendingPathComponent("DevToolsActivePort")
         var found: Int?
-        _ = eventually(timeout: 15) {
+        _ = await settles(timeout: 15) {
             found = (try? String(contentsOf: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
             return found != nil || !process.isRunning
         }
         guard let found else {
-            process.terminate()
+            kill()
             throw BrowserUnavailable(reason: "Chromium did not open its DevTools port: \((try? String(contentsOf: log, encoding: .utf8))?.suffix(2000) ?? "")")
         }
         port = found
+        return found
     }
 
     struct BrowserUnavailable: Error, CustomStringConvertible {
@@ -54,13 +63,14 @@ final class RealBrowser {
 
     /// A DevTools HTTP request; its body.
     @discardableResult
-    func devtools(_ path: String, method: String = "GET") throws -> String {
-        try Baton.run(["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"], executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout
+    func devtools(_ path: String, method: String = "GET") async throws -> String {
+        let port = try await devtoolsPort()
+        return try Baton.run(["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"], executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout
     }
 
     /// The page targets: id by title.
-    func pages() throws -> [String: String] {
-        let data = Data(try devtools("/json/list").utf8)
+    func pages() async throws -> [String: String] {
+        let data = Data(try await devtools("/json/list").utf8)
         let targets = (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
         var pages: [String: String] = [:]
         for target in targets where target["type"] as? String == "page" {
@@ -69,13 +79,17 @@ final class RealBrowser {
         return pages
     }
 
-    /// SIGTERM (Chromium closes its windows and its hosts), SIGKILL after 5 s; reaped.
-    func quit() {
+    /// SIGTERM (Chromium closes its windows, and its hosts' input), SIGKILL after 5 s; reaped.
+    func quit() async {
         guard process.isRunning else { return }
         process.terminate()
-        let end = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < end { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if !(await settles(timeout: 5) { !process.isRunning }) { kill() }
+        process.waitUntilExit()
+    }
+
+    /// SIGKILL and reaped at once: for the paths a test leaves early.
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 }
@@ -85,28 +99,36 @@ final class VirtualDisplay {
     let server: Background
     let display: String
 
-    init?(log: URL) {
+    private init(server: Background, display: String) {
+        self.server = server
+        self.display = display
+    }
+
+    /// Xvfb on a free display number, once its socket is there; nil when it cannot start.
+    static func start(log: URL) async -> VirtualDisplay? {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"),
             let number = (90..<190).first(where: { !FileManager.default.fileExists(atPath: "/tmp/.X\($0)-lock") })
         else { return nil }
-        display = ":\(number)"
-        guard let server = try? Background(URL(fileURLWithPath: "/usr/bin/Xvfb"), [display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"], log: log) else {
+        guard let server = try? Background(URL(fileURLWithPath: "/usr/bin/Xvfb"), [":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], log: log) else {
             return nil
         }
-        self.server = server
-        guard eventually(timeout: 5, { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
-            server.stop()
+        guard await settles(timeout: 5, { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
+            server.kill()
             return nil
         }
+        return VirtualDisplay(server: server, display: ":\(number)")
     }
 
-    deinit { server.stop() }
+    /// Ends the X server (SIGKILL: it holds nothing worth a clean exit), reaped.
+    func stop() {
+        server.kill()
+    }
 }
 
 @Suite("A real browser: Chromium with the Baton extension (issue 14)", .serialized)
 struct RealBrowserTests {
     @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; quitting resigns it")
-    func chromiumFollowsTheFocusedTab() throws {
+    func chromiumFollowsTheFocusedTab() async throws {
         guard let chromium = RealBrowser.executable else {
             print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
             return
@@ -127,7 +149,8 @@ struct RealBrowserTests {
             log: world.root.appendingPathComponent("http.log")
         )
         world.background.append(server)
-        let serving = try #require(server.waitFor("Serving HTTP"), "\(server.output)")
+        try #require(await server.shows("Serving HTTP"), "\(server.output)")
+        let serving = try #require(server.lines(containing: "Serving HTTP").first)
         let port = try #require(serving.split(separator: " ").compactMap { Int($0) }.first, "\(serving)")
         let alpha = "http://127.0.0.1:\(port)/a.html"
         let beta = "http://127.0.0.1:\(port)/b.html"
@@ -143,50 +166,52 @@ struct RealBrowserTests {
         var running: RealBrowser?
         var screen: VirtualDisplay?
         defer {
-            running?.quit()
-            screen = nil
+            running?.kill()
+            screen?.stop()
         }
         let browser: RealBrowser
         do {
             // BATON_TEST_BROWSER_XVFB=1 goes straight to a headed Chromium under Xvfb (to check that path).
             if ProcessInfo.processInfo.environment["BATON_TEST_BROWSER_XVFB"] == nil {
                 let headless = try launch(display: nil)
-                if eventually(timeout: 15, { laptop.output.contains("app org.baton.browser connected") }) {
+                _ = try await headless.devtoolsPort()
+                if await settles(timeout: 15, { laptop.output.contains("app org.baton.browser connected") }) {
                     running = headless
                 } else {
-                    headless.quit()
+                    await headless.quit()
                     print("headless Chromium did not start the extension's host; running it headed under Xvfb")
                 }
             }
             if running == nil {
-                screen = VirtualDisplay(log: world.root.appendingPathComponent("xvfb.log"))
+                screen = await VirtualDisplay.start(log: world.root.appendingPathComponent("xvfb.log"))
                 guard let display = screen?.display else {
                     print("skipped: headless Chromium did not start the extension's host, and Xvfb cannot start here")
                     return
                 }
                 started = Date()
                 running = try launch(display: display)
+                _ = try await running?.devtoolsPort()
             }
             browser = try #require(running)
         } catch let error as RealBrowser.BrowserUnavailable {
             print("skipped: Chromium cannot start here: \(error)")
             return
         }
-        #expect(try eventually(timeout: 15) { try world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
+        #expect(try await settles(timeout: 15) { try world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
         print("figure: Chromium start to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         var switched = Date()
-        try browser.devtools("/json/new?\(beta)", method: "PUT")
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") })
+        try await browser.devtools("/json/new?\(beta)", method: "PUT")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") })
         print("figure: new tab to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
-        let alphaID = try #require(try browser.pages()["Page Alpha"])
+        let alphaID = try #require(try await browser.pages()["Page Alpha"])
         switched = Date()
-        try browser.devtools("/json/activate/\(alphaID)")
-        #expect(try eventually(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") })
+        try await browser.devtools("/json/activate/\(alphaID)")
+        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") })
         print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
 
-        browser.quit()
-        #expect(try eventually(timeout: 8) { try world.nearby("desktop").stdout.contains("Nothing nearby") }, "quitting Chromium did not resign the page")
+        await browser.quit()
+        #expect(try await settles(timeout: 8) { try world.nearby("desktop").stdout.contains("Nothing nearby") }, "quitting Chromium did not resign the page")
         print("figure: the whole Chromium test: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
     }
 }
