@@ -3,7 +3,7 @@
 #
 # Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz*.sh` (coverage-guided
 # fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead), and lines that begin with a
-# bare `baton ` (typed on two real machines with a browser: BrowserCLITests and RealBrowserTests run them instead).
+# bare `baton ` (typed on two real machines with a browser: BrowserCLITests runs them instead, with a real Chromium).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

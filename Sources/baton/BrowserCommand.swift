@@ -62,7 +62,7 @@ enum BrowserKind: String, CaseIterable, ExpressibleByArgument, Sendable {
             let program = self == .chromium ? "chromium" : "google-chrome"
             return """
                 \(rawValue): open chrome://extensions, turn on Developer mode, Load unpacked: \(extensionFolder.path)
-                  (or start it with: \(program) --load-extension=\(extensionFolder.path))
+                  (or start it with: \(program) --disable-features=DisableLoadExtensionCommandLineSwitch --load-extension=\(extensionFolder.path))
                 """
         case .firefox:
             return """

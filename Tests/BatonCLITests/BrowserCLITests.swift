@@ -4,20 +4,37 @@ import Testing
 /// Polls `condition` every 100 ms until it holds or `timeout` seconds pass, sleeping with `Task.sleep`: these tests
 /// wait for other processes, and a test that slept on a thread of the cooperative pool (two threads on a two-core
 /// machine) would hold up every other test meanwhile.
-func settles(timeout: Double = 8, _ condition: () throws -> Bool) async rethrows -> Bool {
+func settles(timeout: Double = 8, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {
-        if try condition() { return true }
+        if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(100))
     }
-    return try condition()
+    return try await condition()
+}
+
+/// A value handed across threads once, by `offPool`, and used by one thread at a time.
+struct HandedOver<Value>: @unchecked Sendable {
+    let value: Value
+}
+
+/// Runs blocking work (starting processes and waiting for them) on a Dispatch thread, not the cooperative pool's.
+func offPool<Value>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<HandedOver<Value>, Error>) in
+        DispatchQueue.global().async { waiter.resume(with: Result { HandedOver(value: try work()) }) }
+    }.value
 }
 
 /// The browser as a Handoff app (issue 14): `baton browse`, `baton browser-host` fed as a browser feeds it, and
 /// `baton browser install`, against agent processes on loopback.
 extension HandoffWorld {
     /// Two paired devices, laptop and desktop, each with its agent; the desktop's opens pages with `browserCommand`.
-    static func browsing(browserCommand: String? = nil) throws -> HandoffWorld {
+    /// Set up on a Dispatch thread (it waits for the processes it starts).
+    static func browsing(browserCommand: String? = nil) async throws -> HandoffWorld {
+        try await offPool { try settingUp(browserCommand: browserCommand) }
+    }
+
+    private static func settingUp(browserCommand: String?) throws -> HandoffWorld {
         let world = try HandoffWorld()
         for name in ["laptop", "desktop"] { try world.device(name) }
         try world.pair("laptop", "desktop")
@@ -42,15 +59,22 @@ extension HandoffWorld {
     func browseAndContinue(_ url: String, title: String) async throws -> Baton.Result {
         let browse = try Background(baton: ["browse", url, "--title", title, "--state", state("laptop")], log: root.appendingPathComponent("browse.log"))
         background.append(browse)
-        #expect(try await settles(timeout: 8) { try nearbyShows("desktop", title) }, "\(browse.output)")
-        let continued = try Baton.run("continue", "laptop", "--state", state("desktop"))
+        #expect(try await settles(timeout: 8) { try await nearbyShows("desktop", title) }, "\(browse.output)")
+        let desktop = state("desktop")
+        let continued = try await offPool { try Baton.run("continue", "laptop", "--state", desktop) }
         #expect(continued.status == 0, "\(continued.output)")
         return continued
     }
 
+    /// `name`'s nearby list as `baton nearby` prints it, run off the cooperative pool.
+    func nearbyList(_ name: String) async throws -> String {
+        let folder = state(name)
+        return try await offPool { try Baton.run("nearby", "--state", folder).stdout }
+    }
+
     /// Whether `name`'s nearby list shows `text`.
-    func nearbyShows(_ name: String, _ text: String) throws -> Bool {
-        try nearby(name).stdout.contains(text)
+    func nearbyShows(_ name: String, _ text: String) async throws -> Bool {
+        try await nearbyList(name).contains(text)
     }
 }
 
@@ -78,11 +102,11 @@ extension Background {
     }
 }
 
-@Suite("The browser as a Handoff app, without a browser (issue 14: E1, E2, E3, A5, A9)", .serialized)
+@Suite("The browser as a Handoff app: baton browse, the host fed as a browser feeds it, install, a real Chromium (issue 14: E1, E2, E3, A5, A9)", .serialized)
 struct BrowserCLITests {
     @Test("E3: baton browse URL --title T is offered to the other device, which shows T; SIGINT resigns it and exits 0")
     func browseOffersAPage() async throws {
-        let world = try HandoffWorld.browsing()
+        let world = try await HandoffWorld.browsing()
         let refused = try Baton.run("browse", "file:///etc/passwd", "--state", world.state("laptop"))
         #expect(refused.status != 0 && refused.stderr.contains("not an http or https URL"), "\(refused.output)")
 
@@ -90,59 +114,59 @@ struct BrowserCLITests {
         world.background.append(browse)
         try #require(await browse.shows("offering https://example.com/recipes/42"), "\(browse.output)")
         let started = Date()
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
         print("figure: baton browse to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         browse.signal(SIGINT)
         #expect(await browse.exits(timeout: 5), "baton browse did not stop on SIGINT")
         #expect(browse.process.terminationStatus == 0, "\(browse.output)")
         #expect(browse.output.contains("stopped offering"))
-        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
+        #expect(try await settles(timeout: 8) { try await !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
     }
 
     @Test("the host offers the focused tab, follows switches and titles, never a private window or a file: or chrome: page; none and EOF resign (A5, A9)")
     func hostFollowsTheFocusedTab() async throws {
-        let world = try HandoffWorld.browsing()
+        let world = try await HandoffWorld.browsing()
         let host = try await world.browserHost(on: "laptop")
         var started = Date()
         host.sendNative(Background.tab("http://127.0.0.1:1/alpha", "Page Alpha"))
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Alpha") }, "\(host.output)")
         print("figure: tab message to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         started = Date()
         host.sendNative(Background.tab("http://127.0.0.1:1/beta", "Page Beta"))
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
         print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         // A5: a private window's tab hides the page; its own title is never shown.
         host.sendNative(Background.tab("https://bank.example/secret", "Private Secret", incognito: true))
-        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try await !world.nearbyShows("desktop", "Page Beta") }, "\(host.output)")
         host.sendNative(Background.tab("file:///home/me/notes.txt", "Local Notes"))
         host.sendNative(Background.tab("chrome://settings/", "Settings Page"))
         #expect(await host.shows("chrome:"), "\(host.output)")
-        let hidden = try world.nearby("desktop").stdout
+        let hidden = try await world.nearbyList("desktop")
         #expect(!hidden.contains("Private Secret") && !hidden.contains("Local Notes") && !hidden.contains("Settings Page"), "\(hidden)")
 
         // Garbage in between: logged, nothing offered, the host keeps going.
         host.sendNative("{not json")
         host.sendNative(#"{"type":"focus"}"#)
         host.sendNative(Background.tab("https://example.com/gamma", "Page Gamma"))
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Gamma") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Gamma") }, "\(host.output)")
         #expect(host.output.contains("nativeMessageNotJSON") && host.output.contains("nativeMessageUnknownType"), "\(host.output)")
 
         host.sendNative(#"{"type":"none"}"#)
-        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Gamma") }, "none did not resign: \(host.output)")
+        #expect(try await settles(timeout: 8) { try await !world.nearbyShows("desktop", "Page Gamma") }, "none did not resign: \(host.output)")
         host.sendNative(Background.tab("https://example.com/delta", "Page Delta"))
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Delta") }, "\(host.output)")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Delta") }, "\(host.output)")
 
         // The browser quits: its end of the pipe closes.
         try host.input.fileHandleForWriting.close()
         #expect(await host.exits(timeout: 5), "the host did not exit at the end of its input")
         #expect(host.process.terminationStatus == 0, "\(host.output)")
-        #expect(try await settles(timeout: 8) { try !world.nearbyShows("desktop", "Page Delta") }, "EOF did not resign")
+        #expect(try await settles(timeout: 8) { try await !world.nearbyShows("desktop", "Page Delta") }, "EOF did not resign")
     }
 
     @Test("E2: a page continued to a device whose browser extension is connected arrives as an open message on the host's stdout")
     func continuedPageOpensAsATab() async throws {
-        let world = try HandoffWorld.browsing(browserCommand: "/bin/false")
+        let world = try await HandoffWorld.browsing(browserCommand: "/bin/false")
         let host = try await world.browserHost(on: "desktop")
         let continued = try await world.browseAndContinue("https://example.com/recipes/42", title: "Lemon tart")
         #expect(continued.stdout.contains("new tab in the running browser (E2)"), "\(continued.output)")
@@ -157,7 +181,7 @@ struct BrowserCLITests {
         let opened = record.appendingPathComponent("opened")
         try Data("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
-        let world = try HandoffWorld.browsing(browserCommand: script.path)
+        let world = try await HandoffWorld.browsing(browserCommand: script.path)
         let continued = try await world.browseAndContinue("https://example.com/recipes/7", title: "Plum cake")
         #expect(continued.stdout.contains("the default browser (E1)"), "\(continued.output)")
         #expect(await settles(timeout: 5) { (try? String(contentsOf: opened, encoding: .utf8)) == "https://example.com/recipes/7\n" })

@@ -65,7 +65,8 @@ final class RealBrowser {
     @discardableResult
     func devtools(_ path: String, method: String = "GET") async throws -> String {
         let port = try await devtoolsPort()
-        return try Baton.run(["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"], executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout
+        let arguments = ["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"]
+        return try await offPool { try Baton.run(arguments, executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout }
     }
 
     /// The page targets: id by title.
@@ -125,15 +126,15 @@ final class VirtualDisplay {
     }
 }
 
-@Suite("A real browser: Chromium with the Baton extension (issue 14)", .serialized)
-struct RealBrowserTests {
+/// In the same serialized suite as the other browser tests: at most one of them runs at a time.
+extension BrowserCLITests {
     @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; quitting resigns it")
     func chromiumFollowsTheFocusedTab() async throws {
         guard let chromium = RealBrowser.executable else {
             print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
             return
         }
-        let world = try HandoffWorld.browsing()
+        let world = try await HandoffWorld.browsing()
         let home = world.root.appendingPathComponent("home")
         let profile = world.root.appendingPathComponent("profile")
         let www = world.root.appendingPathComponent("www")
@@ -197,21 +198,21 @@ struct RealBrowserTests {
             print("skipped: Chromium cannot start here: \(error)")
             return
         }
-        #expect(try await settles(timeout: 15) { try world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
+        #expect(try await settles(timeout: 15) { try await world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
         print("figure: Chromium start to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         var switched = Date()
         try await browser.devtools("/json/new?\(beta)", method: "PUT")
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Beta") })
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Beta") })
         print("figure: new tab to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
         let alphaID = try #require(try await browser.pages()["Page Alpha"])
         switched = Date()
         try await browser.devtools("/json/activate/\(alphaID)")
-        #expect(try await settles(timeout: 8) { try world.nearbyShows("desktop", "Page Alpha") })
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Alpha") })
         print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
 
         await browser.quit()
-        #expect(try await settles(timeout: 8) { try world.nearby("desktop").stdout.contains("Nothing nearby") }, "quitting Chromium did not resign the page")
+        #expect(try await settles(timeout: 8) { try await world.nearbyList("desktop").contains("Nothing nearby") }, "quitting Chromium did not resign the page")
         print("figure: the whole Chromium test: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
     }
 }
