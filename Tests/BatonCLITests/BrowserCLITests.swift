@@ -121,6 +121,10 @@ struct BrowserCLITests {
         #expect(browse.process.terminationStatus == 0, "\(browse.output)")
         #expect(browse.output.contains("stopped offering"))
         #expect(try await settles(timeout: 8) { try await !world.nearbyShows("desktop", "Lemon tart") }, "the page was still offered after SIGINT")
+
+        let laptop = world.state("laptop")
+        let timed = try await offPool { try Baton.run("browse", "https://example.com/", "--seconds", "0.5", "--state", laptop) }
+        #expect(timed.status == 0 && timed.stdout.contains("stopped offering https://example.com/"), "\(timed.output)")
     }
 
     @Test("the host offers the focused tab, follows switches and titles, never a private window or a file: or chrome: page; none and EOF resign (A5, A9)")
@@ -171,6 +175,11 @@ struct BrowserCLITests {
         let continued = try await world.browseAndContinue("https://example.com/recipes/42", title: "Lemon tart")
         #expect(continued.stdout.contains("new tab in the running browser (E2)"), "\(continued.output)")
         #expect(await host.shows(#"{"type":"open","url":"https://example.com/recipes/42"}"#), "\(host.output)")
+
+        // A browser shutting down may SIGTERM its hosts rather than close their input: the host still ends cleanly.
+        host.signal(SIGTERM)
+        #expect(await host.exits(timeout: 5), "the host did not stop on SIGTERM")
+        #expect(host.process.terminationStatus == 0 && host.output.contains("stopped by signal"), "\(host.output)")
     }
 
     @Test("E1: with no browser extension connected, the page goes to the agent's browser command; never launching the host")
