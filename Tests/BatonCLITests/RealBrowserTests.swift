@@ -128,7 +128,7 @@ final class VirtualDisplay {
 
 /// In the same serialized suite as the other browser tests: at most one of them runs at a time.
 extension BrowserCLITests {
-    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; quitting resigns it")
+    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; a page continued here opens as a new tab (E2); quitting resigns it")
     func chromiumFollowsTheFocusedTab() async throws {
         guard let chromium = RealBrowser.executable else {
             print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
@@ -141,6 +141,7 @@ extension BrowserCLITests {
         try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
         try Data("<html><head><title>Page Alpha</title></head><body>alpha</body></html>".utf8).write(to: www.appendingPathComponent("a.html"))
         try Data("<html><head><title>Page Beta</title></head><body>beta</body></html>".utf8).write(to: www.appendingPathComponent("b.html"))
+        try Data("<html><head><title>Page Gamma</title></head><body>gamma</body></html>".utf8).write(to: www.appendingPathComponent("c.html"))
         let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path, "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path]
         let installed = try Baton.run(["browser", "install", "--browser", "chromium", "--state", world.state("laptop"), "--user-data-dir", profile.path], environment: environment)
         try #require(installed.status == 0, "\(installed.output)")
@@ -210,6 +211,22 @@ extension BrowserCLITests {
         try await browser.devtools("/json/activate/\(alphaID)")
         #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Alpha") })
         print("figure: tab switch to the other device's nearby list: \(Int(Date().timeIntervalSince(switched) * 1000)) ms")
+
+        // E2: a page offered by the other device, continued here, opens as a new tab in this running Chromium (the
+        // extension's "open"), and, focused, becomes this device's current activity in turn.
+        let gamma = "http://127.0.0.1:\(port)/c.html"
+        let desktop = world.state("desktop")
+        let offer = try Background(baton: ["browse", gamma, "--title", "Offered Gamma", "--state", desktop], log: world.root.appendingPathComponent("browse.log"))
+        world.background.append(offer)
+        #expect(try await settles(timeout: 8) { try await world.nearbyList("laptop").contains("Offered Gamma") }, "\(offer.output)")
+        let continuedAt = Date()
+        let laptopState = world.state("laptop")
+        let continued = try await offPool { try Baton.run("continue", "--state", laptopState) }
+        #expect(continued.status == 0 && continued.stdout.contains("a new tab in the running browser (E2)"), "\(continued.output)")
+        #expect(try await settles(timeout: 8) { try await browser.pages()["Page Gamma"] != nil }, "the continued page did not open in Chromium")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Gamma") }, "the opened tab did not become current")
+        print("figure: continue to the tab open in Chromium and offered back: \(Int(Date().timeIntervalSince(continuedAt) * 1000)) ms")
+        offer.stop()
 
         await browser.quit()
         #expect(try await settles(timeout: 8) { try await world.nearbyList("desktop").contains("Nothing nearby") }, "quitting Chromium did not resign the page")
