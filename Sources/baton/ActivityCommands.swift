@@ -32,7 +32,7 @@ func nearbyTable(_ items: [NearbyItem]) -> String {
     guard !items.isEmpty else { return "Nothing nearby.\n" }
     let rows = items.map { item in
         [
-            item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(browser)" : "(no app here)") : item.app,
+            item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(web page)" : "(no app here)") : item.app,
             item.title ?? item.activityType ?? "(untitled)", age(item.ageMilliseconds),
         ]
     }

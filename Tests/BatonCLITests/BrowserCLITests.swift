@@ -116,6 +116,7 @@ struct BrowserCLITests {
         let started = Date()
         #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Lemon tart") }, "\(world.agents.values.map(\.output).joined(separator: "\n"))")
         print("figure: baton browse to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        #expect(try await world.nearbyList("desktop").contains("(web page)"), "the list names what it is: a web page, for the browser or an approved app")
         browse.signal(SIGINT)
         #expect(await browse.exits(timeout: 5), "baton browse did not stop on SIGINT")
         #expect(browse.process.terminationStatus == 0, "\(browse.output)")
