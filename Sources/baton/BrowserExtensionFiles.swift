@@ -18,6 +18,7 @@ let browserExtensionFiles: [(name: String, contents: String)] = [
         const HOST = "org.baton.browser";
         let port = null;
         let backoff = 1000;
+        let connectedAt = 0;
         let lastSent = "";
 
         function connect() {
@@ -28,18 +29,20 @@ let browserExtensionFiles: [(name: String, contents: String)] = [
             retry();
             return;
           }
+          connectedAt = Date.now();
           port.onMessage.addListener(received);
           port.onDisconnect.addListener(() => {
             port = null;
             lastSent = "";
             retry();
           });
-          backoff = 1000;
           report();
         }
 
         function retry() {
-          // The host exits when its agent is missing or the browser told it to stop: try again, more slowly each time.
+          // The host is missing, or it ended: try again, more slowly each time (1 s doubling to a minute), from 1 s again
+          // after a connection that lasted.
+          if (Date.now() - connectedAt > 30000) backoff = 1000;
           setTimeout(connect, backoff);
           backoff = Math.min(backoff * 2, 60000);
         }
