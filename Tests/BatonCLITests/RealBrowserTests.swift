@@ -128,7 +128,7 @@ final class VirtualDisplay {
 
 /// In the same serialized suite as the other browser tests: at most one of them runs at a time.
 extension BrowserCLITests {
-    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; a page continued here opens as a new tab (E2); quitting resigns it")
+    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; a page continued here opens as a new tab (E2); a killed host is replaced; quitting resigns it")
     func chromiumFollowsTheFocusedTab() async throws {
         guard let chromium = RealBrowser.executable else {
             print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
@@ -227,6 +227,17 @@ extension BrowserCLITests {
         #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Gamma") }, "the opened tab did not become current")
         print("figure: continue to the tab open in Chromium and offered back: \(Int(Date().timeIntervalSince(continuedAt) * 1000)) ms")
         offer.stop()
+
+        // The host dies (killed, say): the extension starts another within its back-off, and the page is offered again.
+        let hosts = { laptop.lines(containing: "app org.baton.browser connected (pid ").compactMap { line in
+            line.range(of: "(pid ").flatMap { pid_t(line[$0.upperBound...].prefix { $0.isNumber }) }
+        } }
+        let first = try #require(hosts().last)
+        kill(first, SIGKILL)
+        let restartedAt = Date()
+        #expect(await settles(timeout: 10) { hosts().count >= 2 }, "the extension did not start its host again: \(laptop.output)")
+        #expect(try await settles(timeout: 8) { try await world.nearbyShows("desktop", "Page Gamma") })
+        print("figure: a killed host replaced and the page offered again: \(Int(Date().timeIntervalSince(restartedAt) * 1000)) ms")
 
         await browser.quit()
         #expect(try await settles(timeout: 8) { try await world.nearbyList("desktop").contains("Nothing nearby") }, "quitting Chromium did not resign the page")
