@@ -58,6 +58,17 @@ san="subjectAltName=$(for n in $names; do printf 'DNS:%s,' "$n"; done | sed 's/,
     head -c 10485760 /dev/zero > www/big/.well-known/apple-app-site-association
 } > pki.log 2>&1 || { cat pki.log >&2; exit 1; }
 
+# The daemons (nginx, the watchdog) must not keep descriptors the caller gave this script: Foundation's Process
+# learns that a child ended when a socket it passed down closes, so a daemon holding it would make the caller wait
+# for ten minutes.
+close_inherited() {
+    for fd in /proc/$BASHPID/fd/*; do
+        fd="${fd##*/}"
+        [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+    done
+    true
+}
+
 for attempt in 1 2 3 4 5; do
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     server() { # name, root, extra directives
@@ -90,9 +101,10 @@ $(server big.example big '')
 $(server slow.example slow '        limit_rate 1;')
 }
 CONF
-    if "$nginx" -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf" -g 'daemon on;' 2>> "$dir/start.log"; then
+    # Its output goes to a file: a daemon left holding the caller's pipe would keep the caller reading forever.
+    if (close_inherited; exec "$nginx" -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf" -g 'daemon on;') < /dev/null > "$dir/start.log" 2>&1; then
         # A stray server is stopped after ten minutes even if the test that started it never does.
-        (sleep 600; kill "$(cat "$dir/nginx.pid")" 2>/dev/null) > /dev/null 2>&1 &
+        (close_inherited; sleep 600; kill "$(cat "$dir/nginx.pid")" 2>/dev/null) < /dev/null > /dev/null 2>&1 &
         echo $! > "$dir/watchdog.pid"
         echo "$port"
         exit 0
