@@ -49,8 +49,11 @@ association-cache)
     sources=("${core[@]}" "$registry/BatonRegistryError.swift" "$registry/Bundles/AssociatedDomain.swift"
         "$registry/Associations/AppSiteAssociation.swift" "$registry/Associations/AppSiteAssociation+Matching.swift"
         "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
-        "$root/Sources/BatonAgent/Associations/AssociationFetchError.swift" "$root/Sources/BatonAgent/Associations/AssociationRecord.swift"
+        "$root/Sources/BatonAgent/Associations/AssociationFetchError.swift" "$work/AssociationRecord.swift"
         "$root/Fuzz/AssociationCacheFuzzer.swift")
+    # One module here: the record's `import BatonRegistry` names a module that does not exist in this build.
+    mkdir -p "$work"
+    sed '/^import BatonRegistry$/d' "$root/Sources/BatonAgent/Associations/AssociationRecord.swift" > "$work/AssociationRecord.swift"
     ;;
 frames)
     work="$root/Fuzz/.work/frames"
