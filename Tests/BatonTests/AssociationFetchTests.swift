@@ -69,6 +69,17 @@ struct AASAServer: Sendable {
         return AASAServer(folder: folder, port: port)
     }
 
+    /// Runs `body` with a started server (nothing where nginx is missing), recording what it throws, and stops it.
+    static func with(_ body: (AASAServer) async throws -> Void) async {
+        do {
+            guard let server = try await start() else { return }
+            do { try await body(server) } catch { Issue.record("\(error)") }
+            await server.stop()
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
     func stop() async {
         _ = try? await Self.run("/bin/bash", [Self.script, "stop", folder.path])
         try? FileManager.default.removeItem(at: folder)
@@ -127,8 +138,7 @@ struct AssociationFetchTests {
 
     @Test("E4: fetched over HTTPS: plain, root fallback, signed; refused: redirect, bad CMS signature, 10 MB, untrusted, down; slow times out")
     func fetcherAgainstNginx() async throws {
-        guard let server = try await AASAServer.start() else { return }
-        do {
+        await AASAServer.with { server in
             let all = server.resolve("wiki.example", "root.example", "signed.example", "badsig.example", "redirect.example", "big.example", "slow.example")
             let fetcher = try AssociationFetcher(extraRootFiles: [server.caFile], resolve: all, connectTimeout: .seconds(2), totalTimeout: .seconds(2))
 
@@ -158,16 +168,12 @@ struct AssociationFetchTests {
             await Self.expectCode(.untrusted) { _ = try await systemOnly.fetch("wiki.example") }
             let down = try AssociationFetcher(extraRootFiles: [server.caFile], resolve: [ResolveRule(domain: "wiki.example", port: 1, address: "127.0.0.1")])
             await Self.expectCode(.connectFailed) { _ = try await down.fetch("wiki.example") }
-        } catch {
-            Issue.record("\(error)")
         }
-        await server.stop()
     }
 
     @Test("E3, E4: an agent fetches what its apps claim: approved path to the app, excluded path and unapproved app to the browser; a hanging server does not slow it")
     func agentRoutesByFetchedFiles() async throws {
-        guard let server = try await AASAServer.start() else { return }
-        do {
+        await AASAServer.with { server in
             let apps = AppRegistry(apps: [
                 Self.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"]),
                 Self.app("org.example.impostor", team: "IMPOSTOR00", domains: ["activitycontinuation:root.example"]),
@@ -208,16 +214,12 @@ struct AssociationFetchTests {
             let cached = AssociationCache(stateFolder: devices.root.appendingPathComponent("laptop")).folder.appendingPathComponent("wiki.example.json")
             #expect(FileManager.default.fileExists(atPath: cached.path))
             await devices.shutdown()
-        } catch {
-            Issue.record("\(error)")
         }
-        await server.stop()
     }
 
     @Test("E4: server down with a valid cache: still the app; expired and down: the browser, saying why; a file another program caches is picked up")
     func expiryWhileServerDown() async throws {
-        guard let server = try await AASAServer.start() else { return }
-        do {
+        await AASAServer.with { server in
             let apps = AppRegistry(apps: [Self.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"])])
             var policy = AssociationPolicy()
             policy.minimumLifetime = 2
@@ -252,9 +254,6 @@ struct AssociationFetchTests {
             try AssociationCache(stateFolder: devices.root.appendingPathComponent("laptop")).record("wiki.example", .success(fetched), policy: longer, now: Date())
             #expect(try await Self.eventually { agent.route(main).target == .app(bundleIdentifier: "org.wikimedia.wikipedia") }, "\(agent.route(main))")
             await devices.shutdown()
-        } catch {
-            Issue.record("\(error)")
         }
-        await server.stop()
     }
 }
