@@ -138,6 +138,9 @@ public struct AgentOptions: ParsableArguments {
         guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
         guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
+        for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {
+            throw ValidationError("--cacert \(file): no such file, or it cannot be read.")
+        }
     }
 
     /// Runs the agent in this process until SIGINT or SIGTERM.

@@ -129,7 +129,7 @@ public final class Agent: @unchecked Sendable {
         self.store = configuration.store
         let associations = AssociationKeeper(configuration: configuration)
         self.associations = associations
-        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations))))
+        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
         self.logger = configuration.logger
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
         let keys = AdvertKeys(roster.accountKey)

@@ -13,8 +13,9 @@ import ServiceLifecycle
 /// continuation reads the router built last, and a slow or hanging server only holds its own fetch task.
 extension Agent {
     /// The approvals the cache gives at start, before any fetch (so a restart does not forget them).
-    static func startingApprovals(_ keeper: AssociationKeeper) -> DomainApprovals {
-        _ = keeper.reload()
+    static func startingApprovals(_ keeper: AssociationKeeper, logger: Logger) -> DomainApprovals {
+        // A damaged file is set aside by the read; with no record its domain is fetched at once.
+        for problem in keeper.reload().problems { logger.warning("\(problem)") }
         return keeper.approvals(now: Date())
     }
 

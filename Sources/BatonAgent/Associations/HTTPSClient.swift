@@ -145,13 +145,17 @@ public struct HTTPSClient: Sendable {
     }
 
     /// A NIO or TLS error, as the failure a person can act on.
-    static func classify(_ error: Error, url: String, target: (host: String, port: Int), timeout: Duration) -> AssociationFetchError {
+    /// `target` is where the connection was going; nil once connected (the error came from the pipeline).
+    static func classify(_ error: Error, url: String, target: (host: String, port: Int)?, timeout: Duration) -> AssociationFetchError {
         if let error = error as? AssociationFetchError { return error }
         let text = "\(error)"
-        if let error = error as? ChannelError, case .connectTimeout = error {
+        if let target, let error = error as? ChannelError, case .connectTimeout = error {
             return AssociationFetchError(.timedOut, "\(url): no connection to \(target.host):\(target.port) within \(timeout)")
         }
         if error is NIOConnectionError || error is IOError || error is SocketAddressError {
+            guard let target else {
+                return AssociationFetchError(.connectFailed, "\(url): the connection broke (\(text)); try again later")
+            }
             return AssociationFetchError(.connectFailed, "\(url): cannot connect to \(target.host):\(target.port) (\(text)); is the site up, and the name right?")
         }
         if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
@@ -216,7 +220,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        finish(context, .failure(HTTPSClient.classify(error, url: url, target: (url, 0), timeout: .zero)))
+        finish(context, .failure(HTTPSClient.classify(error, url: url, target: nil, timeout: .zero)))
     }
 
     func channelInactive(context: ChannelHandlerContext) {
