@@ -234,8 +234,8 @@ struct AssociationFetchTests {
             policy.refreshFraction = 0.05
             policy.retryInitial = 0.3
             policy.retryMaximum = 0.3
-            policy.connectTimeout = .seconds(1)
-            policy.totalTimeout = .seconds(1)
+            policy.connectTimeout = .seconds(3)
+            policy.totalTimeout = .seconds(3)
             let fetcher = try AssociationFetcher(extraRootFiles: [server.caFile], resolve: server.resolve("wiki.example"))
             let fetched = try await fetcher.fetch("wiki.example")
             let shortPolicy = policy
@@ -248,13 +248,16 @@ struct AssociationFetchTests {
             let agent = devices.agents[0]
             let main = Self.page("https://wiki.example/wiki/Main_Page")
             #expect(agent.route(main).target == .app(bundleIdentifier: "org.wikimedia.wikipedia"), "the cache counts from the start")
-            #expect(try await Self.eventually { agent.associationRecords().first?.lastError?.code == .connectFailed }, "refetched before expiry, and failed")
+            #expect(try await Self.eventually(10) { agent.associationRecords().first?.lastError != nil }, "refetched before expiry, and failed")
+            // Refused at once; on a machine loaded enough, the deadline can pass first.
+            let failure = agent.associationRecords().first?.lastError?.code
+            #expect(failure == .connectFailed || failure == .timedOut, "\(String(describing: failure))")
             #expect(agent.route(main).target == .app(bundleIdentifier: "org.wikimedia.wikipedia"), "still valid: still the app")
 
             #expect(try await Self.eventually(15) { agent.route(main).target != .app(bundleIdentifier: "org.wikimedia.wikipedia") })
             let expired = agent.route(main)
             #expect(expired.target == .browser(bundleIdentifier: nil, url: URL(string: "https://wiki.example/wiki/Main_Page")!))
-            #expect(expired.reason.contains("the file for wiki.example expired at") && expired.reason.contains("connectFailed"), "\(expired.reason)")
+            #expect(expired.reason.contains("the file for wiki.example expired at") && expired.reason.contains("the last fetch failed with \(failure?.name ?? "?")"), "\(expired.reason)")
 
             // `baton aasa fetch` (here its library) writes a fresh file: the agent picks it up from the folder.
             var longer = AssociationPolicy()
