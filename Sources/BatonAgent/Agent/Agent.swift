@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
 /// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
-/// or awaits. Its long-running parts are four services in one `ServiceGroup` (AgentServices.swift).
+/// or awaits. Its long-running parts are services in one `ServiceGroup` (AgentServices.swift; association files: Agent+Associations.swift).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
 /// `nearbyObservers`) or a `var` assigned only by ``start(_:)`` before the agent is returned and its services

@@ -122,7 +122,7 @@ extension Agent {
         catalog.withLockedValue { $0.router = ActivityRouter(registry: $0.registry, approvals: approvals) }
     }
 
-    /// Where this agent would send an activity now, and why (tests, `baton apps route --agent`).
+    /// Where this agent would send an activity now, and why: the router the next continuation uses (tests).
     public func route(_ request: RouteRequest) -> RouteDecision {
         router.route(request)
     }
