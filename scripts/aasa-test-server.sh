@@ -23,8 +23,10 @@ if [ "$command" = stop ]; then
     [ -f "$dir/nginx.pid" ] && kill "$(cat "$dir/nginx.pid")" 2>/dev/null || true
     if [ -f "$dir/watchdog.pid" ]; then
         watchdog="$(cat "$dir/watchdog.pid")"
-        pkill -P "$watchdog" sleep 2>/dev/null || true  # its sleep first, or it lingers for ten minutes
-        kill "$watchdog" 2>/dev/null || true
+        # SIGKILL, its sleep first: a caller whose threads block signals (a test process) passes that mask on, and
+        # a blocked SIGTERM would leave both for ten minutes.
+        pkill -9 -P "$watchdog" sleep 2>/dev/null || true
+        kill -9 "$watchdog" 2>/dev/null || true
     fi
     exit 0
 fi
