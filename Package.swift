@@ -67,6 +67,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                // Association files over HTTPS (issue 14): a GET client on NIO, not async-http-client (ARCHITECTURE).
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -154,11 +156,13 @@ let package = Package(
             dependencies: [
                 "BatonAgent",
                 "BatonClient",
+                "BatonRegistry",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent"]),
         // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
         .testTarget(
             name: "AppleShapedTests",
@@ -192,8 +196,9 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
             ],
             path: "Fuzz",
             exclude: [
-                "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift", "PlistFuzzer.swift", "corpus",
-                "corpus-associations", "corpus-browser", "corpus-messages", "corpus-frames",
+                "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift",
+                "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache", "corpus-browser",
+                "corpus-messages", "corpus-frames",
             ],
             sources: ["FrameFuzzer.swift"]
         )

@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh messages [SECONDS]    the account, session and IPC message decoders (Fuzz/MessageFuzzer.swift)
 #   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
 #   scripts/fuzz.sh browser [SECONDS]     the browser's native messages to `baton browser-host` (Fuzz/NativeMessageFuzzer.swift)
+#   scripts/fuzz.sh association-cache [SECONDS]  the agent's cached association records (Fuzz/AssociationCacheFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
@@ -12,7 +13,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|browser|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -47,13 +48,26 @@ browser)
     protocol="$root/Sources/BatonProtocol"
     sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Browser/NativeMessage.swift"
         "$protocol/Browser/BrowserFocus.swift" "$root/Fuzz/NativeMessageFuzzer.swift")
+association-cache)
+    work="$root/Fuzz/.work/association-cache"
+    seeds="$root/Fuzz/corpus-association-cache"
+    # The record decoder, its error, and the association readers it checks the stored JSON with.
+    registry="$root/Sources/BatonRegistry"
+    sources=("${core[@]}" "$registry/BatonRegistryError.swift" "$registry/Bundles/AssociatedDomain.swift"
+        "$registry/Associations/AppSiteAssociation.swift" "$registry/Associations/AppSiteAssociation+Matching.swift"
+        "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
+        "$root/Sources/BatonAgent/Associations/AssociationFetchError.swift" "$work/AssociationRecord.swift"
+        "$root/Fuzz/AssociationCacheFuzzer.swift")
+    # One module here: the record's `import BatonRegistry` names a module that does not exist in this build.
+    mkdir -p "$work"
+    sed '/^import BatonRegistry$/d' "$root/Sources/BatonAgent/Associations/AssociationRecord.swift" > "$work/AssociationRecord.swift"
     ;;
 frames)
     work="$root/Fuzz/.work/frames"
     seeds="$root/Fuzz/corpus-frames"
     ;;
 *)
-    echo "unknown fuzz target $target: plist, messages, associations, browser or frames" >&2
+    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser or frames" >&2
     exit 64
     ;;
 esac
@@ -61,6 +75,7 @@ mkdir -p "$work/corpus" "$work/crashes"
 
 echo "building the $target fuzzer (-sanitize=fuzzer,address)..."
 max_len=65536
+[ "$target" = association-cache ] && max_len=270000
 if [ "$target" = frames ]; then
     # The frame decoder is NIO's ByteToMessageDecoder, so SwiftPM builds this one: the package's frame-fuzzer target,
     # which exists only with BATON_FUZZ_FRAMES set (Package.swift), in a scratch folder of its own so the ordinary

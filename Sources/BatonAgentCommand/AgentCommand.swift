@@ -31,7 +31,10 @@ public struct AgentCommand: AsyncParsableCommand {
                 is how devices on other subnets, over a VPN, or on one machine find each other. Other devices fetch the \
                 state over TLS 1.3 sessions that only the account's devices can open. Rosters are synced with known peers \
                 when they change and when a session opens; a failed sync is tried again after --interval seconds, \
-                doubling. Installed apps are followed: a bundle added, changed or removed is seen at once. When idle the \
+                doubling. Installed apps are followed: a bundle added, changed or removed is seen at once. The \
+                apple-app-site-association file of every domain an app claims (activitycontinuation:, applinks:) is \
+                fetched over HTTPS in the background, cached in the state folder and fetched again before it expires \
+                (--resolve, --cacert). When idle the \
                 agent sleeps: nothing polls. Logs go to standard error (--log-level); they never contain key material. \
                 Stop with Ctrl-C or SIGTERM: the current activity's goodbye goes out first.
                 """
@@ -116,6 +119,22 @@ public struct AgentOptions: ParsableArguments {
     @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
     var browserCommand = "xdg-open"
 
+    // Association files over HTTPS (issue 14).
+    @Option(
+        name: .customLong("resolve"),
+        help: ArgumentHelp(
+            "Fetch DOMAIN's apple-app-site-association files from ADDRESS:PORT, the certificate still checked for DOMAIN (curl's --connect-to); repeatable.",
+            valueName: "domain:port:address"
+        )
+    )
+    var resolve: [ResolveRule] = []
+
+    @Option(
+        name: .customLong("cacert"),
+        help: ArgumentHelp("A PEM file of CA certificates trusted beside the system's for association files; repeatable. BATON_CACERT adds more (colon-separated).", valueName: "file")
+    )
+    var caCertificates: [String] = []
+
     public func validate() throws {
         guard interval >= 0.1 else { throw ValidationError("--interval must be at least 0.1 seconds.") }
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
@@ -123,6 +142,9 @@ public struct AgentOptions: ParsableArguments {
         guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
         guard !browserCommand.split(separator: " ").isEmpty else { throw ValidationError("--browser-command must name a program.") }
+        for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {
+            throw ValidationError("--cacert \(file): no such file, or it cannot be read.")
+        }
     }
 
     /// Runs the agent in this process until SIGINT or SIGTERM.
@@ -138,6 +160,8 @@ public struct AgentOptions: ParsableArguments {
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
+        configuration.associationResolve = resolve
+        configuration.associationRootFiles = caCertificates
         if !appFolders.isEmpty {
             configuration.appFolders = appFolders.map { URL(fileURLWithPath: $0) }
         }
@@ -156,3 +180,5 @@ public struct AgentOptions: ParsableArguments {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+extension ResolveRule: ExpressibleByArgument {}

@@ -221,8 +221,8 @@ struct AppsCommand: ParsableCommand {
 struct AasaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aasa",
-        abstract: "Check apple-app-site-association files.",
-        subcommands: [Check.self]
+        abstract: "Check, fetch and list apple-app-site-association files.",
+        subcommands: [Check.self, Fetch.self, Status.self]
     )
 
     struct Check: AsyncParsableCommand {

@@ -14,10 +14,12 @@ extension Agent {
     /// Starts watching the state folder, and `apps` (the search paths; none when the registry was given in code).
     func watchFolders(apps folders: [URL]) {
         let stateFolder = store.folder.standardizedFileURL.path
+        let associationFolder = associations.cache.folder.standardizedFileURL.path
         watcher = FolderWatcher(ignoring: [AccountStore.lockFileName]) { [weak self] changed in
             guard let self else { return }
             if changed.contains(stateFolder) { stateFolderChanged() }
-            if !changed.subtracting([stateFolder]).isEmpty { appsChanged(folders) }
+            if changed.contains(associationFolder) { associations.post(.cacheChanged) }
+            if !changed.subtracting([stateFolder, associationFolder]).isEmpty { appsChanged(folders) }
         }
         guard let watcher else {
             logger.warning("the kernel gave no inotify descriptor: changes to the account and apps are seen on restart")
@@ -29,7 +31,9 @@ extension Agent {
     /// The folders to watch: the state folder, each of `searchPaths` that exists, and each bundle in those (an
     /// edited Info.plist).
     func watchedFolders(apps searchPaths: [URL]) -> Set<String> {
-        var folders: Set<String> = [store.folder.standardizedFileURL.path]
+        // The association cache too (issue 14): `baton aasa fetch` writes it while the agent runs.
+        try? FileManager.default.createDirectory(at: associations.cache.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var folders: Set<String> = [store.folder.standardizedFileURL.path, associations.cache.folder.standardizedFileURL.path]
         for folder in searchPaths {
             let path = folder.standardizedFileURL.path
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
@@ -43,7 +47,9 @@ extension Agent {
     func appsChanged(_ searchPaths: [URL]) {
         let fresh = configuration.withBuiltInApps(AppRegistry.load(searchPaths: searchPaths))
         let old = registry
-        catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh)) }
+        let approvals = associations.approvals(now: Date())
+        catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh, approvals: approvals)) }
+        associations.post(.appsChanged)
         rebuildHashIndex()
         watcher?.replaceWatches(watchedFolders(apps: searchPaths))
         let before = Dictionary(old.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })

@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
 /// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
-/// or awaits. Its long-running parts are four services in one `ServiceGroup` (AgentServices.swift).
+/// or awaits. Its long-running parts are services in one `ServiceGroup` (AgentServices.swift; association files: Agent+Associations.swift).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
 /// `nearbyObservers`) or a `var` assigned only by ``start(_:)`` before the agent is returned and its services
@@ -44,6 +44,8 @@ public final class Agent: @unchecked Sendable {
     let catalog: NIOLockedValueBox<(registry: AppRegistry, router: ActivityRouter)>
     var registry: AppRegistry { catalog.withLockedValue(\.registry) }
     var router: ActivityRouter { catalog.withLockedValue(\.router) }
+    /// The association files fetched and cached, and when to fetch them again (issue 14; Agent+Associations).
+    let associations: AssociationKeeper
     /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
     let logger: Logger
     var listener: Channel?
@@ -125,7 +127,9 @@ public final class Agent: @unchecked Sendable {
         self.configuration = configuration
         self.identity = identity
         self.store = configuration.store
-        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry)))
+        let associations = AssociationKeeper(configuration: configuration)
+        self.associations = associations
+        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
         self.logger = configuration.logger
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
         let keys = AdvertKeys(roster.accountKey)
@@ -178,6 +182,7 @@ public final class Agent: @unchecked Sendable {
                     AppSocketService(agent: agent),
                     SyncService(agent: agent),
                     AdvertisingService(agent: agent),
+                    AssociationService(agent: agent),
                 ],
                 gracefulShutdownSignals: configuration.stopSignals,
                 logger: agent.logger

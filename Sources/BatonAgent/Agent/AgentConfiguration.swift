@@ -57,6 +57,14 @@ public struct AgentConfiguration: Sendable {
     /// it runs inside another program.
     public var stopSignals: [UnixSignal] = []
 
+    // Association files over HTTPS (issue 14; SEMANTICS E4).
+    /// How long fetched association files count, how failed fetches are retried, the fetch timeouts.
+    public var associations = AssociationPolicy()
+    /// `--resolve`: fetch some domains' files from another address, the certificate still checked for the domain.
+    public var associationResolve: [ResolveRule] = []
+    /// `--cacert`: PEM files of roots trusted beside the system's (`BATON_CACERT` adds more).
+    public var associationRootFiles: [String] = []
+
     /// A configuration for the device whose state lives in `store`.
     public init(store: AccountStore) {
         self.store = store

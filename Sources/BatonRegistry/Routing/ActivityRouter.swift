@@ -69,9 +69,14 @@ public struct DomainApprovals: Sendable {
     /// Parsed files by lowercased domain.
     public var associations: [String: AppSiteAssociation]
 
-    /// Approvals from these files.
-    public init(_ associations: [String: AppSiteAssociation] = [:]) {
+    /// Why there is no usable file for a domain, by lowercased domain (it expired and the last fetch failed, or no
+    /// fetch succeeded yet): the router's reason quotes it (E4).
+    public var unavailable: [String: String]
+
+    /// Approvals from these files; `unavailable` says why other domains have none.
+    public init(_ associations: [String: AppSiteAssociation] = [:], unavailable: [String: String] = [:]) {
         self.associations = Dictionary(associations.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
+        self.unavailable = Dictionary(unavailable.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
     }
 }
 
@@ -188,7 +193,8 @@ public struct ActivityRouter: Sendable {
             let app = apps[claim.app]
             guard let appID = app.applicationIdentifier else { continue }
             guard let association = approvals.associations[claim.domain.approvingDomain] else {
-                refusals.append("\(app.bundleIdentifier) claims \(claim.domain), but no association file for \(claim.domain.approvingDomain) is cached (E4)")
+                let why = approvals.unavailable[claim.domain.approvingDomain].map { ": \($0)" } ?? ""
+                refusals.append("\(app.bundleIdentifier) claims \(claim.domain), but no association file for \(claim.domain.approvingDomain) is cached (E4)\(why)")
                 continue
             }
             let approval = association.approval(of: appID, for: claim.domain.service, url: url)
