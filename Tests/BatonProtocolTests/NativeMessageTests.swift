@@ -46,6 +46,22 @@ struct NativeMessageTests {
         #expect(String(decoding: open.json, as: UTF8.self) == #"{"type":"open","url":"https://example.com/continued"}"#)
     }
 
+    @Test("docs/PROTOCOL.md §9's test vectors, byte for byte, and back")
+    func vectors() throws {
+        let tab = BrowserMessage.tab(url: "https://example.com/", title: "Milk", incognito: false)
+        let framed = try NativeMessageReader.frame(tab.json)
+        #expect(framed.count == 80 && Array(framed.prefix(4)) == [0x4c, 0, 0, 0])
+        #expect(String(decoding: framed.dropFirst(4), as: UTF8.self) == #"{"incognito":false,"title":"Milk","type":"tab","url":"https://example.com/"}"#)
+        let none = try NativeMessageReader.frame(BrowserMessage.none.json)
+        #expect(none == Data([0x0f, 0, 0, 0]) + Data(#"{"type":"none"}"#.utf8))
+        let open = try NativeMessageReader.frame(HostMessage.open(url: "https://example.com/").json)
+        #expect(open == Data([0x2c, 0, 0, 0]) + Data(#"{"type":"open","url":"https://example.com/"}"#.utf8))
+        var reader = NativeMessageReader()
+        reader.append(framed + none)
+        #expect(try reader.next().map(BrowserMessage.init(json:)) == tab)
+        #expect(try reader.next().map(BrowserMessage.init(json:)) == BrowserMessage.none)
+    }
+
     @Test("the length is 4 bytes little-endian, as Chromium and Firefox write it on Linux")
     func lengthIsLittleEndian() throws {
         let framed = try Self.framed(#"{"type":"none"}"#)
