@@ -138,4 +138,22 @@ struct AdvertTests {
         #expect(table.expire(now: 5_001).count == 1)
         #expect(table.entries.isEmpty)
     }
+
+    @Test("C3: a new revision of the same activity (a new title) is revised, not replaced; the revision seals and opens in the flags' top bits")
+    func revision() throws {
+        var table = NearbyTable(timeToLiveMilliseconds: 3_000)
+        let flags: Advert.Flags = [.isCurrent, .hasWebpageURL]
+        #expect(table.apply(Self.advert(sequence: 1, flags: flags), from: "10.0.0.2", now: 0) == .added)
+        #expect(table.apply(Self.advert(sequence: 1, flags: flags.with(revision: 1)), from: "10.0.0.2", now: 500) == .revised)
+        #expect(table.apply(Self.advert(sequence: 1, flags: flags.with(revision: 1)), from: "10.0.0.2", now: 1_000) == .refreshed)
+        #expect(table.entries[Self.laptop]?.firstSeen == 0, "the same activity: its age goes on")
+        #expect(flags.with(revision: 17).revision == 1 && flags.with(revision: 15).contains([.isCurrent, .hasWebpageURL]))
+        let sealed = try Self.keys.seal(Self.advert(flags: flags.with(revision: 9)))
+        var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+        guard case .accepted(let opened) = receiver.receive(sealed, from: "a", now: Self.now, isMember: { _ in true }) else {
+            Issue.record("not accepted")
+            return
+        }
+        #expect(opened.flags.revision == 9 && opened.flags.contains(.isCurrent))
+    }
 }

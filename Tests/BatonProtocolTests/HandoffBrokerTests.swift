@@ -33,6 +33,9 @@ struct HandoffBrokerTests {
         retitled.title = "Groceries (3)"
         #expect(broker.becomeCurrent(app: Self.notes, bundle: "com.example.Notes", team: "TEAM", activity: 7, notice: retitled, now: Self.now + 5).count == 1)
         #expect(broker.current?.sequence == current.sequence && broker.current?.notice.title == "Groceries (3)")
+        #expect(current.revision == 0 && broker.current?.revision == 1, "a new title moves the revision on (C3)")
+        _ = broker.becomeCurrent(app: Self.notes, bundle: "com.example.Notes", team: "TEAM", activity: 7, notice: retitled, now: Self.now + 6)
+        #expect(broker.current?.revision == 1, "the same notice again changes nothing")
         _ = broker.becomeCurrent(app: Self.other, bundle: "com.example.Other", team: "TEAM", activity: 1, notice: Self.notice, now: Self.now - 60_000)
         #expect(broker.current!.sequence > current.sequence, "a clock going backwards never reuses a sequence")
         #expect(broker.current?.app == Self.other)

@@ -189,6 +189,32 @@ struct UserActivityTests {
         await world.stop()
     }
 
+    @Test("C3: a current activity retitled in place shows its new title on the other device, and stays the same activity")
+    func retitledInPlace() async throws {
+        let world = try await TwoDevices()
+        let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
+        activity.title = "Groceries"
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let desktop = world.devices.agents[1]
+        func shownTitle(_ title: String) async throws -> [NearbyItem] {
+            var items = await desktop.nearbyItems(describe: true)
+            for _ in 0..<250 where items.first?.title != title {
+                try await Task.sleep(for: .milliseconds(20))
+                items = await desktop.nearbyItems(describe: true)
+            }
+            return items
+        }
+        let before = try await shownTitle("Groceries")
+        #expect(before.first?.title == "Groceries")
+        activity.title = "Groceries (3 items)"
+        let after = try await shownTitle("Groceries (3 items)")
+        #expect(after.first?.title == "Groceries (3 items)", "the other device asked again (the advert's revision moved on)")
+        #expect(after.first?.sequence == before.first?.sequence, "the same activity, not a new one")
+        activity.invalidate()
+        await world.stop()
+    }
+
     @Test("B1, B4, A9: responders share an activity; when the last lets go it is invalidated and gone from the other device")
     func sharedAndReleased() async throws {
         let world = try await TwoDevices()

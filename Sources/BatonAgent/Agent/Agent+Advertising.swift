@@ -18,16 +18,17 @@ extension Agent {
     }
 
     /// Seals and sends one advert (or, with `isCurrent` false, a goodbye: A9) to every target.
-    func sendAdvert(sequence: UInt64, notice: ActivityNotice, team: String, isCurrent: Bool) {
+    func sendAdvert(_ current: HandoffBroker.CurrentActivity, isCurrent: Bool) {
         let (keys, targets) = state.withLockedValue { ($0.keys, $0.targets) }
-        var flags: Advert.Flags = []
+        let notice = current.notice
+        var flags = Advert.Flags().with(revision: current.revision)
         if notice.webpageHost != nil { flags.insert(.hasWebpageURL) }
         if notice.supportsStreams { flags.insert(.supportsStreams) }
         if isCurrent { flags.insert(.isCurrent) }
         let advert = Advert(
             device: identity.id,
-            sequence: sequence,
-            typeHash: Self.typeHash(notice, team: team, keys: keys),
+            sequence: current.sequence,
+            typeHash: Self.typeHash(notice, team: current.team, keys: keys),
             flags: flags,
             sessionPort: UInt16(port),
             timestamp: Self.now()
@@ -71,7 +72,7 @@ extension Agent {
             if let current, current.isOffered(at: Self.now()),
                 networkChanged || Self.uptimeMilliseconds() >= lastAdvert.withLockedValue({ $0 }) + interval
             {
-                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
+                sendAdvert(current, isCurrent: true)
             }
             let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }
             for entry in expired {
@@ -108,7 +109,7 @@ extension Agent {
             let outcome = state.receiver.receive(datagram, from: host, now: now) { roster.isActive($0) }
             guard case .accepted(let advert) = outcome else { return nil }
             let change = state.nearby.apply(advert, from: host, now: now)
-            if change == .replaced || change == .removed { state.summaries[advert.device] = nil }
+            if change == .replaced || change == .removed || change == .revised { state.summaries[advert.device] = nil }
             return (advert.device, change)
         }
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
@@ -150,7 +151,7 @@ extension Agent {
     func entriesToDescribe() -> [NearbyTable.Entry] {
         state.withLockedValue { state in
             state.nearby.entries.values.filter { entry in
-                state.summaries[entry.advert.device]?.sequence != entry.advert.sequence
+                state.summaries[entry.advert.device].map { !$0.describes(entry.advert) } ?? true
             }
         }
     }
@@ -162,7 +163,7 @@ extension Agent {
         return state.withLockedValue { state in
             state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }.map { entry in
                 let device = entry.advert.device
-                let summary = state.summaries[device].flatMap { $0.sequence == entry.advert.sequence ? $0.summary : nil }
+                let summary = state.summaries[device].flatMap { $0.describes(entry.advert) ? $0.summary : nil }
                 return NearbyItem(
                     device: device.description,
                     deviceName: state.roster.members[device]?.name ?? device.short,
@@ -194,8 +195,27 @@ extension Agent {
     /// Keeps the type and title a device told for `entry`'s sequence.
     func remember(_ reply: SessionMultiplexer.Reply, for entry: NearbyTable.Entry) {
         if case .summary(let summary) = reply {
-            state.withLockedValue { $0.summaries[entry.advert.device] = (entry.advert.sequence, summary) }
+            state.withLockedValue { $0.summaries[entry.advert.device] = NearbySummary(of: entry.advert, summary) }
         }
+    }
+}
+
+/// What another device said its current activity is (C3), and which advert of it that answers: the sequence and
+/// the revision (a new title moves the revision on, and the device is asked again).
+struct NearbySummary: Sendable {
+    let sequence: UInt64
+    let revision: UInt8
+    let summary: ActivitySummary
+
+    init(of advert: Advert, _ summary: ActivitySummary) {
+        sequence = advert.sequence
+        revision = advert.flags.revision
+        self.summary = summary
+    }
+
+    /// Whether this is what `advert` offers now.
+    func describes(_ advert: Advert) -> Bool {
+        sequence == advert.sequence && revision == advert.flags.revision
     }
 }
 

@@ -19,9 +19,9 @@ extension Agent {
         for action in actions {
             switch action {
             case .advertise(let current):
-                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: true)
+                sendAdvert(current, isCurrent: true)
             case .goodbye(let current):
-                sendAdvert(sequence: current.sequence, notice: current.notice, team: current.team, isCurrent: false)
+                sendAdvert(current, isCurrent: false)
             case .askSave(let app, let save, let activity, let deadline):
                 guard let connection = state.withLockedValue({ $0.appConnections[app] }) else {
                     // Gone already: its ipcClosed fails the fetch; the timer is the backstop.

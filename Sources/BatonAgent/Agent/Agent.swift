@@ -109,7 +109,7 @@ public final class Agent: @unchecked Sendable {
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
         var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
-        var summaries: [DeviceID: (sequence: UInt64, summary: ActivitySummary)] = [:]
+        var summaries: [DeviceID: NearbySummary] = [:]
         var targets: [SocketAddress] = []
         /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]

@@ -19,6 +19,19 @@ public struct Advert: Sendable, Hashable {
         public static let supportsStreams = Flags(rawValue: 1 << 1)
         /// The activity is current; without this flag the advert is a goodbye (A9: gone from every device).
         public static let isCurrent = Flags(rawValue: 1 << 2)
+
+        /// The top four bits: the activity's revision, modulo 16. It changes when the app makes the same activity
+        /// current again with something else to show (a new title, say), so other devices ask again what it is
+        /// (C3). Older agents write 0 here and ignore it.
+        public static let revisionMask: UInt8 = 0xF0
+
+        /// The revision these flags carry (0 to 15).
+        public var revision: UInt8 { rawValue >> 4 }
+
+        /// These flags with `revision` (modulo 16) in the top four bits.
+        public func with(revision: UInt8) -> Flags {
+            Flags(rawValue: (rawValue & ~Self.revisionMask) | ((revision & 0x0F) << 4))
+        }
     }
 
     /// The originating device.

@@ -145,7 +145,8 @@ public struct NearbyTable: Sendable {
 
     /// What an advert changed.
     public enum Change: Sendable, Equatable {
-        case added, refreshed, replaced, removed, ignored
+        /// `revised`: the same activity again, with a new revision (its title or type changed): ask what it is again.
+        case added, refreshed, revised, replaced, removed, ignored
     }
 
     /// How long an entry lives without a fresh advert.
@@ -170,7 +171,7 @@ public struct NearbyTable: Sendable {
         }
         if let existing, existing.advert.sequence == advert.sequence {
             entries[advert.device] = Entry(advert: advert, host: host, firstSeen: existing.firstSeen, lastSeen: now)
-            return .refreshed
+            return existing.advert.flags.revision == advert.flags.revision ? .refreshed : .revised
         }
         entries[advert.device] = Entry(advert: advert, host: host, firstSeen: now, lastSeen: now)
         return existing == nil ? .added : .replaced

@@ -50,6 +50,9 @@ public struct HandoffBroker: Sendable {
         public var sequence: UInt64
         /// What the app said about it.
         public var notice: ActivityNotice
+        /// How many times the app changed what it said about it, modulo 16: adverts carry it, so other devices ask
+        /// again for a new title (C3) while the sequence, and any fetch under it, stays.
+        public var revision: UInt8 = 0
 
         /// Whether it is advertised at `now` (milliseconds since 1970): eligible for handoff and not expired (A10).
         public func isOffered(at now: UInt64) -> Bool {
@@ -132,7 +135,8 @@ public struct HandoffBroker: Sendable {
     // MARK: The apps on this device
 
     /// `app` makes `activity` the device's current activity (A9, C2); any other stops being current. The same
-    /// activity again (a new title, say) keeps its sequence, so other devices refresh rather than replace it.
+    /// activity again (a new title, say) keeps its sequence and moves its revision on, so other devices ask again what
+    /// it is rather than replace it.
     public mutating func becomeCurrent(
         app: AppID,
         bundle: String,
@@ -143,6 +147,7 @@ public struct HandoffBroker: Sendable {
     ) -> [Action] {
         let next: CurrentActivity
         if var same = current, same.app == app, same.activity == activity {
+            if same.notice != notice { same.revision = (same.revision &+ 1) & 0x0F }
             same.notice = notice
             next = same
         } else {
