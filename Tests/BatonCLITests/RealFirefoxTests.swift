@@ -7,8 +7,9 @@ import Testing
 ///
 /// Firefox ESR honours `xpinstall.signatures.required=false`, and installs an add-on it finds as
 /// `PROFILE/extensions/ID.xpi` at start-up once `extensions.autoDisableScopes` is 0; no web-ext, no about:debugging.
-/// Headless (`--headless`), its one window counts as focused, so no Xvfb is needed. Firefox has no DevTools HTTP
-/// endpoints, so the test does not switch tabs: it opens one page, has a page continued into it, and quits it.
+/// Headless (`--headless`), its one window counts as focused, so no Xvfb is needed. Firefox has none of Chromium's
+/// DevTools HTTP endpoints, so the test does not switch tabs: it opens one page, has a page continued into it, and
+/// quits it.
 final class RealFirefox {
     let process: Process
     let log: URL
