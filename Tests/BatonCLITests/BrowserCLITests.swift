@@ -102,7 +102,7 @@ extension Background {
     }
 }
 
-@Suite("The browser as a Handoff app: baton browse, the host fed as a browser feeds it, install, a real Chromium (issue 14: E1, E2, E3, A5, A9)", .serialized)
+@Suite("The browser as a Handoff app: baton browse, the host fed as a browser feeds it, install, a real Chromium and a real Firefox (issue 14: E1, E2, E3, A5, A9)", .serialized)
 struct BrowserCLITests {
     @Test("E3: baton browse URL --title T is offered to the other device, which shows T; SIGINT resigns it and exits 0")
     func browseOffersAPage() async throws {
