@@ -34,6 +34,35 @@ extension HandoffWorld {
         try await offPool { try settingUp(browserCommand: browserCommand) }
     }
 
+    /// A browser's HOME of its own for the real-browser tests, with the XDG folders `baton browser install` writes to.
+    func browserHome() -> (home: URL, environment: [String: String]) {
+        let home = root.appendingPathComponent("home")
+        let environment = [
+            "HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
+            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+        ]
+        return (home, environment)
+    }
+
+    /// Serves `pages` (file name: title) over HTTP on loopback with Python's http.server, a background process of
+    /// this world; returns the base URL (`http://127.0.0.1:PORT/`).
+    func servePages(_ pages: KeyValuePairs<String, String>) async throws -> String {
+        let www = root.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+        for (file, title) in pages {
+            try Data("<html><head><title>\(title)</title></head><body>\(file)</body></html>".utf8).write(to: www.appendingPathComponent(file))
+        }
+        let server = try Background(
+            URL(fileURLWithPath: "/usr/bin/python3"), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
+            log: root.appendingPathComponent("http.log")
+        )
+        background.append(server)
+        try #require(await server.shows("Serving HTTP"), "\(server.output)")
+        let serving = try #require(server.lines(containing: "Serving HTTP").first)
+        let port = try #require(serving.split(separator: " ").compactMap { Int($0) }.first, "\(serving)")
+        return "http://127.0.0.1:\(port)/"
+    }
+
     private static func settingUp(browserCommand: String?) throws -> HandoffWorld {
         let world = try HandoffWorld()
         for name in ["laptop", "desktop"] { try world.device(name) }

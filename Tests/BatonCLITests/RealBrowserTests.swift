@@ -135,27 +135,14 @@ extension BrowserCLITests {
             return
         }
         let world = try await HandoffWorld.browsing()
-        let home = world.root.appendingPathComponent("home")
+        let (home, environment) = world.browserHome()
         let profile = world.root.appendingPathComponent("profile")
-        let www = world.root.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
-        try Data("<html><head><title>Page Alpha</title></head><body>alpha</body></html>".utf8).write(to: www.appendingPathComponent("a.html"))
-        try Data("<html><head><title>Page Beta</title></head><body>beta</body></html>".utf8).write(to: www.appendingPathComponent("b.html"))
-        try Data("<html><head><title>Page Gamma</title></head><body>gamma</body></html>".utf8).write(to: www.appendingPathComponent("c.html"))
-        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path, "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path]
         let installed = try Baton.run(["browser", "install", "--browser", "chromium", "--state", world.state("laptop"), "--user-data-dir", profile.path], environment: environment)
         try #require(installed.status == 0, "\(installed.output)")
 
-        let server = try Background(
-            URL(fileURLWithPath: "/usr/bin/python3"), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
-            log: world.root.appendingPathComponent("http.log")
-        )
-        world.background.append(server)
-        try #require(await server.shows("Serving HTTP"), "\(server.output)")
-        let serving = try #require(server.lines(containing: "Serving HTTP").first)
-        let port = try #require(serving.split(separator: " ").compactMap { Int($0) }.first, "\(serving)")
-        let alpha = "http://127.0.0.1:\(port)/a.html"
-        let beta = "http://127.0.0.1:\(port)/b.html"
+        let site = try await world.servePages(["a.html": "Page Alpha", "b.html": "Page Beta", "c.html": "Page Gamma"])
+        let alpha = site + "a.html"
+        let beta = site + "b.html"
 
         var started = Date()
         let laptop = try #require(world.agents["laptop"])
@@ -214,7 +201,7 @@ extension BrowserCLITests {
 
         // E2: a page offered by the other device, continued here, opens as a new tab in this running Chromium (the
         // extension's "open"), and, focused, becomes this device's current activity in turn.
-        let gamma = "http://127.0.0.1:\(port)/c.html"
+        let gamma = site + "c.html"
         let desktop = world.state("desktop")
         let offer = try Background(baton: ["browse", gamma, "--title", "Offered Gamma", "--state", desktop], log: world.root.appendingPathComponent("browse.log"))
         world.background.append(offer)

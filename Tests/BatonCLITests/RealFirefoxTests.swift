@@ -141,13 +141,8 @@ extension BrowserCLITests {
             return
         }
         let world = try await HandoffWorld.browsing()
-        let home = world.root.appendingPathComponent("home")
+        let (home, environment) = world.browserHome()
         let profile = world.root.appendingPathComponent("firefox-profile")
-        let www = world.root.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
-        try Data("<html><head><title>Page Alpha</title></head><body>alpha</body></html>".utf8).write(to: www.appendingPathComponent("a.html"))
-        try Data("<html><head><title>Page Gamma</title></head><body>gamma</body></html>".utf8).write(to: www.appendingPathComponent("c.html"))
-        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path, "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path]
         let laptopState = world.state("laptop")
         let installed = try await offPool {
             try Baton.run(["browser", "install", "--browser", "firefox", "--state", laptopState], environment: environment)
@@ -164,15 +159,8 @@ extension BrowserCLITests {
         let extensionFolder = home.appendingPathComponent(".local/share/baton/browser-extension")
         try await offPool { try RealFirefox.makeProfile(profile, extensionFolder: extensionFolder, id: "browser@baton.org") }
 
-        let server = try Background(
-            URL(fileURLWithPath: "/usr/bin/python3"), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
-            log: world.root.appendingPathComponent("http.log")
-        )
-        world.background.append(server)
-        try #require(await server.shows("Serving HTTP"), "\(server.output)")
-        let serving = try #require(server.lines(containing: "Serving HTTP").first)
-        let port = try #require(serving.split(separator: " ").compactMap { Int($0) }.first, "\(serving)")
-        let alpha = "http://127.0.0.1:\(port)/a.html"
+        let site = try await world.servePages(["a.html": "Page Alpha", "c.html": "Page Gamma"])
+        let alpha = site + "a.html"
 
         let laptop = try #require(world.agents["laptop"])
         let started = Date()
@@ -191,7 +179,7 @@ extension BrowserCLITests {
         // E2: a page offered by the other device, continued here, opens as a new tab in the running Firefox (the
         // extension's "open"), and, focused, becomes this device's current activity: the desktop sees the page's own
         // title, not the offered one.
-        let gamma = "http://127.0.0.1:\(port)/c.html"
+        let gamma = site + "c.html"
         let offer = try Background(baton: ["browse", gamma, "--title", "Offered Gamma", "--state", world.state("desktop")], log: world.root.appendingPathComponent("browse.log"))
         world.background.append(offer)
         #expect(try await settles(timeout: 8) { try await world.nearbyList("laptop").contains("Offered Gamma") }, "\(offer.output)")

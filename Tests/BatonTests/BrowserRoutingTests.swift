@@ -11,19 +11,16 @@ import Testing
 struct BrowserRoutingTests {
     /// A laptop with the Notes app offering a note with a web page; a desktop without Notes whose browser command
     /// records the URLs it is given.
-    static func devices(record: URL) async throws -> (LocalDevices, laptop: BatonApplication, activity: UserActivity) {
+    static func devices(browser recording: RecordingBrowser) async throws -> (LocalDevices, laptop: BatonApplication, activity: UserActivity) {
         let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Data(TwoDevices.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
-        let script = record.appendingPathComponent("open.sh")
-        try Data("#!/bin/sh\necho \"$1\" >> '\(record.appendingPathComponent("opened").path)'\n".utf8).write(to: script)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
         let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
             configuration.saveDeadline = 10
             if configuration.store.folder.lastPathComponent == "desktop" {
                 configuration.apps = AppRegistry(apps: [])
-                configuration.browserCommand = [script.path]
+                configuration.browserCommand = recording.command
             }
         }
         let laptop = BatonApplication()
@@ -41,10 +38,9 @@ struct BrowserRoutingTests {
 
     @Test("E1, E2: with the browser app connected, the page arrives there as a web page (URL and title, no userInfo)")
     func toTheConnectedBrowser() async throws {
-        let record = FileManager.default.temporaryDirectory.appendingPathComponent("baton-open-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: record, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: record) }
-        let (devices, laptop, activity) = try await Self.devices(record: record)
+        let recording = try RecordingBrowser()
+        defer { recording.remove() }
+        let (devices, laptop, activity) = try await Self.devices(browser: recording)
         let browser = BatonApplication()
         try await browser.connect(bundleIdentifier: BuiltInBrowser.bundleIdentifier, socketPath: devices.agents[1].socketPath)
         var events = browser.events.makeAsyncIterator()
@@ -53,22 +49,12 @@ struct BrowserRoutingTests {
         #expect(outcome.failure == nil, "\(outcome)")
         #expect(outcome.app == BuiltInBrowser.bundleIdentifier)
         #expect(outcome.reason.contains("a new tab in the running browser (E2)"), "\(outcome.reason)")
-        var delivered: UserActivity?
-        while let event = await events.next(isolation: #isolation) {
-            if case .continued(let page) = event {
-                delivered = page
-                break
-            }
-            if case .failed(_, let error) = event {
-                Issue.record("the browser app was told the continuation failed: \(error)")
-                break
-            }
-        }
+        let delivered = await events.nextContinued()
         #expect(delivered?.activityType == NSUserActivityTypeBrowsingWeb)
         #expect(delivered?.webpageURL?.absoluteString == "https://notes.example/n/42")
         #expect(delivered?.title == "Shopping note")
         #expect(delivered?.userInfo.isEmpty == true, "the app's state stays with apps of its team")
-        #expect(!FileManager.default.fileExists(atPath: record.appendingPathComponent("opened").path), "the browser command was not run")
+        #expect(!recording.wasRun, "the browser command was not run")
         activity.invalidate()
         browser.disconnect()
         laptop.disconnect()
@@ -77,18 +63,13 @@ struct BrowserRoutingTests {
 
     @Test("E1: with no browser app connected, the page goes to the browser command, and nothing is launched")
     func toTheBrowserCommand() async throws {
-        let record = FileManager.default.temporaryDirectory.appendingPathComponent("baton-open-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: record, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: record) }
-        let (devices, laptop, activity) = try await Self.devices(record: record)
+        let recording = try RecordingBrowser()
+        defer { recording.remove() }
+        let (devices, laptop, activity) = try await Self.devices(browser: recording)
         let outcome = await devices.agents[1].continueNearby(device: "laptop")
         #expect(outcome.failure == nil && outcome.app == "browser", "\(outcome)")
         #expect(outcome.reason.contains("the default browser (E1)"), "\(outcome.reason)")
-        let opened = record.appendingPathComponent("opened")
-        for _ in 0..<500 where !FileManager.default.fileExists(atPath: opened.path) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect((try? String(contentsOf: opened, encoding: .utf8)) == "https://notes.example/n/42\n")
+        #expect(try await recording.opened() == "https://notes.example/n/42\n")
         activity.invalidate()
         laptop.disconnect()
         await devices.shutdown()

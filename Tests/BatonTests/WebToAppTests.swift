@@ -12,12 +12,8 @@ import Testing
 struct WebToAppTests {
     @Test("E3, E4: a page the site approves for the app arrives there as NSUserActivityTypeBrowsingWeb with an empty userInfo; an excluded page opens in the browser")
     func browserPageIntoTheApprovedApp() async throws {
-        let record = FileManager.default.temporaryDirectory.appendingPathComponent("baton-open-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: record, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: record) }
-        let script = record.appendingPathComponent("open.sh")
-        try Data("#!/bin/sh\necho \"$1\" >> '\(record.appendingPathComponent("opened").path)'\n".utf8).write(to: script)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let recording = try RecordingBrowser()
+        defer { recording.remove() }
 
         guard let server = try await AASAServer.start() else { return }
         do {
@@ -28,7 +24,7 @@ struct WebToAppTests {
                 configuration.saveDeadline = 10
                 configuration.associationResolve = resolve
                 configuration.associationRootFiles = [caFile]
-                configuration.browserCommand = [script.path]
+                configuration.browserCommand = recording.command
             }
             let desktopAgent = devices.agents[1]
             let main = URL(string: "https://wiki.example/wiki/Main_Page")!
@@ -62,17 +58,7 @@ struct WebToAppTests {
             let outcome = await desktopAgent.continueNearby(device: "laptop")
             #expect(outcome.failure == nil && outcome.app == "org.wikimedia.wikipedia", "\(outcome)")
             #expect(outcome.reason.contains("approves"), "\(outcome.reason)")
-            var delivered: UserActivity?
-            while let event = await events.next(isolation: #isolation) {
-                if case .continued(let activity) = event {
-                    delivered = activity
-                    break
-                }
-                if case .failed(_, let error) = event {
-                    Issue.record("the app was told the continuation failed: \(error)")
-                    break
-                }
-            }
+            let delivered = await events.nextContinued()
             #expect(delivered?.activityType == NSUserActivityTypeBrowsingWeb)
             #expect(delivered?.webpageURL == main)
             #expect(delivered?.userInfo.isEmpty == true, "E3: the app gets the page, not the browser's state")
@@ -82,11 +68,7 @@ struct WebToAppTests {
             let special = try await offer(excluded, title: "Random article")
             let toBrowser = await desktopAgent.continueNearby(device: "laptop")
             #expect(toBrowser.failure == nil && toBrowser.app == "browser", "\(toBrowser)")
-            let opened = record.appendingPathComponent("opened")
-            for _ in 0..<500 where !FileManager.default.fileExists(atPath: opened.path) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            #expect((try? String(contentsOf: opened, encoding: .utf8)) == excluded.absoluteString + "\n")
+            #expect(try await recording.opened() == excluded.absoluteString + "\n")
             special.invalidate()
             wiki.disconnect()
             browser.disconnect()
