@@ -86,17 +86,18 @@ struct AccountSessionTests {
             }
             return false
         }
-        async let aSide: Void = listenerA.serveUntilDone(timeout: 10) { session in
+        // Generous waits: on a loaded two-core CI machine a 2 s relay wait ran out before A showed its code.
+        async let aSide: Void = listenerA.serveUntilDone(timeout: 20) { session in
             _ = try? await AccountFlows.pair(initiator: false, over: session, identity: a.identity, store: a.store) { await matches("a", $0) }
             return true
         }
-        async let relaySide: Void = relay.serveUntilDone(timeout: 10) { fromB in
+        async let relaySide: Void = relay.serveUntilDone(timeout: 20) { fromB in
             try await AccountTransport.withSession(host: "127.0.0.1", port: listenerA.port, identity: mallory.identity, policy: .anyDevice) { toA in
                 // hello and confirm; a roster follows only if both people said yes.
                 for _ in 0..<3 {
-                    guard let fromBMessage = try? await fromB.receive(timeout: 2) else { break }
+                    guard let fromBMessage = try? await fromB.receive(timeout: 10) else { break }
                     try await toA.send(fromBMessage)
-                    guard let fromAMessage = try? await toA.receive(timeout: 2) else { break }
+                    guard let fromAMessage = try? await toA.receive(timeout: 10) else { break }
                     try await fromB.send(fromAMessage)
                 }
             }
