@@ -181,6 +181,10 @@ struct UserActivityTests {
         }
         #expect(continued.userInfo == ["title": "Groceries", "body": "Milk and eggs", "version": 2], "the stale key is gone (B2)")
         #expect(!activity.needsSave, "reset after the save (A7)")
+        // The laptop hears of the continuation after the desktop has it (A8): waited for, as it crosses two agents.
+        for _ in 0..<250 where !recorder.calls.contains("wasContinued") {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(recorder.calls.contains("wasContinued"), "A8")
         // Without a new needsSave, the next fetch sends the state as it is, asking no one.
         recorder.calls = []
