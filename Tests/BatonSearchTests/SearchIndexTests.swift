@@ -280,6 +280,26 @@ struct SearchIndexTests {
         }
     }
 
+    @Test("G1: entries survive closing and reopening, and a second SearchIndex on the same file sees the first's saves")
+    func g1PersistsAndSharesTheFile() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            let id: Int64
+            do {
+                let index = try SearchIndex(path: path)
+                id = try await index.save(Self.entry("Kept across restarts", id: "kept"), now: Self.now)
+            }
+            let reopened = try SearchIndex(path: path)
+            #expect(try await reopened.search("restarts", now: Self.now).map(\.id) == [id])
+            // Two openers of one file (the agent and `baton search`, later): WAL lets one read while the other writes.
+            let other = try SearchIndex(path: path)
+            try await reopened.save(Self.entry("Written by the first", id: "first"), now: Self.now)
+            #expect(try await other.search("first", now: Self.now).count == 1)
+            try await other.delete(persistentIdentifiers: ["kept"])
+            #expect(try await reopened.search("restarts", now: Self.now).isEmpty)
+        }
+    }
+
     // MARK: Helpers
 
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
