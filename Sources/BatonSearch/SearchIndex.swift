@@ -28,6 +28,9 @@ public final class SearchIndex: Sendable {
 
     /// Opens the index at `path`, making an empty one (mode 0600) when there is none. The folder must exist.
     ///
+    /// Synchronous: it opens the file and runs the migrations, milliseconds normally, but up to ``busyTimeout`` while
+    /// another process holds the write lock; an agent should open it off Swift's cooperative pool.
+    ///
     /// - Throws: ``SearchError`` `damaged` when the file is not an index (remove it with ``discard(at:)``),
     ///   `unwritable` when it cannot be created or opened, `newerSchema` when a newer Baton wrote it.
     public init(path: String, limits: SearchLimits = .default, ranking: SearchRanking = .default) throws {
