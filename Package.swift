@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
-        .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "BatonAgentTests",
             dependencies: [
