@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // On-device search (issue 15, G1-G3): SQLite with FTS5, through the system's libsqlite3.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
@@ -74,6 +76,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
+        ),
+        // On-device search (issue 15, G1-G3): the index of activities eligible for search, SQLite FTS5 through GRDB.
+        // Not a dependency of BatonAgent yet, so the lean agent does not link GRDB or full Foundation until it needs to.
+        .target(
+            name: "BatonSearch",
+            dependencies: ["BatonCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // What apps import: a client of the device's agent.
         .target(
@@ -151,6 +159,7 @@ let package = Package(
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
+        .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "BatonAgentTests",
             dependencies: [

@@ -1,0 +1,67 @@
+import GRDB
+
+extension SearchIndex {
+    /// The schema, one migration per change (SEMANTICS G1). Never edit a registered migration: add another.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // `id` is the rowid (what results name and the FTS table points at). `bytes` is what the entry counts
+            // against SearchLimits.maximumBytes; `totals` keeps the sums, so a save need not scan the table.
+            try db.execute(sql: """
+                CREATE TABLE activities (
+                    id INTEGER PRIMARY KEY,
+                    persistentIdentifier TEXT UNIQUE,
+                    bundleIdentifier TEXT NOT NULL,
+                    activityType TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    keywords TEXT NOT NULL,
+                    description TEXT,
+                    contentType TEXT,
+                    thumbnail BLOB,
+                    relatedUniqueIdentifier TEXT,
+                    webpageURL TEXT,
+                    expirationDate REAL,
+                    savedAt REAL NOT NULL,
+                    payload BLOB NOT NULL,
+                    bytes INTEGER NOT NULL
+                );
+                CREATE INDEX activities_savedAt ON activities(savedAt, id);
+                CREATE INDEX activities_expirationDate ON activities(expirationDate) WHERE expirationDate IS NOT NULL;
+
+                -- External content: the text lives once, in activities; the triggers keep the index in step.
+                -- unicode61 with diacritics removed (café = cafe), prefix indexes for 2 and 3 characters (groc*).
+                CREATE VIRTUAL TABLE activities_fts USING fts5(
+                    title, keywords, description,
+                    content = 'activities', content_rowid = 'id',
+                    tokenize = 'unicode61 remove_diacritics 2',
+                    prefix = '2 3'
+                );
+                CREATE TRIGGER activities_after_insert AFTER INSERT ON activities BEGIN
+                    INSERT INTO activities_fts(rowid, title, keywords, description)
+                        VALUES (new.id, new.title, new.keywords, new.description);
+                    UPDATE totals SET entries = entries + 1, bytes = bytes + new.bytes WHERE id = 1;
+                END;
+                CREATE TRIGGER activities_after_delete AFTER DELETE ON activities BEGIN
+                    INSERT INTO activities_fts(activities_fts, rowid, title, keywords, description)
+                        VALUES ('delete', old.id, old.title, old.keywords, old.description);
+                    UPDATE totals SET entries = entries - 1, bytes = bytes - old.bytes WHERE id = 1;
+                END;
+                CREATE TRIGGER activities_after_update AFTER UPDATE ON activities BEGIN
+                    INSERT INTO activities_fts(activities_fts, rowid, title, keywords, description)
+                        VALUES ('delete', old.id, old.title, old.keywords, old.description);
+                    INSERT INTO activities_fts(rowid, title, keywords, description)
+                        VALUES (new.id, new.title, new.keywords, new.description);
+                    UPDATE totals SET bytes = bytes - old.bytes + new.bytes WHERE id = 1;
+                END;
+
+                CREATE TABLE totals (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    entries INTEGER NOT NULL,
+                    bytes INTEGER NOT NULL
+                );
+                INSERT INTO totals (id, entries, bytes) VALUES (1, 0, 0);
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,314 @@
+import Foundation
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The on-device index of activities eligible for search (SEMANTICS G1; issue 15): one SQLite file in WAL mode, mode
+/// 0600, with an FTS5 table over the title, keywords and description.
+///
+/// Every operation is `async` and runs on GRDB's own queues, never blocking Swift's cooperative pool. Failures are
+/// ``SearchError``s: a file that is not an index is ``SearchError/Code/damaged`` (with what to do), never a crash.
+/// Several processes may open the same file (SQLite's locks; a writer waits up to ``busyTimeout``).
+public final class SearchIndex: Sendable {
+    /// How long a write waits for another process's write to finish before ``SearchError/Code/unwritable``.
+    public static let busyTimeout: TimeInterval = 5
+    /// Rows deleted per statement when deleting a list of persistent identifiers (SQLite's variable limit is 32766;
+    /// smaller batches keep each statement short).
+    static let deleteBatchSize = 500
+
+    /// The index file.
+    public let path: String
+    public let limits: SearchLimits
+    public let ranking: SearchRanking
+    private let pool: DatabasePool
+
+    /// Opens the index at `path`, making an empty one (mode 0600) when there is none. The folder must exist.
+    ///
+    /// Synchronous: it opens the file and runs the migrations, milliseconds normally, but up to ``busyTimeout`` while
+    /// another process holds the write lock; an agent should open it off Swift's cooperative pool.
+    ///
+    /// - Throws: ``SearchError`` `damaged` when the file is not an index (remove it with ``discard(at:)``),
+    ///   `unwritable` when it cannot be created or opened, `newerSchema` when a newer Baton wrote it.
+    public init(path: String, limits: SearchLimits = .default, ranking: SearchRanking = .default) throws {
+        self.path = path
+        self.limits = limits
+        self.ranking = ranking
+        try Self.createPrivateFile(at: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(Self.busyTimeout)
+        configuration.label = "BatonSearch"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            let migrator = Self.migrator
+            try pool.write { db in
+                if try migrator.hasBeenSuperseded(db) {
+                    throw SearchError(
+                        .newerSchema,
+                        "The search index at \(path) was written by a newer version of Baton; update Baton, or remove the file to start an empty index."
+                    )
+                }
+            }
+            try migrator.migrate(pool)
+        } catch {
+            throw Self.searchError(error, path: path)
+        }
+    }
+
+    /// Removes the index file and its WAL and shared-memory files, so the next ``init(path:limits:ranking:)`` makes
+    /// an empty one: what to do with a `damaged` index. Nothing else (the account, the agent's state) is touched.
+    public static func discard(at path: String) throws {
+        for file in [path, path + "-wal", path + "-shm"] where unlink(file) != 0 && errno != ENOENT {
+            throw SearchError(.unwritable, "Cannot remove \(file): \(String(cString: strerror(errno))).")
+        }
+    }
+
+    // MARK: Saving and deleting (G1, G3)
+
+    /// Saves `entry` as of `now`; an entry with the same persistent identifier is replaced (keeping its ``SearchResult/id``).
+    /// Then the oldest entries leave until the index is within ``limits``.
+    ///
+    /// - Returns: the entry's id.
+    /// - Throws: ``SearchError`` `tooLarge` when a field is above its limit, `invalidEntry`, `damaged`, `unwritable`.
+    @discardableResult
+    public func save(_ entry: SearchEntry, now: Date = Date()) async throws -> Int64 {
+        let row = try StoredRow(entry, limits: limits)
+        let limits = self.limits
+        return try await write { db in
+            let id = try Int64.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO activities (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
+                        description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
+                        savedAt, payload, bytes)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (persistentIdentifier) DO UPDATE SET
+                        bundleIdentifier = excluded.bundleIdentifier, activityType = excluded.activityType,
+                        title = excluded.title, keywords = excluded.keywords, description = excluded.description,
+                        contentType = excluded.contentType, thumbnail = excluded.thumbnail,
+                        relatedUniqueIdentifier = excluded.relatedUniqueIdentifier, webpageURL = excluded.webpageURL,
+                        expirationDate = excluded.expirationDate, savedAt = excluded.savedAt,
+                        payload = excluded.payload, bytes = excluded.bytes
+                    RETURNING id
+                    """,
+                arguments: row.arguments(savedAt: now)
+            )
+            guard let id else {
+                throw SearchError(.database, "SQLite saved the entry but returned no row id.")
+            }
+            try Self.evict(db, limits: limits, keeping: id)
+            return id
+        }
+    }
+
+    /// Deletes the entries with these persistent identifiers (G3; `deleteSavedUserActivities(withPersistentIdentifiers:)`).
+    ///
+    /// - Returns: how many entries were deleted; identifiers not in the index are ignored.
+    @discardableResult
+    public func delete(persistentIdentifiers: [String]) async throws -> Int {
+        guard !persistentIdentifiers.isEmpty else { return 0 }
+        return try await write { db in
+            var deleted = 0
+            var start = persistentIdentifiers.startIndex
+            while start < persistentIdentifiers.endIndex {
+                let end = min(start + Self.deleteBatchSize, persistentIdentifiers.endIndex)
+                let batch = Array(persistentIdentifiers[start..<end])
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ", ")
+                try db.execute(
+                    sql: "DELETE FROM activities WHERE persistentIdentifier IN (\(marks))",
+                    arguments: StatementArguments(batch)
+                )
+                deleted += db.changesCount
+                start = end
+            }
+            return deleted
+        }
+    }
+
+    /// Deletes every entry (G3; `deleteAllSavedUserActivities()`).
+    ///
+    /// - Returns: how many entries were deleted.
+    @discardableResult
+    public func deleteAll() async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM activities")
+            return db.changesCount
+        }
+    }
+
+    /// Deletes the entries whose expiration date is not after `now` (G1: expired entries are purged).
+    ///
+    /// - Returns: how many entries were deleted.
+    @discardableResult
+    public func purgeExpired(now: Date = Date()) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM activities WHERE expirationDate IS NOT NULL AND expirationDate <= ?",
+                arguments: [now.timeIntervalSince1970]
+            )
+            return db.changesCount
+        }
+    }
+
+    // MARK: Searching (G1)
+
+    /// The entries matching `query`, best first: every word must match (the last also as a prefix), ranked by bm25 with
+    /// the title and keywords above the description, and by recency (``ranking``). Expired entries are never returned.
+    ///
+    /// Any text is a valid query (``SearchQuery``): one without letters or digits returns no results, not an error.
+    public func search(_ query: String, limit: Int = 20, now: Date = Date()) async throws -> [SearchResult] {
+        guard limit > 0, let match = SearchQuery(query).matchExpression else { return [] }
+        let ranking = self.ranking
+        let open = String(MarkedText.openMark)
+        let close = String(MarkedText.closeMark)
+        let nowSeconds = now.timeIntervalSince1970
+        // bm25 is negative (more negative is better); the factor shrinks it towards 0 with age, never below
+        // (1 - recencyShare) of itself, so ascending order is best first.
+        let sql = """
+            SELECT a.*,
+                highlight(activities_fts, 0, ?, ?) AS markedTitle,
+                snippet(activities_fts, 2, ?, ?, '…', 16) AS markedSnippet,
+                bm25(activities_fts, ?, ?, ?)
+                    * ((1.0 - ?) + ? * ? / (? + max(0.0, ? - a.savedAt))) AS ordering
+            FROM activities_fts JOIN activities AS a ON a.id = activities_fts.rowid
+            WHERE activities_fts MATCH ? AND (a.expirationDate IS NULL OR a.expirationDate > ?)
+            ORDER BY ordering, a.id DESC
+            LIMIT ?
+            """
+        let arguments: StatementArguments = [
+            open, close, open, close,
+            ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
+            ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife, nowSeconds,
+            match, nowSeconds, limit,
+        ]
+        return try await read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                let markedSnippet: String? = row["markedSnippet"]
+                let ordering: Double = row["ordering"]
+                return SearchResult(
+                    id: row["id"],
+                    entry: StoredRow.entry(from: row),
+                    savedAt: Date(timeIntervalSince1970: row["savedAt"]),
+                    title: MarkedText(marked: row["markedTitle"] ?? ""),
+                    snippet: MarkedText(marked: markedSnippet ?? ""),
+                    score: -ordering
+                )
+            }
+        }
+    }
+
+    /// How many entries the index holds and their bytes (what ``limits`` bound).
+    public func statistics() async throws -> SearchIndexStatistics {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT entries, bytes FROM totals WHERE id = 1") else {
+                throw SearchError(.damaged, "The search index at \(self.path) has lost its totals; remove it to start an empty index.")
+            }
+            return SearchIndexStatistics(entries: row["entries"], bytes: row["bytes"])
+        }
+    }
+
+    // MARK: Internals
+
+    /// Removes the oldest entries (except `keeping`, the one just saved) until the index is within `limits`.
+    private static func evict(_ db: Database, limits: SearchLimits, keeping id: Int64) throws {
+        func totals() throws -> (entries: Int, bytes: Int) {
+            guard let row = try Row.fetchOne(db, sql: "SELECT entries, bytes FROM totals WHERE id = 1") else {
+                throw SearchError(.damaged, "The search index has lost its totals; remove it to start an empty index.")
+            }
+            return (row["entries"], row["bytes"])
+        }
+        var current = try totals()
+        if current.entries > limits.maximumEntries {
+            try db.execute(
+                sql: """
+                    DELETE FROM activities WHERE id IN (
+                        SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT ?)
+                    """,
+                arguments: [id, current.entries - limits.maximumEntries]
+            )
+            current = try totals()
+        }
+        while current.bytes > limits.maximumBytes, current.entries > 1 {
+            try db.execute(
+                sql: """
+                    DELETE FROM activities WHERE id = (
+                        SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT 1)
+                    """,
+                arguments: [id]
+            )
+            guard db.changesCount > 0 else { break }
+            current = try totals()
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw Self.searchError(error, path: path)
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Self.searchError(error, path: path)
+        }
+    }
+
+    /// Makes `path` an empty file with mode 0600 if there is none, and tightens an existing one to 0600. SQLite gives
+    /// the WAL and shared-memory files the same mode as the database file.
+    private static func createPrivateFile(at path: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw SearchError(
+                .unwritable,
+                "Cannot open or create the search index at \(path): \(String(cString: strerror(errno))). Check that the folder exists and is yours."
+            )
+        }
+        defer { close(descriptor) }
+        guard fchmod(descriptor, 0o600) == 0 else {
+            throw SearchError(.unwritable, "Cannot make \(path) private (mode 0600): \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// GRDB's and SQLite's errors as ``SearchError``s, saying what to do.
+    static func searchError(_ error: any Error, path: String) -> SearchError {
+        if let error = error as? SearchError { return error }
+        guard let error = error as? DatabaseError else {
+            return SearchError(.database, "The search index at \(path) failed: \(error).")
+        }
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return SearchError(
+                .damaged,
+                "The search index at \(path) is damaged (\(error.message ?? "\(error.resultCode)")). Remove it (and its -wal and -shm files) to start a new, empty index; the account and paired devices are not affected, only saved search entries are lost."
+            )
+        case .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_BUSY,
+            .SQLITE_LOCKED, .SQLITE_AUTH:
+            return SearchError(
+                .unwritable,
+                "The search index at \(path) cannot be written (\(error.message ?? "\(error.resultCode)")). Check the disk has room and the file and its folder are yours."
+            )
+        default:
+            return SearchError(.database, "The search index at \(path) failed: \(error.message ?? "\(error.resultCode)").")
+        }
+    }
+}
+
+/// What ``SearchIndex/statistics()`` reports.
+public struct SearchIndexStatistics: Sendable, Hashable {
+    /// Entries in the index, expired ones not yet purged included.
+    public var entries: Int
+    /// The bytes they count against ``SearchLimits/maximumBytes``.
+    public var bytes: Int
+
+    public init(entries: Int, bytes: Int) {
+        self.entries = entries
+        self.bytes = bytes
+    }
+}
