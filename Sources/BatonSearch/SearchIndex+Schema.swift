@@ -10,7 +10,7 @@ extension SearchIndex {
             try db.execute(sql: """
                 CREATE TABLE activities (
                     id INTEGER PRIMARY KEY,
-                    persistentIdentifier TEXT UNIQUE,
+                    persistentIdentifier TEXT,
                     bundleIdentifier TEXT NOT NULL,
                     activityType TEXT NOT NULL,
                     title TEXT NOT NULL,
@@ -25,6 +25,8 @@ extension SearchIndex {
                     payload BLOB NOT NULL,
                     bytes INTEGER NOT NULL
                 );
+                -- An app's persistent identifiers are its own (G3): two apps may use the same one. NULLs never collide.
+                CREATE UNIQUE INDEX activities_key ON activities(bundleIdentifier, persistentIdentifier);
                 CREATE INDEX activities_savedAt ON activities(savedAt, id);
                 CREATE INDEX activities_expirationDate ON activities(expirationDate) WHERE expirationDate IS NOT NULL;
 

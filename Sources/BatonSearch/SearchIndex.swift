@@ -68,16 +68,33 @@ public final class SearchIndex: Sendable {
 
     // MARK: Saving and deleting (G1, G3)
 
-    /// Saves `entry` as of `now`; an entry with the same persistent identifier is replaced (keeping its ``SearchResult/id``).
+    /// Saves `entry` as of `now`; an entry of the same app with the same persistent identifier is replaced (keeping its
+    /// ``SearchResult/id``). An entry without a persistent identifier replaces the entry `replacing` names when that is
+    /// the same app's and has none either (how an agent keeps one entry per live activity object); otherwise it is new.
     /// Then the oldest entries leave until the index is within ``limits``.
     ///
     /// - Returns: the entry's id.
     /// - Throws: ``SearchError`` `tooLarge` when a field is above its limit, `invalidEntry`, `damaged`, `unwritable`.
     @discardableResult
-    public func save(_ entry: SearchEntry, now: Date = Date()) async throws -> Int64 {
+    public func save(_ entry: SearchEntry, replacing: Int64? = nil, now: Date = Date()) async throws -> Int64 {
         let row = try StoredRow(entry, limits: limits)
         let limits = self.limits
         return try await write { db in
+            if let replacing, entry.persistentIdentifier == nil {
+                try db.execute(
+                    sql: """
+                        UPDATE activities SET (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
+                            description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
+                            savedAt, payload, bytes) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        WHERE id = ? AND bundleIdentifier = ? AND persistentIdentifier IS NULL
+                        """,
+                    arguments: row.arguments(savedAt: now) + [replacing, entry.bundleIdentifier]
+                )
+                if db.changesCount == 1 {
+                    try Self.evict(db, limits: limits, keeping: replacing)
+                    return replacing
+                }
+            }
             let id = try Int64.fetchOne(
                 db,
                 sql: """
@@ -85,7 +102,7 @@ public final class SearchIndex: Sendable {
                         description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
                         savedAt, payload, bytes)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (persistentIdentifier) DO UPDATE SET
+                    ON CONFLICT (bundleIdentifier, persistentIdentifier) DO UPDATE SET
                         bundleIdentifier = excluded.bundleIdentifier, activityType = excluded.activityType,
                         title = excluded.title, keywords = excluded.keywords, description = excluded.description,
                         contentType = excluded.contentType, thumbnail = excluded.thumbnail,
@@ -104,11 +121,12 @@ public final class SearchIndex: Sendable {
         }
     }
 
-    /// Deletes the entries with these persistent identifiers (G3; `deleteSavedUserActivities(withPersistentIdentifiers:)`).
+    /// Deletes `bundleIdentifier`'s entries with these persistent identifiers (G3;
+    /// `deleteSavedUserActivities(withPersistentIdentifiers:)`): an app deletes only what it saved.
     ///
     /// - Returns: how many entries were deleted; identifiers not in the index are ignored.
     @discardableResult
-    public func delete(persistentIdentifiers: [String]) async throws -> Int {
+    public func delete(persistentIdentifiers: [String], of bundleIdentifier: String) async throws -> Int {
         guard !persistentIdentifiers.isEmpty else { return 0 }
         return try await write { db in
             var deleted = 0
@@ -118,8 +136,8 @@ public final class SearchIndex: Sendable {
                 let batch = Array(persistentIdentifiers[start..<end])
                 let marks = Array(repeating: "?", count: batch.count).joined(separator: ", ")
                 try db.execute(
-                    sql: "DELETE FROM activities WHERE persistentIdentifier IN (\(marks))",
-                    arguments: StatementArguments(batch)
+                    sql: "DELETE FROM activities WHERE bundleIdentifier = ? AND persistentIdentifier IN (\(marks))",
+                    arguments: [bundleIdentifier] + StatementArguments(batch)
                 )
                 deleted += db.changesCount
                 start = end
@@ -128,14 +146,30 @@ public final class SearchIndex: Sendable {
         }
     }
 
-    /// Deletes every entry (G3; `deleteAllSavedUserActivities()`).
+    /// Deletes every entry `bundleIdentifier` saved (G3; `deleteAllSavedUserActivities()`), or every entry of every
+    /// app when it is nil (a person clearing the index).
     ///
     /// - Returns: how many entries were deleted.
     @discardableResult
-    public func deleteAll() async throws -> Int {
+    public func deleteAll(of bundleIdentifier: String? = nil) async throws -> Int {
         try await write { db in
-            try db.execute(sql: "DELETE FROM activities")
+            if let bundleIdentifier {
+                try db.execute(sql: "DELETE FROM activities WHERE bundleIdentifier = ?", arguments: [bundleIdentifier])
+            } else {
+                try db.execute(sql: "DELETE FROM activities")
+            }
             return db.changesCount
+        }
+    }
+
+    /// The entry with this id, unless it has expired or is gone (G2: what `baton search --continue ID` continues).
+    public func entry(id: Int64, now: Date = Date()) async throws -> SearchEntry? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM activities WHERE id = ? AND (expirationDate IS NULL OR expirationDate > ?)",
+                arguments: [id, now.timeIntervalSince1970]
+            ).map(StoredRow.entry(from:))
         }
     }
 

@@ -80,6 +80,27 @@ struct SearchIndexTests {
         }
     }
 
+    @Test("G1: an entry without a persistent identifier replaces the one it names only if that is the same app's and has none")
+    func g1ReplacingByRowForEntriesWithoutIdentifier() async throws {
+        try await withIndex { index in
+            let first = try await index.save(Self.entry("Draft one"), now: Self.now)
+            let again = try await index.save(Self.entry("Draft one, edited"), replacing: first, now: Self.now)
+            #expect(again == first)
+            #expect(try await index.search("draft", now: Self.now).map(\.entry.title) == ["Draft one, edited"])
+            #expect(try await index.entry(id: first, now: Self.now)?.title == "Draft one, edited")
+            // Another app cannot overwrite it, and a row with an identifier is not replaced this way.
+            let foreign = try await index.save(Self.entry("Draft two", app: "com.example.other"), replacing: first, now: Self.now)
+            #expect(foreign != first)
+            let named = try await index.save(Self.entry("Named", id: "named"), now: Self.now)
+            #expect(try await index.save(Self.entry("Unnamed"), replacing: named, now: Self.now) != named)
+            #expect(try await index.statistics().entries == 4)
+            // Gone or expired entries are not found by id.
+            #expect(try await index.entry(id: 9_999, now: Self.now) == nil)
+            let expiring = try await index.save(Self.entry("Soon gone", expires: Self.now.addingTimeInterval(60)), now: Self.now)
+            #expect(try await index.entry(id: expiring, now: Self.now.addingTimeInterval(61)) == nil)
+        }
+    }
+
     @Test("G3: entries are deleted by persistent identifier, or all at once")
     func g3DeleteByIdentifierAndAll() async throws {
         try await withIndex { index in
@@ -87,7 +108,11 @@ struct SearchIndexTests {
                 try await index.save(Self.entry("Trip \(name)", id: name), now: Self.now)
             }
             try await index.save(Self.entry("Trip without id"), now: Self.now)
-            #expect(try await index.delete(persistentIdentifiers: ["alpha", "gamma", "missing"]) == 2)
+            // Another app's entry with the same identifier is its own (G3: an app deletes only what it saved).
+            try await index.save(Self.entry("Trip alpha elsewhere", id: "alpha", app: "com.example.other"), now: Self.now)
+            #expect(try await index.delete(persistentIdentifiers: ["alpha", "gamma", "missing"], of: "com.example.app") == 2)
+            #expect(try await index.search("elsewhere", now: Self.now).count == 1)
+            #expect(try await index.deleteAll(of: "com.example.other") == 1)
             let left = try await index.search("trip", now: Self.now).map(\.entry.title).sorted()
             #expect(left == ["Trip beta", "Trip without id"])
             #expect(try await index.search("alpha", now: Self.now).isEmpty)
@@ -96,7 +121,7 @@ struct SearchIndexTests {
             #expect(try await index.statistics() == SearchIndexStatistics(entries: 0, bytes: 0))
             // Many identifiers at once (more than one batch).
             let many = (0..<1_200).map { "id-\($0)" }
-            #expect(try await index.delete(persistentIdentifiers: many) == 0)
+            #expect(try await index.delete(persistentIdentifiers: many, of: "com.example.app") == 0)
         }
     }
 
@@ -295,7 +320,7 @@ struct SearchIndexTests {
             let other = try SearchIndex(path: path)
             try await reopened.save(Self.entry("Written by the first", id: "first"), now: Self.now)
             #expect(try await other.search("first", now: Self.now).count == 1)
-            try await other.delete(persistentIdentifiers: ["kept"])
+            try await other.delete(persistentIdentifiers: ["kept"], of: "com.example.app")
             #expect(try await reopened.search("restarts", now: Self.now).isEmpty)
         }
     }
@@ -310,10 +335,11 @@ struct SearchIndexTests {
         keywords: [String] = [],
         description: String? = nil,
         expires: Date? = nil,
-        payload: Data = Data()
+        payload: Data = Data(),
+        app: String = "com.example.app"
     ) -> SearchEntry {
         SearchEntry(
-            persistentIdentifier: id, bundleIdentifier: "com.example.app", activityType: "com.example.app.view",
+            persistentIdentifier: id, bundleIdentifier: app, activityType: "com.example.app.view",
             title: title, keywords: keywords, contentDescription: description, expirationDate: expires, payload: payload
         )
     }
