@@ -40,6 +40,28 @@ struct HandoffBrokerContinuationTests {
         #expect(broker.launchFailed(ID(1), message: "late timer").isEmpty, "a launch timer after the app connected changes nothing")
     }
 
+    @Test("G2, C5: a search result's saved state goes to its app without a fetch: told, then given it; launched first when not running")
+    func savedStateContinues() {
+        var broker = Self.broker()
+        let running = HandoffBroker.Route.saved(bundle: "com.example.Notes", activityType: Self.type, running: Self.notes, payload: Self.state)
+        #expect(
+            broker.continueAsked(ID(1), route: running) == [
+                .tellWillContinue(app: Self.notes, ID(1), activityType: Self.type),
+                .deliver(app: Self.notes, ID(1), payload: Self.state),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: nil, message: "continued in com.example.Notes")),
+            ]
+        )
+        #expect(broker.continuations.isEmpty)
+        let launching = HandoffBroker.Route.saved(bundle: "com.example.Notes", activityType: Self.type, running: nil, payload: Self.state)
+        #expect(broker.continueAsked(ID(2), route: launching) == [.launch(ID(2), bundle: "com.example.Notes")])
+        let connected = broker.appConnected(Self.notes, bundle: "com.example.Notes")
+        #expect(connected.first == .tellWillContinue(app: Self.notes, ID(2), activityType: Self.type))
+        #expect(connected.contains(.deliver(app: Self.notes, ID(2), payload: Self.state)))
+        // A launch that fails ends it with launchFailed (C8), the app never told.
+        _ = broker.continueAsked(ID(3), route: launching)
+        #expect(broker.launchFailed(ID(3), message: "gone").first == .finished(ID(3), .init(app: "com.example.Notes", failure: .launchFailed, message: "gone")))
+    }
+
     @Test("C8: a launch that fails ends the continuation; the app was never told, so it hears nothing")
     func launchFails() {
         var broker = Self.broker()

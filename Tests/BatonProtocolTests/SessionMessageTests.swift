@@ -101,6 +101,13 @@ enum MessageSamples {
         .endOfStream,
         .resetStream(reason: "peerGone", message: "the other device went away"),
         .incomingStream(activity: 1, token: token),
+        // On-device search (G1-G3; docs/PROTOCOL.md §7).
+        .index(activity: 1, payload: Data([7, 8, 9])),
+        .deleteSaved(request: 11, persistentIdentifiers: ["note-1", "note-2"]),
+        .deleteSaved(request: 12, persistentIdentifiers: nil),
+        .deletedSaved(request: 11, count: 2, failure: nil),
+        .deletedSaved(request: 12, count: 0, failure: "damaged: the search index at /s/search.sqlite is damaged"),
+        .continueSaved(request: 13, id: 42),
     ]
 
     /// The `index`th entry of the sample `apps` message, as its property list.
@@ -166,6 +173,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             // A stream's hello must name its app; without `cont` or `token` it is a plain hello.
             "hello cont": ["v", "bundle"], "hello token": ["v", "bundle"], "decline": ["token", "message"], "eof": [],
             "reset": ["reason", "message"], "stream": ["activity", "token"],
+            "index": ["activity", "payload"], "delete": ["req"], "deleted": ["req", "count"], "continueSaved": ["req", "id"],
         ],
         limits: [
             "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255], "continue": ["device": 1_024],
@@ -314,7 +322,7 @@ struct SessionMessageTests {
             types == [
                 "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
                 "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps", "decline", "eof",
-                "reset", "stream",
+                "reset", "stream", "index", "delete", "deleted", "continueSaved",
             ]
         )
     }

@@ -31,6 +31,9 @@ extension HandoffBroker {
         case app(bundle: String, activityType: String, running: AppID?)
         /// No app claims the advertised hash: fetch the state, then route by what it says (E1-E3).
         case byPayload
+        /// A search result (G2): the state is here already, saved by `bundle`; nothing is fetched. The app is told
+        /// `willContinue` and then given the state, launched first when it does not run (C5).
+        case saved(bundle: String, activityType: String, running: AppID?, payload: Data)
     }
 
     /// Where a fetched state goes, decided by the agent from the payload (E1-E3).
@@ -100,6 +103,12 @@ extension HandoffBroker {
         case .byPayload:
             ongoing[id] = .fetching(told: nil)
             actions.append(.fetch(id))
+        case .saved(let bundle, let type, let running?, let payload):
+            actions.append(.tellWillContinue(app: running, id, activityType: type))
+            actions += deliver(id, to: running, bundle: bundle, payload: payload)
+        case .saved(let bundle, let type, nil, let payload):
+            ongoing[id] = .launchingWithState(bundle: bundle, activityType: type, payload: payload)
+            actions.append(.launch(id, bundle: bundle))
         }
         return actions
     }

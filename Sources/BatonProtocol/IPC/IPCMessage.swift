@@ -190,6 +190,14 @@ public enum IPCMessage: Sendable, Hashable {
     case watchNearby
     /// The command line asks which apps the agent sees now.
     case listApps(request: UInt64)
+    /// The app's activity `activity` is eligible for search and this is its state now: an encoded ``ActivityPayload``
+    /// for the device's search index (G1), sent when it becomes current and whenever its state is saved. No answer.
+    case index(activity: UInt64, payload: Data)
+    /// Deletes what this app saved for search with these persistent identifiers, or everything it saved when nil
+    /// (G3); answered with ``deletedSaved(request:count:failure:)``. At most ``maximumDeletedIdentifiers`` at once.
+    case deleteSaved(request: UInt64, persistentIdentifiers: [String]?)
+    /// Control: continue the search result `id` here, as a handoff is continued (G2, C5): `baton search --continue`.
+    case continueSaved(request: UInt64, id: Int64)
     /// The first message of a continuation stream's own connection, from the continuing app: open a stream to the
     /// originating app of continuation `continuation`, delivered here to this app (F2, docs/PROTOCOL.md §8).
     case openStream(bundleIdentifier: String, version: Int, continuation: UInt64)
@@ -228,12 +236,20 @@ public enum IPCMessage: Sendable, Hashable {
     case nearbyChanged([NearbyItem])
     /// The answer to `listApps`.
     case apps(request: UInt64, [AppListing])
+    /// The answer to `deleteSaved`: how many entries went, or why none could (the search index's error).
+    case deletedSaved(request: UInt64, count: UInt64, failure: String?)
     /// Another device's app asks for a continuation stream to `activity` (F3): connect again and say
     /// ``acceptStream(bundleIdentifier:version:token:)`` with `token` (16 bytes), or ``declineStream(token:message:)``.
     case incomingStream(activity: UInt64, token: Data)
 
     /// The length of a stream token.
     public static let streamTokenLength = 16
+
+    /// At most this many persistent identifiers in one ``deleteSaved(request:persistentIdentifiers:)``; the library
+    /// sends a longer list in parts.
+    public static let maximumDeletedIdentifiers = 1_000
+    /// A persistent identifier is at most this many bytes of UTF-8.
+    public static let maximumPersistentIdentifierLength = 1_024
 
     /// The IPC protocol version this build speaks.
     public static let version = 1
@@ -298,6 +314,12 @@ public enum IPCMessage: Sendable, Hashable {
         case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
         case .listApps(let request): return makeMessage("apps?", ["req": .number(request)])
         case .apps(let request, let apps): return makeMessage("apps", ["req": .number(request), "apps": .array(apps.map(\.propertyList))])
+        case .index(let activity, let payload): return makeMessage("index", ["activity": .number(activity), "payload": .data(payload)])
+        case .deleteSaved(let request, let identifiers):
+            return makeMessage("delete", ["req": .number(request), "ids": identifiers.map { .array($0.map(PropertyList.string)) }])
+        case .continueSaved(let request, let id): return makeMessage("continueSaved", ["req": .number(request), "id": .integer(max(0, id))])
+        case .deletedSaved(let request, let count, let failure):
+            return makeMessage("deleted", ["req": .number(request), "count": .number(count), "failure": failure.map { .string(bounded($0, 4_096)) }])
         }
     }
 
@@ -378,6 +400,27 @@ public enum IPCMessage: Sendable, Hashable {
             let apps = try fields.array("apps")
             guard apps.count <= 4_096 else { throw fields.missing("apps", "at most 4,096 apps") }
             self = .apps(request: try fields.number("req"), try apps.map(AppListing.init))
+        case "index": self = .index(activity: try fields.number("activity"), payload: try fields.data("payload"))
+        case "delete":
+            var identifiers: [String]?
+            if fields.fields["ids"] != nil {
+                let array = try fields.array("ids")
+                guard array.count <= Self.maximumDeletedIdentifiers else {
+                    throw fields.missing("ids", "at most \(Self.maximumDeletedIdentifiers) identifiers at once")
+                }
+                identifiers = try array.map { item in
+                    guard let id = item.stringValue, id.utf8.count <= Self.maximumPersistentIdentifierLength else {
+                        throw fields.missing("ids", "persistent identifiers as strings of at most \(Self.maximumPersistentIdentifierLength) bytes")
+                    }
+                    return id
+                }
+            }
+            self = .deleteSaved(request: try fields.number("req"), persistentIdentifiers: identifiers)
+        case "continueSaved":
+            guard let id = Int64(exactly: try fields.number("id")) else { throw fields.missing("id", "a search result's id") }
+            self = .continueSaved(request: try fields.number("req"), id: id)
+        case "deleted":
+            self = .deletedSaved(request: try fields.number("req"), count: try fields.number("count"), failure: try fields.optionalString("failure"))
         default: throw fields.unexpected()
         }
     }
