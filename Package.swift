@@ -62,6 +62,8 @@ let package = Package(
                 "BatonCore",
                 "BatonProtocol",
                 "BatonRegistry",
+                // The search index (issue 15): GRDB brings the full Foundation into the agent (ARCHITECTURE, "A lean agent").
+                "BatonSearch",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -78,7 +80,6 @@ let package = Package(
             ]
         ),
         // On-device search (issue 15, G1-G3): the index of activities eligible for search, SQLite FTS5 through GRDB.
-        // Not a dependency of BatonAgent yet, so the lean agent does not link GRDB or full Foundation until it needs to.
         .target(
             name: "BatonSearch",
             dependencies: ["BatonCore", .product(name: "GRDB", package: "GRDB.swift")]
@@ -139,6 +140,7 @@ let package = Package(
                 "BatonProtocol",
                 "BatonRegistry",
                 "BatonAgent",
+                "BatonSearch",
                 "Baton",
                 "BatonEmbedded",
                 "ShopSnapKit",

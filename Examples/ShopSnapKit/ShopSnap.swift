@@ -66,6 +66,8 @@ public final class ListViewController: UIResponder {
     /// The application the screen's activities belong to (the tutorial's are always `UIApplication.shared`).
     public let application: UIApplication
     public private(set) var items: [String] = []
+    /// The list's persistent identifier in the search index (G1, G3): one entry per list.
+    public var listIdentifier = "shopping-list"
 
     public init(application: UIApplication = .shared) {
         self.application = application
@@ -84,6 +86,11 @@ public final class ListViewController: UIResponder {
         let activity = NSUserActivity(activityType: ActivityTypeView, application: application)
         activity.title = Self.title(items)
         activity.userInfo = [ActivityItemsKey: items]
+        // G1, G2: the list can be found again with `baton search` (its items are its keywords) and continued from
+        // there; saving it again under the same persistent identifier replaces the earlier entry.
+        activity.isEligibleForSearch = true
+        activity.persistentIdentifier = listIdentifier
+        activity.keywords = Set(items)
         userActivity = activity
         userActivity?.becomeCurrent()
     }
@@ -102,6 +109,7 @@ public final class ListViewController: UIResponder {
     public func add(_ item: String) {
         items.append(item)
         userActivity?.title = Self.title(items)
+        userActivity?.keywords = Set(items)
         userActivity?.needsSave = true
     }
 

@@ -7,6 +7,7 @@ import ShopSnapKit
 //
 //   shopsnap                      wait for continuations and print what arrives
 //   shopsnap list ITEM...         show a shopping list and offer it to the other devices
+//   shopsnap lists N              show N lists one after another, each saved for search (G1; a stream of index writes)
 //   shopsnap edit ITEM [TYPED] [--photo FILE]
 //                                 edit an item, typing TYPED one keystroke at a time; with a photo, the device
 //                                 that continues the edit asks for it over a continuation stream (F1-F3)
@@ -43,6 +44,17 @@ func run() async -> Int32 {
         app.list.show(Array(arguments.dropFirst()))
         app.list.userActivity?.delegate = reporter
         say("offering the list: \(app.list.items.joined(separator: ", "))")
+    case "lists":
+        guard arguments.count == 2, let count = Int(arguments[1]), count > 0 else {
+            say("usage: shopsnap lists N")
+            return 2
+        }
+        for number in 1...count {
+            app.list.listIdentifier = "list-\(number)"
+            app.list.show(["Item \(number)", "Basket \(number)"])
+            say("saved list \(number)")
+            await Task.yield()
+        }
     case "edit":
         var words = Array(arguments.dropFirst())
         var photo: Data?
@@ -68,7 +80,7 @@ func run() async -> Int32 {
     case nil:
         break
     default:
-        say("unknown command \(arguments[0]); usage: shopsnap [list ITEM... | edit ITEM [TYPED]]")
+        say("unknown command \(arguments[0]); usage: shopsnap [list ITEM... | lists N | edit ITEM [TYPED]]")
         return 2
     }
     if let delay = ProcessInfo.processInfo.environment["SHOPSNAP_SAVE_DELAY_MS"].flatMap(Double.init) {

@@ -58,6 +58,18 @@ public final class SearchIndex: Sendable {
         }
     }
 
+    /// The index's file name in an agent's state folder.
+    public static let fileName = "search.sqlite"
+
+    /// Renames a damaged index to `PATH.damaged` (replacing an older one) and removes its WAL and shared-memory
+    /// files, so the next ``init(path:limits:ranking:)`` makes an empty one and the old file stays for a look.
+    public static func setAside(at path: String) throws {
+        if rename(path, path + ".damaged") != 0 && errno != ENOENT {
+            throw SearchError(.unwritable, "Cannot move \(path) aside: \(String(cString: strerror(errno))).")
+        }
+        try discard(at: path)
+    }
+
     /// Removes the index file and its WAL and shared-memory files, so the next ``init(path:limits:ranking:)`` makes
     /// an empty one: what to do with a `damaged` index. Nothing else (the account, the agent's state) is touched.
     public static func discard(at path: String) throws {

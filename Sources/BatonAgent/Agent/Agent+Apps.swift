@@ -54,6 +54,12 @@ extension Agent: IPCHandler {
             appWork.start { [self] in connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
         case (.control, .listApps(let request)):
             connection.send(.apps(request: request, appListing()))
+        case (.app(let bundle, _), .index(let activity, let payload)):
+            indexActivity(activity, payload: payload, bundle: bundle, app: connection.appID.value)
+        case (.app(let bundle, _), .deleteSaved(let request, let identifiers)):
+            deleteSaved(request, identifiers: identifiers, bundle: bundle, on: connection)
+        case (.control, .continueSaved(let request, let id)):
+            appWork.start { [self] in connection.send(.continueResult(request: request, await continueSaved(id: id))) }
         default:
             connection.refuse("protocolViolation", "that message is not allowed for this client")
         }
@@ -63,6 +69,7 @@ extension Agent: IPCHandler {
         let id = ObjectIdentifier(connection)
         if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) {
             streamAppGone(connection.appID, bundle: bundle)
+            search.post(.forget(app: connection.appID.value))
         }
         let actions = state.withLockedValue { state in
             state.watchers[id] = nil

@@ -46,6 +46,8 @@ public final class Agent: @unchecked Sendable {
     var router: ActivityRouter { catalog.withLockedValue(\.router) }
     /// The association files fetched and cached, and when to fetch them again (issue 14; Agent+Associations).
     let associations: AssociationKeeper
+    /// The search index's work queue (issue 15; Agent+Search).
+    let search: SearchKeeper
     /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
     let logger: Logger
     var listener: Channel?
@@ -74,7 +76,8 @@ public final class Agent: @unchecked Sendable {
 
     /// What the agent keeps for a continuation the broker runs: where its state comes from, and who waits for it.
     struct ContinuationRecord {
-        var entry: NearbyTable.Entry
+        /// The offer continued; nil for a search result (G2), whose state is here already.
+        var entry: NearbyTable.Entry?
         /// The router's reason for the app chosen.
         var reason: String
         /// Uptime nanoseconds when it was asked for.
@@ -129,6 +132,7 @@ public final class Agent: @unchecked Sendable {
         self.store = configuration.store
         let associations = AssociationKeeper(configuration: configuration)
         self.associations = associations
+        self.search = SearchKeeper(stateFolder: configuration.store.folder, limits: configuration.searchLimits)
         self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
         self.logger = configuration.logger
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
@@ -178,6 +182,8 @@ public final class Agent: @unchecked Sendable {
         let services = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
+                    // First, so it stops last: after the app socket, with what apps sent saved.
+                    SearchService(agent: agent),
                     SessionService(agent: agent),
                     AppSocketService(agent: agent),
                     SyncService(agent: agent),

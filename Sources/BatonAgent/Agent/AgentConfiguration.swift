@@ -1,4 +1,5 @@
 import BatonRegistry
+import BatonSearch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -64,6 +65,10 @@ public struct AgentConfiguration: Sendable {
     public var associationResolve: [ResolveRule] = []
     /// `--cacert`: PEM files of roots trusted beside the system's (`BATON_CACERT` adds more).
     public var associationRootFiles: [String] = []
+
+    // On-device search (issue 15; SEMANTICS G1).
+    /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
+    public var searchLimits = SearchLimits.default
 
     /// A configuration for the device whose state lives in `store`.
     public init(store: AccountStore) {
