@@ -139,6 +139,16 @@ public final class BatonApplication {
     var pending: [UInt64: String] = [:]
     /// Whether the delegate was found to implement no `continue` (warned once).
     var warnedNoContinue = false
+    /// Deletions of saved activities sent and not yet answered (G3), by request number: each is resumed exactly once,
+    /// by the agent's `deletedSaved`, the connection's end, or ``deletionTimeout``.
+    var deletions: [UInt64: CheckedContinuation<UInt64, any Error>] = [:]
+    /// The number of the next request this app sends the agent.
+    var nextRequest: UInt64 = 1
+    /// How long a deletion waits for the agent's answer (an agent that does not know the request never answers).
+    var deletionTimeout: Duration = .seconds(10)
+    /// How long after `needsSave` is set on the current activity eligible for search its state is saved and indexed
+    /// (G1, A6): however often it is set meanwhile, that is one save. Apple's "at an opportune moment".
+    var searchSaveDelay: Duration = .seconds(1)
 
     struct WeakActivity {
         weak var activity: UserActivity?
@@ -206,7 +216,10 @@ public final class BatonApplication {
             }
             self?.connectionEnded(client)
         }
-        if let currentActivity { publish(currentActivity) }
+        if let currentActivity {
+            publish(currentActivity)
+            index(currentActivity)
+        }
     }
 
     /// Disconnects from the agent; the current activity stops being offered.
@@ -224,6 +237,12 @@ public final class BatonApplication {
         for (continuation, type) in pending.sorted(by: { $0.key < $1.key }) {
             fail(continuation, type: type, ContinuationError(.agentGone, "the connection to this device's agent ended"))
         }
+        // G3: so does every deletion still waiting for its answer.
+        let waiting = deletions
+        deletions = [:]
+        for (_, waiter) in waiting.sorted(by: { $0.key < $1.key }) {
+            waiter.resume(throwing: ContinuationError(.agentGone, "the connection to this device's agent ended before it answered"))
+        }
     }
 
     /// A new activity id, from any thread (activities may be made anywhere: issue 12).
@@ -239,6 +258,7 @@ public final class BatonApplication {
         activity.isCurrent = true
         live[activity.identifier] = WeakActivity(activity: activity)
         publish(activity)
+        index(activity)
     }
 
     /// What other devices are shown of `activity`.
@@ -295,7 +315,10 @@ public final class BatonApplication {
                 return
             }
             do {
-                client?.send(.saved(request: request, payload: try activity.save().encoded()))
+                let payload = try activity.save().encoded()
+                client?.send(.saved(request: request, payload: payload))
+                // G1: the state just saved is the search index's too (one save, one call to the delegate).
+                if activity.isEligibleForSearch { client?.send(.index(activity: activity.identifier, payload: payload)) }
             } catch {
                 client?.send(.saveFailed(request: request, message: "\(error)"))
             }
@@ -325,8 +348,65 @@ public final class BatonApplication {
             fail(continuation, type: type, ContinuationError(ContinuationError.Code(reason), text))
         case .incomingStream(let identifier, let token):
             incomingStream(activity: identifier, token: token)
+        case .deletedSaved(let request, let count, let failure):
+            guard let waiter = deletions.removeValue(forKey: request) else { return }
+            if let failure {
+                waiter.resume(throwing: ContinuationError(.searchFailed, "the device's search index could not delete: \(failure)"))
+            } else {
+                waiter.resume(returning: count)
+            }
         default:
             break
+        }
+    }
+
+    // MARK: Search (G1, G3)
+
+    /// G1: saves `activity` (its delegates run only if it needs it, A6) and gives that state to the device's search
+    /// index, when it is eligible for search and the app is connected. A state that cannot be encoded is not indexed:
+    /// search is never worth breaking handoff for.
+    func index(_ activity: UserActivity) {
+        guard let client, activity.isValid, activity.isEligibleForSearch else { return }
+        guard let payload = try? activity.save().encoded() else { return }
+        client.send(.index(activity: activity.identifier, payload: payload))
+    }
+
+    /// G1, A6: `needsSave` was just set on `activity`, from any thread. If it is eligible for search, its state is saved
+    /// and indexed ``searchSaveDelay`` later, once however often it is set meanwhile, provided it is current then and
+    /// still needs it (a save the agent asked for meanwhile, or `becomeCurrent`, already did it).
+    nonisolated func needsSaveSet(_ activity: UserActivity) {
+        guard activity.fields[\.isEligibleForSearch] else { return }
+        guard !activity.searchSaveScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Task { @MainActor [weak self, weak activity] in
+            guard let delay = self?.searchSaveDelay else { return }
+            try? await Task.sleep(for: delay)
+            guard let self, let activity else { return }
+            activity.searchSaveScheduled.store(false, ordering: .releasing)
+            guard activity.isCurrent, activity.needsSave else { return }
+            self.index(activity)
+        }
+    }
+
+    /// G3: asks the agent to delete what this app saved for search with `identifiers` (at most
+    /// `IPCMessage.maximumDeletedIdentifiers`), or everything when nil, and returns how many entries went.
+    /// - Throws: ``ContinuationError`` `notConnected`, `searchFailed` (the agent's reason), `agentGone` (the
+    ///   connection ended first) or `timedOut` (no answer within ``deletionTimeout``).
+    func deleteSaved(_ identifiers: [String]?) async throws -> UInt64 {
+        guard let client else {
+            throw ContinuationError(.notConnected, "this app is not connected to its device's agent: call connect() first")
+        }
+        let request = nextRequest
+        nextRequest += 1
+        let timeout = deletionTimeout
+        let timer = Task { [weak self] in
+            try await Task.sleep(for: timeout)
+            guard let waiter = self?.deletions.removeValue(forKey: request) else { return }
+            waiter.resume(throwing: ContinuationError(.timedOut, "the device's agent did not answer the deletion within \(timeout)"))
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { waiter in
+            deletions[request] = waiter
+            client.send(.deleteSaved(request: request, persistentIdentifiers: identifiers))
         }
     }
 

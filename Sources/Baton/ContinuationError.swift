@@ -3,7 +3,8 @@ import BatonProtocol
 import Foundation
 
 /// Why a continuation failed, as `didFailToContinueUserActivity` receives it (SEMANTICS C6, C8): a stable code that
-/// says which, and a message for the person.
+/// says which, and a message for the person. The library's one error type: a continuation stream (F1-F3) and deleting
+/// what was saved for search (G3) throw it too.
 public struct ContinuationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier for the kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -55,6 +56,14 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         /// This side of a continuation stream already finished writing, or closed the stream (F3): a write, a second
         /// `finish()` or a read after `close()`.
         public static let streamClosed = Code("streamClosed")
+        /// The app is not connected to its device's agent (``BatonApplication/connect(bundleIdentifier:socketPath:)``),
+        /// so there is nothing to ask (G3).
+        public static let notConnected = Code("notConnected")
+        /// The device's search index could not do what was asked; the message has its reason (G3).
+        public static let searchFailed = Code("searchFailed")
+        /// A persistent identifier is longer than `IPCMessage.maximumPersistentIdentifierLength` bytes:
+        /// no entry can have it (G3).
+        public static let identifierTooLong = Code("identifierTooLong")
         /// Anything else; the message says what.
         public static let other = Code("other")
 
@@ -111,7 +120,7 @@ extension ContinuationError: CustomNSError, LocalizedError {
     public var errorCode: Int {
         switch code {
         case .userCancelled: NSUserCancelledError
-        case .peerGone, .agentGone: CocoaError.Code.userActivityConnectionUnavailable.rawValue
+        case .peerGone, .agentGone, .notConnected: CocoaError.Code.userActivityConnectionUnavailable.rawValue
         case .timedOut, .appNotAnswering: CocoaError.Code.userActivityRemoteApplicationTimedOut.rawValue
         case .tooLarge: CocoaError.Code.userActivityHandoffUserInfoTooLarge.rawValue
         default: CocoaError.Code.userActivityHandoffFailed.rawValue

@@ -123,9 +123,13 @@ open class NSUserActivity: @unchecked Sendable {
         if fields.set(\.webpageURL, url) { republish() }
     }
 
+    /// As ``UserActivity/needsSave``: the delegate is asked for fresh state the next time it is needed, once.
     public var needsSave: Bool {
         get { fields[\.needsSave] }
-        set { fields[\.needsSave] = newValue }
+        set {
+            fields[\.needsSave] = newValue
+            if newValue { activity.application.needsSaveSet(activity) }
+        }
     }
 
     public var requiredUserInfoKeys: Set<String>? {
@@ -148,6 +152,7 @@ open class NSUserActivity: @unchecked Sendable {
         set { fields[\.isEligibleForSearch] = newValue }
     }
 
+    /// Kept and carried, with no public effect on Linux: there is no public index (``UserActivity/isEligibleForPublicIndexing``).
     public var isEligibleForPublicIndexing: Bool {
         get { fields[\.isEligibleForPublicIndexing] }
         set { fields[\.isEligibleForPublicIndexing] = newValue }
@@ -200,20 +205,50 @@ open class NSUserActivity: @unchecked Sendable {
         set { activity.apple.delegate = newValue }
     }
 
-    /// Deletes the activities saved for search with these persistent identifiers (G3), then calls `handler`.
-    /// This version keeps no search index yet (on-device search is still to come), so nothing is saved and the
-    /// handler is called at once; code written for Apple's systems compiles and runs unchanged.
+    /// Deletes what the app (``BatonApplication/shared``) saved for search with these persistent identifiers (G3),
+    /// then calls `handler` on the main actor, whether or not that worked: as on Apple's systems the handler learns
+    /// nothing more, and a failure (no agent, say) is written to standard error. The Swift-first
+    /// ``UserActivity/deleteSavedUserActivities(withPersistentIdentifiers:application:)`` throws it instead.
     open class func deleteSavedUserActivities(
         withPersistentIdentifiers persistentIdentifiers: [NSUserActivityPersistentIdentifier],
         completionHandler handler: @escaping () -> Void
     ) {
-        handler()
+        let done = CompletionHandler(handler)
+        Task { @MainActor in
+            await deleteSavedUserActivities(withPersistentIdentifiers: persistentIdentifiers)
+            done.call()
+        }
     }
 
-    /// Deletes every activity saved for search (G3), then calls `handler`; as ``deleteSavedUserActivities(withPersistentIdentifiers:completionHandler:)``,
-    /// nothing is saved yet.
+    /// Deletes everything the app saved for search (G3), then calls `handler` on the main actor, whether or not that
+    /// worked (a failure is written to standard error), as
+    /// ``deleteSavedUserActivities(withPersistentIdentifiers:completionHandler:)``.
     open class func deleteAllSavedUserActivities(completionHandler handler: @escaping () -> Void) {
-        handler()
+        let done = CompletionHandler(handler)
+        Task { @MainActor in
+            await deleteAllSavedUserActivities()
+            done.call()
+        }
+    }
+
+    /// The async form Swift gives Apple's completion-handler method: returns once the deletion finished, whether or not
+    /// it worked (a failure is written to standard error).
+    public class func deleteSavedUserActivities(withPersistentIdentifiers persistentIdentifiers: [NSUserActivityPersistentIdentifier]) async {
+        do {
+            try await UserActivity.deleteSavedUserActivities(withPersistentIdentifiers: persistentIdentifiers)
+        } catch {
+            report(error)
+        }
+    }
+
+    /// The async form of ``deleteAllSavedUserActivities(completionHandler:)``: returns once the deletion finished,
+    /// whether or not it worked (a failure is written to standard error).
+    public class func deleteAllSavedUserActivities() async {
+        do {
+            try await UserActivity.deleteAllSavedUserActivities()
+        } catch {
+            report(error)
+        }
     }
 
     // `isolation` is the caller's, filled in by the compiler: on the main actor the call takes effect before it
@@ -243,6 +278,18 @@ open class NSUserActivity: @unchecked Sendable {
         let activity = self.activity
         activity.application.operations.yield { activity.application.activityChanged(activity) }
     }
+}
+
+/// A completion handler of Apple's shape (not `@Sendable`: Apple-shaped callers pass closures that capture their own
+/// state), carried to the main actor and called there once.
+// @unchecked: the handler is only called, once, on the main actor, after the caller has let go of it (it is
+// `@escaping` and the caller's method has returned); Apple's systems likewise call it on a queue of their choosing.
+struct CompletionHandler: @unchecked Sendable {
+    let handler: () -> Void
+
+    init(_ handler: @escaping () -> Void) { self.handler = handler }
+
+    @MainActor func call() { handler() }
 }
 
 /// The Apple-facing side of a ``UserActivity``: its ``NSUserActivityDelegate`` and the wrapper the library passes

@@ -1,5 +1,7 @@
 import BatonCore
+import BatonProtocol
 import Foundation
+import Synchronization
 
 /// What a user is doing in an app, which another device of the account can continue (SEMANTICS A1–A10). The
 /// Linux counterpart of `NSUserActivity`; ``NSUserActivity`` wraps it with Apple's exact names.
@@ -32,9 +34,15 @@ public final class UserActivity {
     public var webpageURL: URL? { fields[\.webpageURL] }
     /// When true, the system asks for fresh state (``UserActivityDelegate/userActivityWillSave(_:)``) the next time
     /// it needs it, once however often it was set (A6, A7).
+    ///
+    /// For the current activity eligible for search, "next time" includes shortly after it is set (1 s): the device's
+    /// search index gets the fresh state then (G1).
     public var needsSave: Bool {
         get { fields[\.needsSave] }
-        set { fields[\.needsSave] = newValue }
+        set {
+            fields[\.needsSave] = newValue
+            if newValue { application.needsSaveSet(self) }
+        }
     }
     /// Only these `userInfo` keys travel (A10).
     public var requiredUserInfoKeys: Set<String>? {
@@ -50,10 +58,16 @@ public final class UserActivity {
         get { fields[\.isEligibleForHandoff] }
         set { if fields.set(\.isEligibleForHandoff, newValue) { application.activityChanged(self) } }
     }
+    /// Whether the device's search index keeps the activity (G1): then each time it becomes current, and each time its
+    /// state is saved, the agent indexes that state (title, ``keywords``, ``contentAttributeSet``, until
+    /// ``expirationDate``), for this app, replacing the entry with the same ``persistentIdentifier``. `baton search`
+    /// finds it and continues it in this app (G2).
     public var isEligibleForSearch: Bool {
         get { fields[\.isEligibleForSearch] }
         set { fields[\.isEligibleForSearch] = newValue }
     }
+    /// Apple's flag for its public (cloud) index: kept and carried, with no public effect on this platform, which has no
+    /// public index. The on-device index of ``isEligibleForSearch`` is the same either way.
     public var isEligibleForPublicIndexing: Bool {
         get { fields[\.isEligibleForPublicIndexing] }
         set { fields[\.isEligibleForPublicIndexing] = newValue }
@@ -67,6 +81,8 @@ public final class UserActivity {
         get { fields[\.expirationDate] }
         set { if fields.set(\.expirationDate, newValue) { application.activityChanged(self) } }
     }
+    /// The app's own id for what the activity shows: a later save with the same id replaces the search entry, and
+    /// ``deleteSavedUserActivities(withPersistentIdentifiers:application:)`` deletes by it (G1, G3).
     public var persistentIdentifier: String? {
         get { fields[\.persistentIdentifier] }
         set { fields[\.persistentIdentifier] = newValue }
@@ -114,6 +130,8 @@ public final class UserActivity {
     nonisolated let identifier: UInt64
     /// Whether the app has given its state at least once since creation.
     var hasSaved = false
+    /// Whether a save for the search index is scheduled after `needsSave` was set (G1; any thread sets it).
+    nonisolated let searchSaveScheduled = Atomic<Bool>(false)
     /// Responders and documents sharing this activity (B1, B4), held weakly.
     var holders: [WeakHolder] = []
     /// Whether a responder or document ever held it: then it is framework-managed, and invalidated when the last
@@ -210,6 +228,46 @@ public final class UserActivity {
         guard isValid else { return }
         isValid = false
         application.invalidated(self)
+    }
+
+    // MARK: Deleting what was saved for search (G3)
+
+    /// Deletes what `application`'s app saved in the device's search index under these persistent identifiers, and
+    /// returns how many entries went. Sent in parts of at most `IPCMessage.maximumDeletedIdentifiers`; an empty list
+    /// deletes nothing. Returns once the agent has deleted them.
+    /// - Throws: ``ContinuationError`` `notConnected` when the app is not connected to its agent, `searchFailed` with
+    ///   the index's reason, `agentGone` or `timedOut` when the agent did not answer, `identifierTooLong` (before
+    ///   anything is sent) for an identifier above `IPCMessage.maximumPersistentIdentifierLength` bytes. Parts sent
+    ///   before a failure stay deleted.
+    @discardableResult
+    public static func deleteSavedUserActivities(
+        withPersistentIdentifiers persistentIdentifiers: [String],
+        application: BatonApplication = .shared
+    ) async throws -> Int {
+        let limit = IPCMessage.maximumPersistentIdentifierLength
+        if let long = persistentIdentifiers.first(where: { $0.utf8.count > limit }) {
+            throw ContinuationError(
+                .identifierTooLong,
+                "a persistent identifier is \(long.utf8.count) bytes long, the limit is \(limit): \(long.prefix(64))…"
+            )
+        }
+        var deleted: UInt64 = 0
+        var start = 0
+        while start < persistentIdentifiers.count {
+            let end = min(start + IPCMessage.maximumDeletedIdentifiers, persistentIdentifiers.count)
+            deleted += try await application.deleteSaved(Array(persistentIdentifiers[start..<end]))
+            start = end
+        }
+        return Int(clamping: deleted)
+    }
+
+    /// Deletes everything `application`'s app saved in the device's search index, and returns how many entries went
+    /// (G3). Returns once the agent has deleted them.
+    /// - Throws: ``ContinuationError`` `notConnected`, `searchFailed`, `agentGone` or `timedOut`, as
+    ///   ``deleteSavedUserActivities(withPersistentIdentifiers:application:)``.
+    @discardableResult
+    public static func deleteAllSavedUserActivities(application: BatonApplication = .shared) async throws -> Int {
+        Int(clamping: try await application.deleteSaved(nil))
     }
 
     // MARK: Responders and documents (B1, B4)
