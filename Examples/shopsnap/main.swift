@@ -85,6 +85,10 @@ func run() async -> Int32 {
     }
     if let delay = ProcessInfo.processInfo.environment["SHOPSNAP_SAVE_DELAY_MS"].flatMap(Double.init) {
         app.saveDelay = delay / 1000
+        // A slow app shows what a continuation sees then (C8): its list is not saved for search, which would take its
+        // state when it became current (G1), so the state is asked for, slowly, when it is continued.
+        app.list.userActivity?.isEligibleForSearch = false
+        app.list.userActivity?.needsSave = true
     }
     let commands = AsyncStream<String> { continuation in
         Thread.detachNewThread {

@@ -104,6 +104,13 @@ extension Agent {
                     let payload = try ActivityPayload(decoding: data)
                     // Only what the app itself marked (G1); a payload saying otherwise is not indexed.
                     guard payload.isEligibleForSearch else { return }
+                    // An identifier longer than `delete` can name could never be deleted (G3): not indexed.
+                    if let identifier = payload.persistentIdentifier, identifier.utf8.count > IPCMessage.maximumPersistentIdentifierLength {
+                        return logger.notice(
+                            "search: \(bundle)'s activity is not indexed: its persistent identifier is over \(IPCMessage.maximumPersistentIdentifierLength) bytes",
+                            metadata: ["app": "\(bundle)"]
+                        )
+                    }
                     entry = try SearchEntry(activity: payload, bundleIdentifier: bundle)
                 } catch {
                     return logger.notice("search: \(bundle)'s activity cannot be indexed: \(error)", metadata: ["app": "\(bundle)"])
