@@ -44,94 +44,104 @@ struct AppsCLITests {
     }
 
     @Test("apps list shows each app, and each bundle that did not load with why")
-    func list() throws {
-        let root = try Self.makeApps()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let result = try Baton.run("apps", "list", "--apps-path", root.path)
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.stdout.contains("com.razeware.ShopSnap  team RAZE  1 activity type"))
-        #expect(result.stdout.contains("not loaded: \(root.path)/Broken.app"))
-        #expect(result.stdout.contains("[invalidInfoPlist]"))
-        let json = try Baton.run("apps", "list", "--apps-path", root.path, "--json")
-        #expect(json.stdout.contains("\"bundleIdentifier\" : \"com.razeware.ShopSnap\""))
+    func list() async throws {
+        try await startingProcesses {
+            let root = try Self.makeApps()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let result = try Baton.run("apps", "list", "--apps-path", root.path)
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.stdout.contains("com.razeware.ShopSnap  team RAZE  1 activity type"))
+            #expect(result.stdout.contains("not loaded: \(root.path)/Broken.app"))
+            #expect(result.stdout.contains("[invalidInfoPlist]"))
+            let json = try Baton.run("apps", "list", "--apps-path", root.path, "--json")
+            #expect(json.stdout.contains("\"bundleIdentifier\" : \"com.razeware.ShopSnap\""))
+        }
     }
 
     @Test("apps inspect names the focus-ios key that has the wrong type")
-    func inspect() throws {
-        let root = try Self.makeApps()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let result = try Baton.run("apps", "inspect", root.appendingPathComponent("Focus.app").path)
-        #expect(result.status == 0)
-        #expect(result.stdout.contains("warning: NSUserActivityTypes: should be an array of strings, found a dict"))
-        let resolved = try Baton.run(
-            "apps", "inspect", root.appendingPathComponent("Focus.app").path, "--build-setting", "PRODUCT_BUNDLE_IDENTIFIER=org.mozilla.ios.Klar", "--json"
-        )
-        #expect(resolved.stdout.contains("\"bundleIdentifier\" : \"org.mozilla.ios.Klar\""))
-        let missing = try Baton.run("apps", "inspect", root.appendingPathComponent("Nope.app").path)
-        #expect(missing.status != 0 && missing.stderr.contains("[bundleUnreadable]"))
+    func inspect() async throws {
+        try await startingProcesses {
+            let root = try Self.makeApps()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let result = try Baton.run("apps", "inspect", root.appendingPathComponent("Focus.app").path)
+            #expect(result.status == 0)
+            #expect(result.stdout.contains("warning: NSUserActivityTypes: should be an array of strings, found a dict"))
+            let resolved = try Baton.run(
+                "apps", "inspect", root.appendingPathComponent("Focus.app").path, "--build-setting", "PRODUCT_BUNDLE_IDENTIFIER=org.mozilla.ios.Klar", "--json"
+            )
+            #expect(resolved.stdout.contains("\"bundleIdentifier\" : \"org.mozilla.ios.Klar\""))
+            let missing = try Baton.run("apps", "inspect", root.appendingPathComponent("Nope.app").path)
+            #expect(missing.status != 0 && missing.stderr.contains("[bundleUnreadable]"))
+        }
     }
 
     @Test("apps route: the team's app, another team's nothing, a web page to the approved app")
-    func route() throws {
-        let root = try Self.makeApps()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let same = try Baton.run("apps", "route", "--apps-path", root.path, "--type", "com.razeware.shopsnap.view", "--team", "RAZE")
-        #expect(same.stdout.hasPrefix("app com.razeware.ShopSnap: team RAZE claims com.razeware.shopsnap.view"))
-        let other = try Baton.run("apps", "route", "--apps-path", root.path, "--type", "com.razeware.shopsnap.view", "--team", "EVIL")
-        #expect(other.stdout.hasPrefix("nothing: no app of team EVIL claims"))
-        let file = root.appendingPathComponent("aasa.json")
-        try Data(#"{"activitycontinuation": {"apps": ["RAZE.com.razeware.ShopSnap"]}}"#.utf8).write(to: file)
-        let web = try Baton.run(
-            "apps", "route", "--apps-path", root.path, "--type", "NSUserActivityTypeBrowsingWeb",
-            "--url", "https://shopsnap.example/lists/1", "--association", "shopsnap.example=\(file.path)", "--json"
-        )
-        #expect(web.stdout.contains("\"bundleIdentifier\" : \"com.razeware.ShopSnap\""))
-        #expect(web.stdout.contains("\"emptiesUserInfo\" : true"))
+    func route() async throws {
+        try await startingProcesses {
+            let root = try Self.makeApps()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let same = try Baton.run("apps", "route", "--apps-path", root.path, "--type", "com.razeware.shopsnap.view", "--team", "RAZE")
+            #expect(same.stdout.hasPrefix("app com.razeware.ShopSnap: team RAZE claims com.razeware.shopsnap.view"))
+            let other = try Baton.run("apps", "route", "--apps-path", root.path, "--type", "com.razeware.shopsnap.view", "--team", "EVIL")
+            #expect(other.stdout.hasPrefix("nothing: no app of team EVIL claims"))
+            let file = root.appendingPathComponent("aasa.json")
+            try Data(#"{"activitycontinuation": {"apps": ["RAZE.com.razeware.ShopSnap"]}}"#.utf8).write(to: file)
+            let web = try Baton.run(
+                "apps", "route", "--apps-path", root.path, "--type", "NSUserActivityTypeBrowsingWeb",
+                "--url", "https://shopsnap.example/lists/1", "--association", "shopsnap.example=\(file.path)", "--json"
+            )
+            #expect(web.stdout.contains("\"bundleIdentifier\" : \"com.razeware.ShopSnap\""))
+            #expect(web.stdout.contains("\"emptiesUserInfo\" : true"))
+        }
     }
 
     @Test("aasa check reports per app and service, with reasons")
-    func aasaCheck() throws {
-        let file = Baton.realWorld.appendingPathComponent("aasa/wikimedia__operations-mediawiki-config__testwiki_apple-app-site-association.json")
-        let result = try Baton.run("aasa", "check", file.path, "--url", "https://test.wikipedia.org/wiki/Special:Random", "--app", "AKK7J2GV64.org.wikimedia.wikipedia")
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.stdout.contains("AKK7J2GV64.org.wikimedia.wikipedia  activitycontinuation  approved"))
-        #expect(result.stdout.contains("AKK7J2GV64.org.wikimedia.wikipedia  applinks  not approved  (applinks.details[0].components[1] (Exclude Special: pages) excludes the URL)"))
-        let all = try Baton.run("aasa", "check", file.path, "--url", "https://test.wikipedia.org/wiki/Cat", "--json")
-        #expect(all.stdout.components(separatedBy: "\"service\"").count - 1 == 20)
+    func aasaCheck() async throws {
+        try await startingProcesses {
+            let file = Baton.realWorld.appendingPathComponent("aasa/wikimedia__operations-mediawiki-config__testwiki_apple-app-site-association.json")
+            let result = try Baton.run("aasa", "check", file.path, "--url", "https://test.wikipedia.org/wiki/Special:Random", "--app", "AKK7J2GV64.org.wikimedia.wikipedia")
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.stdout.contains("AKK7J2GV64.org.wikimedia.wikipedia  activitycontinuation  approved"))
+            #expect(result.stdout.contains("AKK7J2GV64.org.wikimedia.wikipedia  applinks  not approved  (applinks.details[0].components[1] (Exclude Special: pages) excludes the URL)"))
+            let all = try Baton.run("aasa", "check", file.path, "--url", "https://test.wikipedia.org/wiki/Cat", "--json")
+            #expect(all.stdout.components(separatedBy: "\"service\"").count - 1 == 20)
+        }
     }
 }
 
 @Suite("baton aasa check on signed files")
 struct SignedAasaCLITests {
     @Test("a file signed with openssl verifies for its domain and is refused for another")
-    func signed() throws {
-        let directory = try Baton.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try Data(#"{"activitycontinuation": {"apps": ["RAZE.com.razeware.ShopSnap"]}}"#.utf8).write(to: directory.appendingPathComponent("aasa.json"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.currentDirectoryURL = directory
-        process.arguments = [
-            "-e", "-c",
-            """
-            printf 'subjectAltName=DNS:shopsnap.example\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
-            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 5 -subj "/CN=CLI Test CA" 2>/dev/null
-            openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj "/CN=shopsnap.example" 2>/dev/null
-            openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 5 -extfile leaf.ext -out leaf.pem 2>/dev/null
-            openssl smime -sign -in aasa.json -inkey leaf.key -signer leaf.pem -noattr -nodetach -outform DER -out signed
-            """,
-        ]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "openssl could not make the test files")
-        let signed = directory.appendingPathComponent("signed").path
-        let roots = directory.appendingPathComponent("ca.pem").path
-        let good = try Baton.run("aasa", "check", signed, "--url", "https://shopsnap.example/", "--trust-roots", roots)
-        #expect(good.status == 0, "\(good.output)")
-        #expect(good.stdout.contains("signature: valid, signed for shopsnap.example"))
-        #expect(good.stdout.contains("RAZE.com.razeware.ShopSnap  activitycontinuation  approved"))
-        let wrong = try Baton.run("aasa", "check", signed, "--url", "https://evil.example/", "--trust-roots", roots)
-        #expect(wrong.status != 0)
-        #expect(wrong.stderr.contains("[domainMismatch]"))
+    func signed() async throws {
+        try await startingProcesses {
+            let directory = try Baton.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try Data(#"{"activitycontinuation": {"apps": ["RAZE.com.razeware.ShopSnap"]}}"#.utf8).write(to: directory.appendingPathComponent("aasa.json"))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.currentDirectoryURL = directory
+            process.arguments = [
+                "-e", "-c",
+                """
+                printf 'subjectAltName=DNS:shopsnap.example\\nbasicConstraints=CA:FALSE\\n' > leaf.ext
+                openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 5 -subj "/CN=CLI Test CA" 2>/dev/null
+                openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj "/CN=shopsnap.example" 2>/dev/null
+                openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 5 -extfile leaf.ext -out leaf.pem 2>/dev/null
+                openssl smime -sign -in aasa.json -inkey leaf.key -signer leaf.pem -noattr -nodetach -outform DER -out signed
+                """,
+            ]
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "openssl could not make the test files")
+            let signed = directory.appendingPathComponent("signed").path
+            let roots = directory.appendingPathComponent("ca.pem").path
+            let good = try Baton.run("aasa", "check", signed, "--url", "https://shopsnap.example/", "--trust-roots", roots)
+            #expect(good.status == 0, "\(good.output)")
+            #expect(good.stdout.contains("signature: valid, signed for shopsnap.example"))
+            #expect(good.stdout.contains("RAZE.com.razeware.ShopSnap  activitycontinuation  approved"))
+            let wrong = try Baton.run("aasa", "check", signed, "--url", "https://evil.example/", "--trust-roots", roots)
+            #expect(wrong.status != 0)
+            #expect(wrong.stderr.contains("[domainMismatch]"))
+        }
     }
 }

@@ -228,57 +228,61 @@ struct BrowserCLITests {
     }
 
     @Test("browser install writes each browser's host manifest, the wrapper and the extension into HOME and XDG folders; --uninstall removes them")
-    func install() throws {
-        let home = try Baton.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: home) }
-        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_DATA_HOME": home.appendingPathComponent("data").path]
-        let profile = home.appendingPathComponent("profile")
-        let result = try Baton.run(["browser", "install", "--state", home.appendingPathComponent("state").path, "--user-data-dir", profile.path], environment: environment)
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.stdout.contains("Load unpacked") && result.stdout.contains("Load Temporary Add-on"), "\(result.stdout)")
-        let manifests = [
-            ("config/chromium/NativeMessagingHosts", "allowed_origins"), ("config/google-chrome/NativeMessagingHosts", "allowed_origins"),
-            (".mozilla/native-messaging-hosts", "allowed_extensions"), ("profile/NativeMessagingHosts", "allowed_origins"),
-        ]
-        let wrapper = home.appendingPathComponent("data/baton/browser-host")
-        for (folder, key) in manifests {
-            let data = try Data(contentsOf: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json"))
-            let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-            #expect(manifest["name"] as? String == "org.baton.browser")
-            #expect(manifest["type"] as? String == "stdio")
-            #expect(manifest["path"] as? String == wrapper.path)
-            let allowed = try #require(manifest[key] as? [String], "\(folder)")
-            #expect(allowed == [key == "allowed_origins" ? "chrome-extension://lkmiafdnghlcnikjkhphablnjalajmkh/" : "browser@baton.org"])
-        }
-        let script = try String(contentsOf: wrapper, encoding: .utf8)
-        #expect(script.contains("'\(Baton.executable.resolvingSymlinksInPath().path)' 'browser-host' '--state' '\(home.appendingPathComponent("state").path)' \"$@\""), "\(script)")
-        #expect(FileManager.default.isExecutableFile(atPath: wrapper.path))
-        let copied = home.appendingPathComponent("data/baton/browser-extension")
-        for name in ["manifest.json", "background.js"] {
-            #expect(try Data(contentsOf: copied.appendingPathComponent(name)) == Data(contentsOf: Baton.packageRoot.appendingPathComponent("Browser/extension/\(name)")), "\(name) differs from Browser/extension: run scripts/embed-extension.sh")
-        }
+    func install() async throws {
+        try await startingProcesses {
+            let home = try Baton.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: home) }
+            let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_DATA_HOME": home.appendingPathComponent("data").path]
+            let profile = home.appendingPathComponent("profile")
+            let result = try Baton.run(["browser", "install", "--state", home.appendingPathComponent("state").path, "--user-data-dir", profile.path], environment: environment)
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.stdout.contains("Load unpacked") && result.stdout.contains("Load Temporary Add-on"), "\(result.stdout)")
+            let manifests = [
+                ("config/chromium/NativeMessagingHosts", "allowed_origins"), ("config/google-chrome/NativeMessagingHosts", "allowed_origins"),
+                (".mozilla/native-messaging-hosts", "allowed_extensions"), ("profile/NativeMessagingHosts", "allowed_origins"),
+            ]
+            let wrapper = home.appendingPathComponent("data/baton/browser-host")
+            for (folder, key) in manifests {
+                let data = try Data(contentsOf: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json"))
+                let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                #expect(manifest["name"] as? String == "org.baton.browser")
+                #expect(manifest["type"] as? String == "stdio")
+                #expect(manifest["path"] as? String == wrapper.path)
+                let allowed = try #require(manifest[key] as? [String], "\(folder)")
+                #expect(allowed == [key == "allowed_origins" ? "chrome-extension://lkmiafdnghlcnikjkhphablnjalajmkh/" : "browser@baton.org"])
+            }
+            let script = try String(contentsOf: wrapper, encoding: .utf8)
+            #expect(script.contains("'\(Baton.executable.resolvingSymlinksInPath().path)' 'browser-host' '--state' '\(home.appendingPathComponent("state").path)' \"$@\""), "\(script)")
+            #expect(FileManager.default.isExecutableFile(atPath: wrapper.path))
+            let copied = home.appendingPathComponent("data/baton/browser-extension")
+            for name in ["manifest.json", "background.js"] {
+                #expect(try Data(contentsOf: copied.appendingPathComponent(name)) == Data(contentsOf: Baton.packageRoot.appendingPathComponent("Browser/extension/\(name)")), "\(name) differs from Browser/extension: run scripts/embed-extension.sh")
+            }
 
-        let removed = try Baton.run(["browser", "install", "--uninstall", "--user-data-dir", profile.path], environment: environment)
-        #expect(removed.status == 0, "\(removed.output)")
-        for (folder, _) in manifests {
-            #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json").path))
-        }
-        #expect(!FileManager.default.fileExists(atPath: wrapper.path) && !FileManager.default.fileExists(atPath: copied.path))
+            let removed = try Baton.run(["browser", "install", "--uninstall", "--user-data-dir", profile.path], environment: environment)
+            #expect(removed.status == 0, "\(removed.output)")
+            for (folder, _) in manifests {
+                #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent(folder).appendingPathComponent("org.baton.browser.json").path))
+            }
+            #expect(!FileManager.default.fileExists(atPath: wrapper.path) && !FileManager.default.fileExists(atPath: copied.path))
 
-        // Only the browsers found here when none is named.
-        try FileManager.default.removeItem(at: home.appendingPathComponent("config"))
-        try FileManager.default.createDirectory(at: home.appendingPathComponent(".mozilla"), withIntermediateDirectories: true)
-        let found = try Baton.run(["browser", "install"], environment: environment)
-        #expect(found.status == 0 && found.stdout.contains("(firefox)") && !found.stdout.contains("(chromium)"), "\(found.output)")
+            // Only the browsers found here when none is named.
+            try FileManager.default.removeItem(at: home.appendingPathComponent("config"))
+            try FileManager.default.createDirectory(at: home.appendingPathComponent(".mozilla"), withIntermediateDirectories: true)
+            let found = try Baton.run(["browser", "install"], environment: environment)
+            #expect(found.status == 0 && found.stdout.contains("(firefox)") && !found.stdout.contains("(chromium)"), "\(found.output)")
+        }
     }
 
     @Test("the extension's Chromium id is the one its manifest key gives, and the one install allows")
-    func extensionID() throws {
-        let manifest = Baton.packageRoot.appendingPathComponent("Browser/extension/manifest.json").path
-        let python = try Baton.run(
-            ["-c", "import json,base64,hashlib,sys; k=base64.b64decode(json.load(open(sys.argv[1]))['key']); print(''.join(chr(97+int(c,16)) for c in hashlib.sha256(k).hexdigest()[:32]))", manifest],
-            executable: URL(fileURLWithPath: "/usr/bin/python3")
-        )
-        #expect(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "lkmiafdnghlcnikjkhphablnjalajmkh", "\(python.output)")
+    func extensionID() async throws {
+        try await startingProcesses {
+            let manifest = Baton.packageRoot.appendingPathComponent("Browser/extension/manifest.json").path
+            let python = try Baton.run(
+                ["-c", "import json,base64,hashlib,sys; k=base64.b64decode(json.load(open(sys.argv[1]))['key']); print(''.join(chr(97+int(c,16)) for c in hashlib.sha256(k).hexdigest()[:32]))", manifest],
+                executable: URL(fileURLWithPath: "/usr/bin/python3")
+            )
+            #expect(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "lkmiafdnghlcnikjkhphablnjalajmkh", "\(python.output)")
+        }
     }
 }

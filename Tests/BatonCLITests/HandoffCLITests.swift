@@ -111,175 +111,189 @@ final class HandoffWorld {
 @Suite("Handoff between separate agent processes on loopback", .serialized)
 struct HandoffCLITests {
     @Test("continue launches ShopSnap with the list (C3-C5, A8); another team's app never gets it (D3); an outsider sees nothing (C1)")
-    func continueAcrossProcesses() throws {
-        let world = try HandoffWorld()
-        for name in ["laptop", "desktop", "other", "outsider"] { try world.device(name) }
-        try world.pair("laptop", "desktop")
-        try world.pair("laptop", "other")
-        try world.agent("laptop", apps: try world.apps("laptop"))
-        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
-        try world.agent("other", peers: ["laptop"], apps: try world.apps("other", otherTeam: true))
-        try world.agent("outsider", peers: ["laptop"], apps: try world.apps("outsider"))
-        // The laptop advertises to the outsider too (a misconfigured --peer, say): it must not matter.
-        world.agents["laptop"]?.stop()
-        try world.agent("laptop", peers: ["desktop", "other", "outsider"], apps: try world.apps("laptop2"))
+    func continueAcrossProcesses() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop", "other", "outsider"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            try world.pair("laptop", "other")
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+            try world.agent("other", peers: ["laptop"], apps: try world.apps("other", otherTeam: true))
+            try world.agent("outsider", peers: ["laptop"], apps: try world.apps("outsider"))
+            // The laptop advertises to the outsider too (a misconfigured --peer, say): it must not matter.
+            world.agents["laptop"]?.stop()
+            try world.agent("laptop", peers: ["desktop", "other", "outsider"], apps: try world.apps("laptop2"))
 
-        let list = try world.shopSnap(on: "laptop", ["list", "Milk", "Eggs"])
-        #expect(
-            try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list (2 items)") },
-            "\(world.agents.values.map(\.output).joined(separator: "\n"))"
-        )
-        let shown = try world.nearby("desktop").stdout
-        #expect(shown.contains("laptop") && shown.contains("com.razeware.ShopSnap"), "\(shown)")
+            let list = try world.shopSnap(on: "laptop", ["list", "Milk", "Eggs"])
+            #expect(
+                try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list (2 items)") },
+                "\(world.agents.values.map(\.output).joined(separator: "\n"))"
+            )
+            let shown = try world.nearby("desktop").stdout
+            #expect(shown.contains("laptop") && shown.contains("com.razeware.ShopSnap"), "\(shown)")
 
-        let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
-        #expect(continued.status == 0, "\(continued.output)")
-        #expect(continued.stdout.contains("continued in com.razeware.ShopSnap"))
-        let desktop = try #require(world.agents["desktop"])
-        #expect(desktop.waitFor("shopsnap: continued list: Milk, Eggs") != nil, "the launched app restored the list: \(desktop.output)")
-        #expect(desktop.lines(containing: "launched com.razeware.ShopSnap").count == 1)
-        #expect(list.waitFor("was continued on another device") != nil, "A8 on the laptop")
+            let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+            #expect(continued.status == 0, "\(continued.output)")
+            #expect(continued.stdout.contains("continued in com.razeware.ShopSnap"))
+            let desktop = try #require(world.agents["desktop"])
+            #expect(desktop.waitFor("shopsnap: continued list: Milk, Eggs") != nil, "the launched app restored the list: \(desktop.output)")
+            #expect(desktop.lines(containing: "launched com.razeware.ShopSnap").count == 1)
+            #expect(list.waitFor("was continued on another device") != nil, "A8 on the laptop")
 
-        // D3: the other device of the account has only another team's app claiming the same type.
-        let other = try #require(world.agents["other"])
-        #expect(try eventually(timeout: 5) { try world.nearby("other").stdout.contains("(no app here)") })
-        let refused = try Baton.run("continue", "--state", world.state("other"))
-        #expect(refused.status != 0 && refused.output.contains("[noApp]"), "\(refused.output)")
-        #expect(other.lines(containing: "launched").isEmpty, "the copycat app is never launched")
+            // D3: the other device of the account has only another team's app claiming the same type.
+            let other = try #require(world.agents["other"])
+            #expect(try eventually(timeout: 5) { try world.nearby("other").stdout.contains("(no app here)") })
+            let refused = try Baton.run("continue", "--state", world.state("other"))
+            #expect(refused.status != 0 && refused.output.contains("[noApp]"), "\(refused.output)")
+            #expect(other.lines(containing: "launched").isEmpty, "the copycat app is never launched")
 
-        // C1: the outsider received the same datagrams and can read none of them.
-        #expect(try world.nearby("outsider").stdout == "Nothing nearby.\n")
-        let outsider = try Baton.run("continue", "--state", world.state("outsider"))
-        #expect(outsider.status != 0 && outsider.output.contains("[notFound]"))
+            // C1: the outsider received the same datagrams and can read none of them.
+            #expect(try world.nearby("outsider").stdout == "Nothing nearby.\n")
+            let outsider = try Baton.run("continue", "--state", world.state("outsider"))
+            #expect(outsider.status != 0 && outsider.output.contains("[notFound]"))
+        }
     }
 
     @Test("killing the originating agent mid-fetch gives exactly one didFail, with its reason, within the deadline (C5, C8)")
-    func originatingAgentDies() throws {
-        let world = try HandoffWorld()
-        for name in ["laptop", "desktop"] { try world.device(name) }
-        try world.pair("laptop", "desktop")
-        try world.agent("laptop", apps: try world.apps("laptop"), extra: ["--save-deadline", "5"])
-        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
-        _ = try world.shopSnap(on: "laptop", ["list", "Milk"], environment: ["SHOPSNAP_SAVE_DELAY_MS": "4000"])
-        #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
+    func originatingAgentDies() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            try world.agent("laptop", apps: try world.apps("laptop"), extra: ["--save-deadline", "5"])
+            try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+            _ = try world.shopSnap(on: "laptop", ["list", "Milk"], environment: ["SHOPSNAP_SAVE_DELAY_MS": "4000"])
+            #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
 
-        let continuing = try Background(Baton.executable, ["continue", "--state", world.state("desktop")], log: world.root.appendingPathComponent("continue.log"))
-        world.background.append(continuing)
-        let desktop = try #require(world.agents["desktop"])
-        #expect(desktop.waitFor("shopsnap: will continue com.razeware.shopsnap.view") != nil, "\(desktop.output)")
-        world.agents["laptop"]?.kill()
-        #expect(continuing.waitForExit(timeout: 30), "the continuation ends, it does not hang")
-        #expect(continuing.process.terminationStatus != 0)
-        // peerGone, not timedOut: it ended when the session did, not at the 5 s save deadline (C8).
-        #expect(continuing.output.contains("[peerGone]"), "\(continuing.output)")
-        #expect(desktop.waitFor("shopsnap: failed to continue com.razeware.shopsnap.view") != nil)
-        #expect(world.stopAndDrain("desktop"), "the desktop agent and the app it launched end")
-        #expect(desktop.lines(containing: "shopsnap: failed to continue").count == 1, "exactly one didFail")
-        #expect(desktop.lines(containing: "shopsnap: continued").isEmpty)
+            let continuing = try Background(Baton.executable, ["continue", "--state", world.state("desktop")], log: world.root.appendingPathComponent("continue.log"))
+            world.background.append(continuing)
+            let desktop = try #require(world.agents["desktop"])
+            #expect(desktop.waitFor("shopsnap: will continue com.razeware.shopsnap.view") != nil, "\(desktop.output)")
+            world.agents["laptop"]?.kill()
+            #expect(continuing.waitForExit(timeout: 30), "the continuation ends, it does not hang")
+            #expect(continuing.process.terminationStatus != 0)
+            // peerGone, not timedOut: it ended when the session did, not at the 5 s save deadline (C8).
+            #expect(continuing.output.contains("[peerGone]"), "\(continuing.output)")
+            #expect(desktop.waitFor("shopsnap: failed to continue com.razeware.shopsnap.view") != nil)
+            #expect(world.stopAndDrain("desktop"), "the desktop agent and the app it launched end")
+            #expect(desktop.lines(containing: "shopsnap: failed to continue").count == 1, "exactly one didFail")
+            #expect(desktop.lines(containing: "shopsnap: continued").isEmpty)
+        }
     }
 
     @Test("a second continuation cancels the first with the cancelled error; each ends exactly once (C5, C6)")
-    func secondContinuationCancelsFirst() throws {
-        let world = try HandoffWorld()
-        for name in ["laptop", "desktop"] { try world.device(name) }
-        try world.pair("laptop", "desktop")
-        try world.agent("laptop", apps: try world.apps("laptop"), extra: ["--save-deadline", "5"])
-        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
-        _ = try world.shopSnap(on: "laptop", ["list", "Milk", "Eggs"], environment: ["SHOPSNAP_SAVE_DELAY_MS": "800"])
-        #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
+    func secondContinuationCancelsFirst() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            try world.agent("laptop", apps: try world.apps("laptop"), extra: ["--save-deadline", "5"])
+            try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+            _ = try world.shopSnap(on: "laptop", ["list", "Milk", "Eggs"], environment: ["SHOPSNAP_SAVE_DELAY_MS": "800"])
+            #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
 
-        let first = try Background(Baton.executable, ["continue", "--state", world.state("desktop")], log: world.root.appendingPathComponent("first.log"))
-        world.background.append(first)
-        let desktop = try #require(world.agents["desktop"])
-        #expect(desktop.waitFor("shopsnap: will continue") != nil)
-        let second = try Baton.run("continue", "--state", world.state("desktop"))
-        #expect(second.status == 0, "\(second.output)")
-        #expect(first.waitForExit(timeout: 5))
-        #expect(first.process.terminationStatus != 0 && first.output.contains("[cancelled]"), "\(first.output)")
-        #expect(desktop.waitFor("shopsnap: continued list: Milk, Eggs") != nil)
-        #expect(world.stopAndDrain("desktop"), "the desktop agent and the app it launched end")
-        let failures = desktop.lines(containing: "shopsnap: failed to continue")
-        #expect(failures.count == 1 && failures[0].contains("[cancelled]"), "\(failures)")
-        #expect(desktop.lines(containing: "shopsnap: will continue").count == 2)
-        #expect(desktop.lines(containing: "shopsnap: continued list").count == 1)
+            let first = try Background(Baton.executable, ["continue", "--state", world.state("desktop")], log: world.root.appendingPathComponent("first.log"))
+            world.background.append(first)
+            let desktop = try #require(world.agents["desktop"])
+            #expect(desktop.waitFor("shopsnap: will continue") != nil)
+            let second = try Baton.run("continue", "--state", world.state("desktop"))
+            #expect(second.status == 0, "\(second.output)")
+            #expect(first.waitForExit(timeout: 5))
+            #expect(first.process.terminationStatus != 0 && first.output.contains("[cancelled]"), "\(first.output)")
+            #expect(desktop.waitFor("shopsnap: continued list: Milk, Eggs") != nil)
+            #expect(world.stopAndDrain("desktop"), "the desktop agent and the app it launched end")
+            let failures = desktop.lines(containing: "shopsnap: failed to continue")
+            #expect(failures.count == 1 && failures[0].contains("[cancelled]"), "\(failures)")
+            #expect(desktop.lines(containing: "shopsnap: will continue").count == 2)
+            #expect(desktop.lines(containing: "shopsnap: continued list").count == 1)
+        }
     }
 
     @Test("SIGTERM and SIGINT stop the agent through its service group: the goodbye goes out first, the socket goes (A9, issue 11 part 3)", arguments: [SIGTERM, SIGINT])
-    func stopSignalSaysGoodbye(signal: Int32) throws {
-        let world = try HandoffWorld()
-        for name in ["laptop", "desktop"] { try world.device(name) }
-        try world.pair("laptop", "desktop")
-        try world.agent("laptop", apps: try world.apps("laptop"))
-        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
-        _ = try world.shopSnap(on: "laptop", ["list", "Milk"])
-        #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
-        let laptop = try #require(world.agents["laptop"])
-        let desktop = try #require(world.agents["desktop"])
-        let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        laptop.signal(signal)
-        #expect(laptop.waitForExit(timeout: 30), "it stops")
-        #expect(laptop.process.terminationStatus == 0, "\(laptop.output)")
-        #expect(laptop.output.contains("stopped"), "\(laptop.output)")
-        #expect(!FileManager.default.fileExists(atPath: socket), "the app socket is removed")
-        #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "the goodbye went out before the sockets closed: \(desktop.output)")
+    func stopSignalSaysGoodbye(signal: Int32) async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+            _ = try world.shopSnap(on: "laptop", ["list", "Milk"])
+            #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
+            let laptop = try #require(world.agents["laptop"])
+            let desktop = try #require(world.agents["desktop"])
+            let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            laptop.signal(signal)
+            #expect(laptop.waitForExit(timeout: 30), "it stops")
+            #expect(laptop.process.terminationStatus == 0, "\(laptop.output)")
+            #expect(laptop.output.contains("stopped"), "\(laptop.output)")
+            #expect(!FileManager.default.fileExists(atPath: socket), "the app socket is removed")
+            #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "the goodbye went out before the sockets closed: \(desktop.output)")
+        }
     }
 
     @Test("`baton agent` becomes the lean baton-agent, same process (issue 11 part 8)")
-    func agentIsLean() throws {
-        let world = try HandoffWorld()
-        try world.device("laptop")
-        try world.agent("laptop", apps: try world.apps("laptop"))
-        let agent = try #require(world.agents["laptop"])
-        let pid = agent.process.processIdentifier
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
-        #expect(executable.hasSuffix("/baton-agent"), "\(executable)")
-        // Read to the end: /proc files have no size, and a reader that trusts stat stops early.
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps"))
-        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
-        try handle.close()
-        #expect(maps.contains("[stack]") && maps.contains("libFoundationEssentials.so"), "the whole map was read")
-        // Its own modules import FoundationEssentials only; the full Foundation comes with GRDB, the search index's
-        // SQLite library (issue 15; ARCHITECTURE, "A lean agent"), and the idle guard (scripts/idle.py) bounds memory.
+    func agentIsLean() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            try world.device("laptop")
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            let agent = try #require(world.agents["laptop"])
+            let pid = agent.process.processIdentifier
+            let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+            #expect(executable.hasSuffix("/baton-agent"), "\(executable)")
+            // Read to the end: /proc files have no size, and a reader that trusts stat stops early.
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps"))
+            let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+            try handle.close()
+            #expect(maps.contains("[stack]") && maps.contains("libFoundationEssentials.so"), "the whole map was read")
+            // Its own modules import FoundationEssentials only; the full Foundation comes with GRDB, the search index's
+            // SQLite library (issue 15; ARCHITECTURE, "A lean agent"), and the idle guard (scripts/idle.py) bounds memory.
+        }
     }
 
     @Test("invalidate removes the activity from the other device's nearby list by its goodbye, not by expiry (A9)")
-    func invalidateIsSeenAtOnce() throws {
-        let world = try HandoffWorld()
-        for name in ["laptop", "desktop"] { try world.device(name) }
-        try world.pair("laptop", "desktop")
-        try world.agent("laptop", apps: try world.apps("laptop"))
-        try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
-        let list = try world.shopSnap(on: "laptop", ["list", "Milk"])
-        let watch = try Background(Baton.executable, ["nearby", "--watch", "--json", "--state", world.state("desktop")], log: world.root.appendingPathComponent("watch.log"))
-        world.background.append(watch)
-        #expect(watch.waitFor("Shopping list") != nil, "\(watch.output)")
-        let desktop = try #require(world.agents["desktop"])
-        list.send("done")
-        // The desktop hears the goodbye advert (its log says so) and the watcher is told the list is empty. How fast
-        // is `baton bench handoff`'s business; here, that it is the goodbye and not the 5 s expiry that removes it.
-        #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "\(desktop.output)")
-        #expect(eventually { watch.output.split(separator: "\n").last == "[]" }, "\(watch.output)")
-        #expect(desktop.lines(containing: "expired").isEmpty, "\(desktop.output)")
-        #expect(try world.nearby("desktop").stdout == "Nothing nearby.\n")
+    func invalidateIsSeenAtOnce() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            try world.agent("desktop", peers: ["laptop"], apps: try world.apps("desktop"))
+            let list = try world.shopSnap(on: "laptop", ["list", "Milk"])
+            let watch = try Background(Baton.executable, ["nearby", "--watch", "--json", "--state", world.state("desktop")], log: world.root.appendingPathComponent("watch.log"))
+            world.background.append(watch)
+            #expect(watch.waitFor("Shopping list") != nil, "\(watch.output)")
+            let desktop = try #require(world.agents["desktop"])
+            list.send("done")
+            // The desktop hears the goodbye advert (its log says so) and the watcher is told the list is empty. How fast
+            // is `baton bench handoff`'s business; here, that it is the goodbye and not the 5 s expiry that removes it.
+            #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "\(desktop.output)")
+            #expect(eventually { watch.output.split(separator: "\n").last == "[]" }, "\(watch.output)")
+            #expect(desktop.lines(containing: "expired").isEmpty, "\(desktop.output)")
+            #expect(try world.nearby("desktop").stdout == "Nothing nearby.\n")
+        }
     }
 
     @Test("an app may only speak for its own bundle: a process that is not the registered executable is refused (part 6)")
-    func impostorIsRefused() throws {
-        let world = try HandoffWorld()
-        try world.device("laptop")
-        // ShopSnap.app's registered executable is /bin/sleep here, so the real shopsnap binary is an impostor.
-        try world.agent("laptop", apps: try world.sleepingApps())
-        let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let impostor = try Background(world.shopsnap, ["list", "Stolen"], environment: ["BATON_AGENT_SOCKET": socket], log: world.root.appendingPathComponent("impostor.log"))
-        world.background.append(impostor)
-        #expect(impostor.waitForExit(timeout: 5))
-        #expect(impostor.output.contains("[notPermitted]") && impostor.output.contains("/bin/sleep"), "\(impostor.output)")
-        let unknown = try Background(
-            world.shopsnap, [], environment: ["BATON_AGENT_SOCKET": socket, "BATON_BUNDLE_IDENTIFIER": "com.example.Unregistered"],
-            log: world.root.appendingPathComponent("unknown.log")
-        )
-        world.background.append(unknown)
-        #expect(unknown.waitForExit(timeout: 5))
-        #expect(unknown.output.contains("[unknownApp]"), "\(unknown.output)")
+    func impostorIsRefused() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            try world.device("laptop")
+            // ShopSnap.app's registered executable is /bin/sleep here, so the real shopsnap binary is an impostor.
+            try world.agent("laptop", apps: try world.sleepingApps())
+            let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let impostor = try Background(world.shopsnap, ["list", "Stolen"], environment: ["BATON_AGENT_SOCKET": socket], log: world.root.appendingPathComponent("impostor.log"))
+            world.background.append(impostor)
+            #expect(impostor.waitForExit(timeout: 5))
+            #expect(impostor.output.contains("[notPermitted]") && impostor.output.contains("/bin/sleep"), "\(impostor.output)")
+            let unknown = try Background(
+                world.shopsnap, [], environment: ["BATON_AGENT_SOCKET": socket, "BATON_BUNDLE_IDENTIFIER": "com.example.Unregistered"],
+                log: world.root.appendingPathComponent("unknown.log")
+            )
+            world.background.append(unknown)
+            #expect(unknown.waitForExit(timeout: 5))
+            #expect(unknown.output.contains("[unknownApp]"), "\(unknown.output)")
+        }
     }
 }

@@ -257,173 +257,183 @@ final class NamespaceWorld {
 @Suite("Multi-host LANs in network namespaces", .serialized)
 struct NamespaceTests {
     @Test("discovery crosses interfaces (C1, C2): three hosts on a bridge find each other by multicast alone")
-    func multicastDiscovery() throws {
-        try NamespaceLAN.skipUnlessAvailable()
-        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
-        let started = Date()
-        let world = try NamespaceWorld()
-        defer { world.remove() }
-        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nm"), hosts: 3)
-        defer { lan.down() }
+    func multicastDiscovery() async throws {
+        try await startingProcesses {
+            try NamespaceLAN.skipUnlessAvailable()
+            try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+            let started = Date()
+            let world = try NamespaceWorld()
+            defer { world.remove() }
+            let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nm"), hosts: 3)
+            defer { lan.down() }
 
-        // One account, no addresses known to anyone, no --peer: only multicast can bring them together.
-        let states = try world.account(["laptop", "desktop", "server"])
-        let agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
-        for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
-        let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            // One account, no addresses known to anyone, no --peer: only multicast can bring them together.
+            let states = try world.account(["laptop", "desktop", "server"])
+            let agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+            for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
+            let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
 
-        let seen = try NamespaceWorld.time(timeout: 8) {
-            try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
+            let seen = try NamespaceWorld.time(timeout: 8) {
+                try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
+            }
+            #expect(seen != nil, "h2 and h3 see laptop's list by multicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+            guard seen != nil else { return }
+            let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
+            #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (over TLS) for the title: \(item)")
+
+            try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
+            print("NamespaceTests[multicast]: h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
         }
-        #expect(seen != nil, "h2 and h3 see laptop's list by multicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
-        guard seen != nil else { return }
-        let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
-        #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (over TLS) for the title: \(item)")
-
-        try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
-        print("NamespaceTests[multicast]: h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
     @Test("an IPv6-only LAN (C1, C2): link-local multicast alone, then a scoped link-local --peer, find and hand off")
-    func ipv6LinkLocalDiscovery() throws {
-        try NamespaceLAN.skipUnlessAvailable()
-        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
-        let started = Date()
-        let world = try NamespaceWorld()
-        defer { world.remove() }
-        // No IPv4 at all: no address, no route. Only the IPv6 link-local group can carry adverts, and only a
-        // scoped link-local address (fe80::77:ff:fe00:1%eth0) can carry the session back to the advertiser.
-        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("n6"), hosts: 2, ipv6Only: true)
-        defer { lan.down() }
-        let addresses = try lan.run(1, ["ip", "-o", "addr", "show", "dev", "eth0"]).stdout
-        #expect(!addresses.contains("inet "), "h1 has no IPv4 address: \(addresses)")
+    func ipv6LinkLocalDiscovery() async throws {
+        try await startingProcesses {
+            try NamespaceLAN.skipUnlessAvailable()
+            try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+            let started = Date()
+            let world = try NamespaceWorld()
+            defer { world.remove() }
+            // No IPv4 at all: no address, no route. Only the IPv6 link-local group can carry adverts, and only a
+            // scoped link-local address (fe80::77:ff:fe00:1%eth0) can carry the session back to the advertiser.
+            let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("n6"), hosts: 2, ipv6Only: true)
+            defer { lan.down() }
+            let addresses = try lan.run(1, ["ip", "-o", "addr", "show", "dev", "eth0"]).stdout
+            #expect(!addresses.contains("inet "), "h1 has no IPv4 address: \(addresses)")
 
-        let states = try world.account(["laptop", "desktop"])
-        let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
-        for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
-        let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            let states = try world.account(["laptop", "desktop"])
+            let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+            for agent in agents { #expect(agent.output.contains("multicast on port 47810"), "\(agent.output)") }
+            let list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
 
-        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
-        #expect(seen != nil, "h2 sees laptop's list over IPv6 link-local; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
-        guard seen != nil else { return }
-        let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
-        #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (TLS to fe80::...%eth0) for the title: \(item)")
+            let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+            #expect(seen != nil, "h2 sees laptop's list over IPv6 link-local; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+            guard seen != nil else { return }
+            let item = try #require(world.nearby(lan, 2, state: states[1])?.first)
+            #expect(item["title"] as? String == "Shopping list (2 items)", "h2 asked h1 (TLS to fe80::...%eth0) for the title: \(item)")
 
-        try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
-        for process in [list] + agents { lan.stop(process) }
+            try world.expectHandoff(lan, 2, state: states[1], agent: agents[1], list: list)
+            for process in [list] + agents { lan.stop(process) }
 
-        // Unicast only, to a scoped link-local --peer: adverts and the session both go to fe80::...%eth0.
-        let unicast = [
-            try world.agent(lan, 2, state: states[1], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:1%eth0]:47810"]),
-            try world.agent(lan, 1, state: states[0], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:2%eth0]:47810"]),
-        ]
-        let second = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
-        let seenByUnicast = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
-        #expect(seenByUnicast != nil, "h2 sees laptop's list by link-local unicast; agents:\n\(unicast.map(\.output).joined(separator: "\n"))")
-        guard seenByUnicast != nil else { return }
-        try world.expectHandoff(lan, 2, state: states[1], agent: unicast[0], list: second)
-        print("NamespaceTests[ipv6]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+            // Unicast only, to a scoped link-local --peer: adverts and the session both go to fe80::...%eth0.
+            let unicast = [
+                try world.agent(lan, 2, state: states[1], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:1%eth0]:47810"]),
+                try world.agent(lan, 1, state: states[0], ["--no-multicast", "--peer", "[fe80::77:ff:fe00:2%eth0]:47810"]),
+            ]
+            let second = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            let seenByUnicast = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+            #expect(seenByUnicast != nil, "h2 sees laptop's list by link-local unicast; agents:\n\(unicast.map(\.output).joined(separator: "\n"))")
+            guard seenByUnicast != nil else { return }
+            try world.expectHandoff(lan, 2, state: states[1], agent: unicast[0], list: second)
+            print("NamespaceTests[ipv6]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        }
     }
 
     @Test("with multicast blocked, nothing is found without --peer, and --peer still works")
-    func blockedMulticastWithPeers() throws {
-        try NamespaceLAN.skipUnlessAvailable()
-        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
-        let started = Date()
-        let world = try NamespaceWorld()
-        defer { world.remove() }
-        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nb"), hosts: 3, blockMulticast: true)
-        defer { lan.down() }
-        let states = try world.account(["laptop", "desktop", "server"])
+    func blockedMulticastWithPeers() async throws {
+        try await startingProcesses {
+            try NamespaceLAN.skipUnlessAvailable()
+            try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+            let started = Date()
+            let world = try NamespaceWorld()
+            defer { world.remove() }
+            let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nb"), hosts: 3, blockMulticast: true)
+            defer { lan.down() }
+            let states = try world.account(["laptop", "desktop", "server"])
 
-        // Without --peer the bridge drops every advert: nobody sees anything, and no UDP reaches h2 or h3 at all.
-        var agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
-        var list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
-        let leaked = try eventually(timeout: 2.5) {
-            try !world.seesNothing(lan, 2, state: states[1]) || !world.seesNothing(lan, 3, state: states[2])
+            // Without --peer the bridge drops every advert: nobody sees anything, and no UDP reaches h2 or h3 at all.
+            var agents = try (1...3).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+            var list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            let leaked = try eventually(timeout: 2.5) {
+                try !world.seesNothing(lan, 2, state: states[1]) || !world.seesNothing(lan, 3, state: states[2])
+            }
+            let h2 = try lan.run(2, [Baton.executable.path, "nearby", "--state", states[1]], environment: world.runtime(2)).output
+            #expect(!leaked, "h2 and h3 saw something, or could not ask; h2: \(h2)")
+            #expect(try lan.udpDatagramsReceived(2) == 0, "multicast blocked: no datagram reached h2")
+            #expect(try lan.udpDatagramsReceived(3) == 0, "multicast blocked: no datagram reached h3")
+            for process in [list] + agents { lan.stop(process) }
+
+            // With --peer: unicast adverts and sessions. The receivers start first, so h1's first advert finds them.
+            agents = [
+                try world.agent(lan, 2, state: states[1], ["--peer", "10.77.0.1:47810"]),
+                try world.agent(lan, 3, state: states[2], ["--peer", "10.77.0.1:47810"]),
+                try world.agent(lan, 1, state: states[0], ["--peer", "10.77.0.2:47810", "--peer", "10.77.0.3:47810"]),
+            ]
+            list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            let seen = try NamespaceWorld.time(timeout: 8) {
+                try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
+            }
+            #expect(seen != nil, "h2 and h3 see laptop's list by unicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+            guard seen != nil else { return }
+
+            try world.expectHandoff(lan, 3, state: states[2], device: "laptop", agent: agents[1], list: list)
+            print("NamespaceTests[blocked]: with --peer h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
         }
-        let h2 = try lan.run(2, [Baton.executable.path, "nearby", "--state", states[1]], environment: world.runtime(2)).output
-        #expect(!leaked, "h2 and h3 saw something, or could not ask; h2: \(h2)")
-        #expect(try lan.udpDatagramsReceived(2) == 0, "multicast blocked: no datagram reached h2")
-        #expect(try lan.udpDatagramsReceived(3) == 0, "multicast blocked: no datagram reached h3")
-        for process in [list] + agents { lan.stop(process) }
-
-        // With --peer: unicast adverts and sessions. The receivers start first, so h1's first advert finds them.
-        agents = [
-            try world.agent(lan, 2, state: states[1], ["--peer", "10.77.0.1:47810"]),
-            try world.agent(lan, 3, state: states[2], ["--peer", "10.77.0.1:47810"]),
-            try world.agent(lan, 1, state: states[0], ["--peer", "10.77.0.2:47810", "--peer", "10.77.0.3:47810"]),
-        ]
-        list = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
-        let seen = try NamespaceWorld.time(timeout: 8) {
-            try world.sees(lan, 2, state: states[1], device: "laptop") && world.sees(lan, 3, state: states[2], device: "laptop")
-        }
-        #expect(seen != nil, "h2 and h3 see laptop's list by unicast; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
-        guard seen != nil else { return }
-
-        try world.expectHandoff(lan, 3, state: states[2], device: "laptop", agent: agents[1], list: list)
-        print("NamespaceTests[blocked]: with --peer h2 and h3 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
     @Test("a device outside the account on the same LAN gets the adverts but cannot open them (C1)")
-    func strangerSeesNothing() throws {
-        try NamespaceLAN.skipUnlessAvailable()
-        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
-        let started = Date()
-        let world = try NamespaceWorld()
-        defer { world.remove() }
-        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("ns"), hosts: 3)
-        defer { lan.down() }
+    func strangerSeesNothing() async throws {
+        try await startingProcesses {
+            try NamespaceLAN.skipUnlessAvailable()
+            try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+            let started = Date()
+            let world = try NamespaceWorld()
+            defer { world.remove() }
+            let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("ns"), hosts: 3)
+            defer { lan.down() }
 
-        let states = try world.account(["laptop", "desktop"])
-        let stranger = world.state("stranger")
-        let made = try Baton.run("init", "--name", "stranger", "--state", stranger)
-        #expect(made.status == 0, "\(made.output)")
-        let agents = [
-            try world.agent(lan, 1, state: states[0]), try world.agent(lan, 2, state: states[1]), try world.agent(lan, 3, state: stranger),
-        ]
-        _ = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
+            let states = try world.account(["laptop", "desktop"])
+            let stranger = world.state("stranger")
+            let made = try Baton.run("init", "--name", "stranger", "--state", stranger)
+            #expect(made.status == 0, "\(made.output)")
+            let agents = [
+                try world.agent(lan, 1, state: states[0]), try world.agent(lan, 2, state: states[1]), try world.agent(lan, 3, state: stranger),
+            ]
+            _ = try world.shopsnapList(lan, 1, state: states[0], ["Milk", "Eggs"])
 
-        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
-        #expect(seen != nil, "the member h2 sees laptop's list; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
-        let leaked = try eventually(timeout: 2.5) { try !world.seesNothing(lan, 3, state: stranger) }
-        let h3 = try lan.run(3, [Baton.executable.path, "nearby", "--state", stranger], environment: world.runtime(3)).output
-        #expect(!leaked, "the stranger sees nothing: \(h3)")
-        // The adverts did reach the stranger's sockets (the same flood h2 gets); its agent could not open them.
-        #expect(try (lan.udpDatagramsReceived(3) ?? 0) > 0, "adverts reached h3")
-        let refused = try lan.run(3, [Baton.executable.path, "continue", "--state", stranger], environment: world.runtime(3))
-        #expect(refused.status != 0, "nothing to continue for the stranger: \(refused.output)")
-        print("NamespaceTests[stranger]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+            let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+            #expect(seen != nil, "the member h2 sees laptop's list; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+            let leaked = try eventually(timeout: 2.5) { try !world.seesNothing(lan, 3, state: stranger) }
+            let h3 = try lan.run(3, [Baton.executable.path, "nearby", "--state", stranger], environment: world.runtime(3)).output
+            #expect(!leaked, "the stranger sees nothing: \(h3)")
+            // The adverts did reach the stranger's sockets (the same flood h2 gets); its agent could not open them.
+            #expect(try (lan.udpDatagramsReceived(3) ?? 0) > 0, "adverts reached h3")
+            let refused = try lan.run(3, [Baton.executable.path, "continue", "--state", stranger], environment: world.runtime(3))
+            #expect(refused.status != 0, "nothing to continue for the stranger: \(refused.output)")
+            print("NamespaceTests[stranger]: h2 saw h1's list after \(String(format: "%.2f", seen ?? 0)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        }
     }
 
     @Test("a continuation stream between two hosts (F1-F3): ShopSnap's photo goes from h1 to the app launched on h2, whole")
-    func photoOverStream() throws {
-        try NamespaceLAN.skipUnlessAvailable()
-        try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
-        let started = Date()
-        let world = try NamespaceWorld()
-        defer { world.remove() }
-        let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nf"), hosts: 2)
-        defer { lan.down() }
-        let states = try world.account(["laptop", "desktop"])
-        let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
-        // 6 MiB: many windows' worth, so credit goes back and forth between the hosts many times.
-        let photo = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
-        let file = world.root.appendingPathComponent("cheese.jpg")
-        try photo.write(to: file)
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in photo { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let edit = try world.shopsnap(lan, 1, state: states[0], ["edit", "Cheese", "--photo", file.path], ready: "editing: Cheese")
-        let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
-        #expect(seen != nil, "h2 sees laptop's edit; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
-        guard seen != nil else { return }
-        let continued = try lan.run(2, [Baton.executable.path, "continue", "--state", states[1]], environment: world.runtime(2))
-        #expect(continued.status == 0, "\(continued.output)")
-        // The agent on h2 launched ShopSnap (its output is the agent's), which asked h1's ShopSnap for the photo.
-        let received = agents[1].line(timeout: 15) { $0.contains("received the photo of “Cheese”") }
-        #expect(received?.contains("\(photo.count) bytes") == true, "\(agents[1].output)")
-        #expect(received?.contains("checksum \(String(hash, radix: 16))") == true, "\(agents[1].output)")
-        #expect(edit.line(timeout: 5) { $0.contains("sent the photo of “Cheese”") } != nil, "\(edit.output)")
-        print("NamespaceTests[stream]: \(received ?? "no photo"); test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    func photoOverStream() async throws {
+        try await startingProcesses {
+            try NamespaceLAN.skipUnlessAvailable()
+            try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
+            let started = Date()
+            let world = try NamespaceWorld()
+            defer { world.remove() }
+            let lan = try NamespaceLAN(prefix: NamespaceLAN.prefix("nf"), hosts: 2)
+            defer { lan.down() }
+            let states = try world.account(["laptop", "desktop"])
+            let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1]) }
+            // 6 MiB: many windows' worth, so credit goes back and forth between the hosts many times.
+            let photo = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
+            let file = world.root.appendingPathComponent("cheese.jpg")
+            try photo.write(to: file)
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in photo { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            let edit = try world.shopsnap(lan, 1, state: states[0], ["edit", "Cheese", "--photo", file.path], ready: "editing: Cheese")
+            let seen = try NamespaceWorld.time(timeout: 8) { try world.sees(lan, 2, state: states[1], device: "laptop") }
+            #expect(seen != nil, "h2 sees laptop's edit; agents:\n\(agents.map(\.output).joined(separator: "\n"))")
+            guard seen != nil else { return }
+            let continued = try lan.run(2, [Baton.executable.path, "continue", "--state", states[1]], environment: world.runtime(2))
+            #expect(continued.status == 0, "\(continued.output)")
+            // The agent on h2 launched ShopSnap (its output is the agent's), which asked h1's ShopSnap for the photo.
+            let received = agents[1].line(timeout: 15) { $0.contains("received the photo of “Cheese”") }
+            #expect(received?.contains("\(photo.count) bytes") == true, "\(agents[1].output)")
+            #expect(received?.contains("checksum \(String(hash, radix: 16))") == true, "\(agents[1].output)")
+            #expect(edit.line(timeout: 5) { $0.contains("sent the photo of “Cheese”") } != nil, "\(edit.output)")
+            print("NamespaceTests[stream]: \(received ?? "no photo"); test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        }
     }
 }
