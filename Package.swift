@@ -206,8 +206,8 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
             path: "Fuzz",
             exclude: [
                 "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift",
-                "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache", "corpus-browser",
-                "corpus-messages", "corpus-frames",
+                "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache",
+                "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-query",
             ],
             sources: ["FrameFuzzer.swift"]
         )

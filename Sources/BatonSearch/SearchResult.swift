@@ -51,25 +51,38 @@ public struct MarkedText: Sendable, Hashable, CustomStringConvertible {
     static let openMark: Character = "\u{E000}"
     static let closeMark: Character = "\u{E001}"
 
-    /// Splits FTS5 output marked with ``openMark`` and ``closeMark`` into runs. Unbalanced marks cannot come from
-    /// FTS5, but are read leniently: a close without an open is dropped.
+    /// Splits FTS5 output marked with ``openMark`` and ``closeMark`` into runs. Unbalanced or empty marks cannot come
+    /// from FTS5, but are read leniently: a close without an open is dropped, and unmarked text around an empty match
+    /// stays one run (`scripts/fuzz.sh search-query` found both). Two matches may touch; each stays its own run.
     init(marked: String) {
         var runs: [Run] = []
         var current = ""
         var inMatch = false
-        for character in marked {
-            if character == Self.openMark || character == Self.closeMark {
-                let opening = character == Self.openMark
+        func finish() {
+            guard !current.isEmpty else { return }
+            if !inMatch, let last = runs.last, !last.isMatch {
+                runs[runs.count - 1].text += current
+            } else {
+                runs.append(Run(current, isMatch: inMatch))
+            }
+            current = ""
+        }
+        // Scalars, not characters: a mark before a combining mark (a word may start with one) would otherwise be
+        // one character with it, and stay in the text (found by the fuzzer).
+        let open = Self.openMark.unicodeScalars.first
+        let close = Self.closeMark.unicodeScalars.first
+        for scalar in marked.unicodeScalars {
+            if scalar == open || scalar == close {
+                let opening = scalar == open
                 if opening != inMatch {
-                    if !current.isEmpty { runs.append(Run(current, isMatch: inMatch)) }
-                    current = ""
+                    finish()
                     inMatch = opening
                 }
             } else {
-                current.append(character)
+                current.unicodeScalars.append(scalar)
             }
         }
-        if !current.isEmpty { runs.append(Run(current, isMatch: inMatch)) }
+        finish()
         self.runs = runs
     }
 }
