@@ -141,6 +141,8 @@ let package = Package(
                 "BatonAgent",
                 "Baton",
                 "BatonEmbedded",
+                // `baton bench search` (issue 15): the index against raw FTS5, which it runs through GRDB too.
+                "BatonSearch",
                 "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -150,6 +152,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a
