@@ -69,19 +69,23 @@ public struct MarkedText: Sendable, Hashable, CustomStringConvertible {
         }
         // Scalars, not characters: a mark before a combining mark (a word may start with one) would otherwise be
         // one character with it, and stay in the text (found by the fuzzer).
+        // The text between marks is taken as slices, not scalar by scalar: a search makes forty of these.
         let open = Self.openMark.unicodeScalars.first
         let close = Self.closeMark.unicodeScalars.first
-        for scalar in marked.unicodeScalars {
-            if scalar == open || scalar == close {
-                let opening = scalar == open
-                if opening != inMatch {
-                    finish()
-                    inMatch = opening
-                }
-            } else {
-                current.unicodeScalars.append(scalar)
+        let scalars = marked.unicodeScalars
+        var start = scalars.startIndex
+        for index in scalars.indices {
+            let scalar = scalars[index]
+            guard scalar == open || scalar == close else { continue }
+            current += String(scalars[start..<index])
+            start = scalars.index(after: index)
+            let opening = scalar == open
+            if opening != inMatch {
+                finish()
+                inMatch = opening
             }
         }
+        current += String(scalars[start...])
         finish()
         self.runs = runs
     }
