@@ -143,6 +143,8 @@ let package = Package(
                 "BatonSearch",
                 "Baton",
                 "BatonEmbedded",
+                // `baton bench search` (issue 15): the index against raw FTS5, which it runs through GRDB too.
+                "BatonSearch",
                 "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -152,6 +154,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a
@@ -208,8 +211,8 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
             path: "Fuzz",
             exclude: [
                 "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift",
-                "PlistFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache", "corpus-browser",
-                "corpus-messages", "corpus-frames",
+                "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache",
+                "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-query",
             ],
             sources: ["FrameFuzzer.swift"]
         )

@@ -6,6 +6,8 @@
 #   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
 #   scripts/fuzz.sh browser [SECONDS]     the browser's native messages to `baton browser-host` (Fuzz/NativeMessageFuzzer.swift)
 #   scripts/fuzz.sh association-cache [SECONDS]  the agent's cached association records (Fuzz/AssociationCacheFuzzer.swift)
+#   scripts/fuzz.sh search-query [SECONDS]  search text to FTS5 match expressions, and FTS5's marked text
+#                                         (Fuzz/SearchQueryFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
@@ -13,7 +15,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -48,6 +50,15 @@ browser)
     protocol="$root/Sources/BatonProtocol"
     sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Browser/NativeMessage.swift"
         "$protocol/Browser/BrowserFocus.swift" "$root/Fuzz/NativeMessageFuzzer.swift")
+    ;;
+search-query)
+    work="$root/Fuzz/.work/search-query"
+    seeds="$root/Fuzz/corpus-search-query"
+    # The query builder and the marked-text reader, and the two value types they name; none of these imports GRDB.
+    search="$root/Sources/BatonSearch"
+    sources=("$search/SearchQuery.swift" "$search/SearchResult.swift" "$search/SearchEntry.swift"
+        "$root/Fuzz/SearchQueryFuzzer.swift")
+    ;;
 association-cache)
     work="$root/Fuzz/.work/association-cache"
     seeds="$root/Fuzz/corpus-association-cache"
@@ -67,7 +78,7 @@ frames)
     seeds="$root/Fuzz/corpus-frames"
     ;;
 *)
-    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser or frames" >&2
+    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query or frames" >&2
     exit 64
     ;;
 esac

@@ -25,6 +25,10 @@ public final class SearchIndex: Sendable {
     public let limits: SearchLimits
     public let ranking: SearchRanking
     private let pool: DatabasePool
+    /// An in-memory FTS5 table with the index's tokenizer, where the few entries a search returns are marked
+    /// (highlight() and snippet() need a MATCH; a second MATCH on the index to mark 20 rows cost more than the ranking:
+    /// FTS5 sets the query up again for each listed rowid). Serial: a search holds it for about 0.1 ms.
+    private let marker: DatabaseQueue
 
     /// Opens the index at `path`, making an empty one (mode 0600) when there is none. The folder must exist.
     ///
@@ -53,6 +57,14 @@ public final class SearchIndex: Sendable {
                 }
             }
             try migrator.migrate(pool)
+            marker = try DatabaseQueue(configuration: Configuration())
+            try marker.write { db in
+                try db.execute(sql: """
+                    CREATE VIRTUAL TABLE marks USING fts5(
+                        title, keywords, description, tokenize = 'unicode61 remove_diacritics 2'
+                    )
+                    """)
+            }
         } catch {
             throw Self.searchError(error, path: path)
         }
@@ -92,45 +104,74 @@ public final class SearchIndex: Sendable {
         let row = try StoredRow(entry, limits: limits)
         let limits = self.limits
         return try await write { db in
-            if let replacing, entry.persistentIdentifier == nil {
-                try db.execute(
-                    sql: """
-                        UPDATE activities SET (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
-                            description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
-                            savedAt, payload, bytes) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        WHERE id = ? AND bundleIdentifier = ? AND persistentIdentifier IS NULL
-                        """,
-                    arguments: row.arguments(savedAt: now) + [replacing, entry.bundleIdentifier]
-                )
-                if db.changesCount == 1 {
-                    try Self.evict(db, limits: limits, keeping: replacing)
-                    return replacing
-                }
-            }
-            let id = try Int64.fetchOne(
-                db,
-                sql: """
-                    INSERT INTO activities (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
-                        description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
-                        savedAt, payload, bytes)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (bundleIdentifier, persistentIdentifier) DO UPDATE SET
-                        bundleIdentifier = excluded.bundleIdentifier, activityType = excluded.activityType,
-                        title = excluded.title, keywords = excluded.keywords, description = excluded.description,
-                        contentType = excluded.contentType, thumbnail = excluded.thumbnail,
-                        relatedUniqueIdentifier = excluded.relatedUniqueIdentifier, webpageURL = excluded.webpageURL,
-                        expirationDate = excluded.expirationDate, savedAt = excluded.savedAt,
-                        payload = excluded.payload, bytes = excluded.bytes
-                    RETURNING id
-                    """,
-                arguments: row.arguments(savedAt: now)
-            )
-            guard let id else {
-                throw SearchError(.database, "SQLite saved the entry but returned no row id.")
-            }
-            try Self.evict(db, limits: limits, keeping: id)
-            return id
+            try Self.insert(row, replacing: replacing, now: now, limits: limits, db)
         }
+    }
+
+    /// Saves `entries` in one transaction, each as ``save(_:replacing:now:)`` would one after another (so a later
+    /// entry with the same persistent identifier replaces an earlier one, and the caps apply after each): for a
+    /// batch, such as rebuilding an index or `baton bench search`, where a transaction per entry would wait on the
+    /// disk once per entry. Nothing is saved when any entry is refused.
+    ///
+    /// - Returns: the entries' ids, in order.
+    /// - Throws: as ``save(_:replacing:now:)``.
+    @discardableResult
+    public func save(_ entries: [SearchEntry], now: Date = Date()) async throws -> [Int64] {
+        let limits = self.limits
+        let rows = try entries.map { try StoredRow($0, limits: limits) }
+        return try await write { db in
+            try rows.map { try Self.insert($0, replacing: nil, now: now, limits: limits, db) }
+        }
+    }
+
+    /// One save inside a write transaction: ``save(_:replacing:now:)``'s upsert, then eviction.
+    private static func insert(
+        _ row: StoredRow,
+        replacing: Int64?,
+        now: Date,
+        limits: SearchLimits,
+        _ db: Database
+    ) throws -> Int64 {
+        let entry = row.entry
+        if let replacing, entry.persistentIdentifier == nil {
+            try db.execute(
+                sql: """
+                    UPDATE activities SET (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
+                        description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
+                        savedAt, payload, bytes) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    WHERE id = ? AND bundleIdentifier = ? AND persistentIdentifier IS NULL
+                    """,
+                arguments: row.arguments(savedAt: now) + [replacing, entry.bundleIdentifier]
+            )
+            if db.changesCount == 1 {
+                try evict(db, limits: limits, keeping: replacing)
+                return replacing
+            }
+        }
+        let id = try Int64.fetchOne(
+            db.cachedStatement(
+                sql: """
+                INSERT INTO activities (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
+                    description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
+                    savedAt, payload, bytes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (bundleIdentifier, persistentIdentifier) DO UPDATE SET
+                    bundleIdentifier = excluded.bundleIdentifier, activityType = excluded.activityType,
+                    title = excluded.title, keywords = excluded.keywords, description = excluded.description,
+                    contentType = excluded.contentType, thumbnail = excluded.thumbnail,
+                    relatedUniqueIdentifier = excluded.relatedUniqueIdentifier, webpageURL = excluded.webpageURL,
+                    expirationDate = excluded.expirationDate, savedAt = excluded.savedAt,
+                    payload = excluded.payload, bytes = excluded.bytes
+                RETURNING id
+                """
+            ),
+            arguments: row.arguments(savedAt: now)
+        )
+        guard let id else {
+            throw SearchError(.database, "SQLite saved the entry but returned no row id.")
+        }
+        try evict(db, limits: limits, keeping: id)
+        return id
     }
 
     /// Deletes `bundleIdentifier`'s entries with these persistent identifiers (G3;
@@ -201,8 +242,9 @@ public final class SearchIndex: Sendable {
 
     // MARK: Searching (G1)
 
-    /// The entries matching `query`, best first: every word must match (the last also as a prefix), ranked by bm25 with
-    /// the title and keywords above the description, and by recency (``ranking``). Expired entries are never returned.
+    /// The entries matching `query`, best first: every word must match (the last also as a prefix while it is being
+    /// typed, that is unless the text ends in whitespace), ranked by bm25 with the title and keywords above the
+    /// description, and by recency (``ranking``). Expired entries are never returned.
     ///
     /// Any text is a valid query (``SearchQuery``): one without letters or digits returns no results, not an error.
     public func search(_ query: String, limit: Int = 20, now: Date = Date()) async throws -> [SearchResult] {
@@ -211,36 +253,71 @@ public final class SearchIndex: Sendable {
         let open = String(MarkedText.openMark)
         let close = String(MarkedText.closeMark)
         let nowSeconds = now.timeIntervalSince1970
-        // bm25 is negative (more negative is better); the factor shrinks it towards 0 with age, never below
-        // (1 - recencyShare) of itself, so ascending order is best first.
-        let sql = """
-            SELECT a.*,
-                highlight(activities_fts, 0, ?, ?) AS markedTitle,
-                snippet(activities_fts, 2, ?, ?, '…', 16) AS markedSnippet,
+        // Two statements in one read, so one snapshot. First the ranking, over every match: bm25 and, from the small
+        // activities_rank table, the save time and expiry; bm25 is negative (more negative is better) and the factor
+        // shrinks it towards 0 with age, never below (1 - recencyShare) of itself, so ascending order is best first.
+        // Then the entries kept, and their marks from the marker (ARCHITECTURE, "On-device search", item 7).
+        let rankingSQL = """
+            SELECT activities_fts.rowid AS id,
                 bm25(activities_fts, ?, ?, ?)
-                    * ((1.0 - ?) + ? * ? / (? + max(0.0, ? - a.savedAt))) AS ordering
-            FROM activities_fts JOIN activities AS a ON a.id = activities_fts.rowid
-            WHERE activities_fts MATCH ? AND (a.expirationDate IS NULL OR a.expirationDate > ?)
-            ORDER BY ordering, a.id DESC
+                    * ((1.0 - ?) + ? * ? / (? + max(0.0, ? - r.savedAt))) AS ordering
+            FROM activities_fts JOIN activities_rank AS r ON r.id = activities_fts.rowid
+            WHERE activities_fts MATCH ? AND (r.expirationDate IS NULL OR r.expirationDate > ?)
+            ORDER BY ordering, id DESC
             LIMIT ?
             """
-        let arguments: StatementArguments = [
-            open, close, open, close,
+        let rankingArguments: StatementArguments = [
             ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
             ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife, nowSeconds,
             match, nowSeconds, limit,
         ]
+        let marker = self.marker
         return try await read { db in
-            try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
-                let markedSnippet: String? = row["markedSnippet"]
-                let ordering: Double = row["ordering"]
+            let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
+                .map { row -> (id: Int64, ordering: Double) in (row["id"], row["ordering"]) }
+            guard !ranked.isEmpty else { return [] }
+            let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM activities WHERE id IN (\(list))",
+                arguments: StatementArguments(ranked.map(\.id))
+            )
+            var byID: [Int64: Row] = [:]
+            for row in rows { byID[row["id"]] = row }
+            // The same MATCH on these rows alone, in the marker (the same tokenizer, so the same words match).
+            let marks = try marker.write { marking -> [Int64: (title: String, snippet: String)] in
+                try marking.execute(sql: "DELETE FROM marks")
+                let insert = try marking.cachedStatement(
+                    sql: "INSERT INTO marks (rowid, title, keywords, description) VALUES (?, ?, ?, ?)"
+                )
+                for row in rows {
+                    try insert.execute(arguments: [row["id"], row["title"], row["keywords"], row["description"]])
+                }
+                let marked = try Row.fetchAll(
+                    marking.cachedStatement(
+                        sql: """
+                            SELECT rowid AS id, highlight(marks, 0, ?, ?) AS title,
+                                snippet(marks, 2, ?, ?, '…', 16) AS snippet
+                            FROM marks WHERE marks MATCH ?
+                            """
+                    ),
+                    arguments: [open, close, open, close, match]
+                )
+                var marks: [Int64: (title: String, snippet: String)] = [:]
+                for row in marked { marks[row["id"]] = (row["title"] ?? "", row["snippet"] ?? "") }
+                return marks
+            }
+            return ranked.compactMap { ranked -> SearchResult? in
+                guard let row = byID[ranked.id] else { return nil }
+                let entry = StoredRow.entry(from: row)
+                let marked = marks[ranked.id]
                 return SearchResult(
-                    id: row["id"],
-                    entry: StoredRow.entry(from: row),
+                    id: ranked.id,
+                    entry: entry,
                     savedAt: Date(timeIntervalSince1970: row["savedAt"]),
-                    title: MarkedText(marked: row["markedTitle"] ?? ""),
-                    snippet: MarkedText(marked: markedSnippet ?? ""),
-                    score: -ordering
+                    title: MarkedText(marked: marked?.title ?? entry.title),
+                    snippet: MarkedText(marked: marked?.snippet ?? ""),
+                    score: -ranked.ordering
                 )
             }
         }
@@ -261,7 +338,7 @@ public final class SearchIndex: Sendable {
     /// Removes the oldest entries (except `keeping`, the one just saved) until the index is within `limits`.
     private static func evict(_ db: Database, limits: SearchLimits, keeping id: Int64) throws {
         func totals() throws -> (entries: Int, bytes: Int) {
-            guard let row = try Row.fetchOne(db, sql: "SELECT entries, bytes FROM totals WHERE id = 1") else {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT entries, bytes FROM totals WHERE id = 1")) else {
                 throw SearchError(.damaged, "The search index has lost its totals; remove it to start an empty index.")
             }
             return (row["entries"], row["bytes"])

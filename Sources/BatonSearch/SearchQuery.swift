@@ -5,7 +5,9 @@ import Foundation
 /// FTS5's query language has operators (`AND`, `OR`, `NOT`, `NEAR(...)`, `*`, `^`, `-`, column filters, quotes and
 /// parentheses); typed by a person they throw syntax errors or change the meaning. Here the text is split into words
 /// (runs of letters, digits and combining marks, as FTS5's unicode61 tokenizer sees them), each word is quoted, all
-/// must match, and the last one also matches as a prefix (what was being typed: `groc` finds "Groceries").
+/// must match, and the last one also matches as a prefix while it is being typed (`groc` finds "Groceries"; after
+/// `groceries ` with a space the word is finished, and matching it whole is several times cheaper for a short common
+/// word, whose prefix would match every longer word that starts with it).
 public struct SearchQuery: Sendable, Hashable {
     /// At most this many words are used: a query is a few words, and each one costs an index lookup.
     public static let maximumTerms = 16
@@ -14,6 +16,9 @@ public struct SearchQuery: Sendable, Hashable {
 
     /// The words, in order, without quotes.
     public let terms: [String]
+    /// Whether the last word also matches as a prefix: the text does not end in whitespace, so the word may be half
+    /// typed.
+    public let lastTermIsPrefix: Bool
 
     /// The words of `text`; none when it has no letters or digits (an empty query matches nothing).
     public init(_ text: String) {
@@ -38,16 +43,18 @@ public struct SearchQuery: Sendable, Hashable {
         }
         if terms.count < Self.maximumTerms { finish() }
         self.terms = terms
+        lastTermIsPrefix = !(text.unicodeScalars.last?.properties.isWhitespace ?? false)
     }
 
     /// True when nothing can match.
     public var isEmpty: Bool { terms.isEmpty }
 
-    /// The FTS5 MATCH expression: `"word1" "word2"*`, or nil when ``isEmpty``.
+    /// The FTS5 MATCH expression: `"word1" "word2"*` (`"word1" "word2"` when ``lastTermIsPrefix`` is false), or nil
+    /// when ``isEmpty``.
     public var matchExpression: String? {
         guard let last = terms.last else { return nil }
         var parts = terms.dropLast().map(Self.quoted)
-        parts.append(Self.quoted(last) + "*")
+        parts.append(Self.quoted(last) + (lastTermIsPrefix ? "*" : ""))
         return parts.joined(separator: " ")
     }
 

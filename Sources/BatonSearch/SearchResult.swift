@@ -51,25 +51,42 @@ public struct MarkedText: Sendable, Hashable, CustomStringConvertible {
     static let openMark: Character = "\u{E000}"
     static let closeMark: Character = "\u{E001}"
 
-    /// Splits FTS5 output marked with ``openMark`` and ``closeMark`` into runs. Unbalanced marks cannot come from
-    /// FTS5, but are read leniently: a close without an open is dropped.
+    /// Splits FTS5 output marked with ``openMark`` and ``closeMark`` into runs. Unbalanced or empty marks cannot come
+    /// from FTS5, but are read leniently: a close without an open is dropped, and unmarked text around an empty match
+    /// stays one run (`scripts/fuzz.sh search-query` found both). Two matches may touch; each stays its own run.
     init(marked: String) {
         var runs: [Run] = []
         var current = ""
         var inMatch = false
-        for character in marked {
-            if character == Self.openMark || character == Self.closeMark {
-                let opening = character == Self.openMark
-                if opening != inMatch {
-                    if !current.isEmpty { runs.append(Run(current, isMatch: inMatch)) }
-                    current = ""
-                    inMatch = opening
-                }
+        func finish() {
+            guard !current.isEmpty else { return }
+            if !inMatch, let last = runs.last, !last.isMatch {
+                runs[runs.count - 1].text += current
             } else {
-                current.append(character)
+                runs.append(Run(current, isMatch: inMatch))
+            }
+            current = ""
+        }
+        // Scalars, not characters: a mark before a combining mark (a word may start with one) would otherwise be
+        // one character with it, and stay in the text (found by the fuzzer).
+        // The text between marks is taken as slices, not scalar by scalar: a search makes forty of these.
+        let open = Self.openMark.unicodeScalars.first
+        let close = Self.closeMark.unicodeScalars.first
+        let scalars = marked.unicodeScalars
+        var start = scalars.startIndex
+        for index in scalars.indices {
+            let scalar = scalars[index]
+            guard scalar == open || scalar == close else { continue }
+            current += String(scalars[start..<index])
+            start = scalars.index(after: index)
+            let opening = scalar == open
+            if opening != inMatch {
+                finish()
+                inMatch = opening
             }
         }
-        if !current.isEmpty { runs.append(Run(current, isMatch: inMatch)) }
+        current += String(scalars[start...])
+        finish()
         self.runs = runs
     }
 }

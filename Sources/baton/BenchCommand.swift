@@ -14,11 +14,12 @@ struct BenchCommand: AsyncParsableCommand {
               swift run -c release baton bench route
               swift run -c release baton bench handoff
               swift run -c release baton bench stream
+              swift run -c release baton bench search
             Every subcommand takes --json and then prints {"figures": [{"name", "value", "unit", "baseline", \
             "baselineValue", "ratio", "target", "met"}]}: ratio is value / baselineValue; a figure whose target is \
             "report only" is there to be read, not judged.
             """,
-        subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self]
+        subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self, BenchCommand.Search.self]
     )
 
     struct Plist: ParsableCommand {

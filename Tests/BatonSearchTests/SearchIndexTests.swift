@@ -171,6 +171,31 @@ struct SearchIndexTests {
             // Only the last word is a prefix: a cut earlier word must be whole.
             #expect(try await index.search("groc sunday", now: Self.now).isEmpty)
             #expect(try await index.search("groceries sun", now: Self.now).count == 1)
+            // Once the text ends in whitespace the last word is finished, and must be whole too.
+            #expect(try await index.search("groc ", now: Self.now).isEmpty)
+            #expect(try await index.search("groceries ", now: Self.now).count == 1)
+        }
+    }
+
+    @Test("G1: a batch save is one transaction that saves every entry as single saves would, or none when one is refused")
+    func g1BatchSave() async throws {
+        try await withIndex(limits: SearchLimits(maximumEntries: 3)) { index in
+            let ids = try await index.save(
+                [
+                    Self.entry("Batch one", id: "one"), Self.entry("Batch two", id: "two"),
+                    Self.entry("Batch two, edited", id: "two"), Self.entry("Batch three"), Self.entry("Batch four"),
+                ],
+                now: Self.now
+            )
+            #expect(ids.count == 5)
+            #expect(ids[1] == ids[2])
+            // The cap applies after each save, oldest first out: "one" left when "four" came.
+            let titles = try await index.search("batch", now: Self.now).map(\.entry.title).sorted()
+            #expect(titles == ["Batch four", "Batch three", "Batch two, edited"])
+            let refused = [Self.entry("Batch five"), Self.entry("Too big", payload: Data(count: (1 << 20) + 1))]
+            let error = await #expect(throws: SearchError.self) { try await index.save(refused, now: Self.now) }
+            #expect(error?.code == .tooLarge)
+            #expect(try await index.search("five", now: Self.now).isEmpty)
         }
     }
 

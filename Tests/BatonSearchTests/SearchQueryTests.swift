@@ -17,6 +17,14 @@ struct SearchQueryTests {
         #expect(SearchQuery("").isEmpty)
     }
 
+    @Test("G1: the last word is a prefix only while it is being typed: not once the text ends in whitespace")
+    func g1PrefixOnlyWhileTyping() {
+        #expect(SearchQuery("weekend groceries ").matchExpression == "\"weekend\" \"groceries\"")
+        #expect(SearchQuery("weekend groceries\n").lastTermIsPrefix == false)
+        #expect(SearchQuery("weekend groc").lastTermIsPrefix)
+        #expect(SearchQuery("groc.").matchExpression == "\"groc\"*")
+    }
+
     @Test("G1: a query is cut to its named limits: 16 words of at most 64 characters")
     func g1QueryLimits() {
         let many = SearchQuery((0..<100).map { "w\($0)" }.joined(separator: " "))
