@@ -140,10 +140,9 @@ let package = Package(
                 "BatonProtocol",
                 "BatonRegistry",
                 "BatonAgent",
-                "BatonSearch",
                 "Baton",
                 "BatonEmbedded",
-                // `baton bench search` (issue 15): the index against raw FTS5, which it runs through GRDB too.
+                // `baton search` and `baton bench search` (issue 15): the index, and raw FTS5 through GRDB beside it.
                 "BatonSearch",
                 "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
