@@ -222,7 +222,7 @@ public final class SearchIndex: Sendable {
                 db,
                 sql: "SELECT * FROM activities WHERE id = ? AND (expirationDate IS NULL OR expirationDate > ?)",
                 arguments: [id, now.timeIntervalSince1970]
-            ).map(StoredRow.entry(from:))
+            ).map { try StoredRow.entry(from: $0) }
         }
     }
 
@@ -274,7 +274,7 @@ public final class SearchIndex: Sendable {
         let marker = self.marker
         return try await read { db in
             let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
-                .map { row -> (id: Int64, ordering: Double) in (row["id"], row["ordering"]) }
+                .map { row -> (id: Int64, ordering: Double) in (try row.required("id"), try row.checked("ordering") ?? 0) }
             guard !ranked.isEmpty else { return [] }
             let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
             let rows = try Row.fetchAll(
@@ -283,7 +283,7 @@ public final class SearchIndex: Sendable {
                 arguments: StatementArguments(ranked.map(\.id))
             )
             var byID: [Int64: Row] = [:]
-            for row in rows { byID[row["id"]] = row }
+            for row in rows { byID[try row.required("id")] = row }
             // The same MATCH on these rows alone, in the marker (the same tokenizer, so the same words match).
             let marks = try marker.write { marking -> [Int64: (title: String, snippet: String)] in
                 try marking.execute(sql: "DELETE FROM marks")
@@ -291,7 +291,8 @@ public final class SearchIndex: Sendable {
                     sql: "INSERT INTO marks (rowid, title, keywords, description) VALUES (?, ?, ?, ?)"
                 )
                 for row in rows {
-                    try insert.execute(arguments: [row["id"], row["title"], row["keywords"], row["description"]])
+                    let text = try StoredRow.entry(from: row)
+                    try insert.execute(arguments: [try row.required("id", as: Int64.self), text.title, text.keywords.joined(separator: "\n"), text.contentDescription])
                 }
                 let marked = try Row.fetchAll(
                     marking.cachedStatement(
@@ -304,17 +305,17 @@ public final class SearchIndex: Sendable {
                     arguments: [open, close, open, close, match]
                 )
                 var marks: [Int64: (title: String, snippet: String)] = [:]
-                for row in marked { marks[row["id"]] = (row["title"] ?? "", row["snippet"] ?? "") }
+                for row in marked { marks[try row.required("id")] = (try row.checked("title") ?? "", try row.checked("snippet") ?? "") }
                 return marks
             }
-            return ranked.compactMap { ranked -> SearchResult? in
+            return try ranked.compactMap { ranked -> SearchResult? in
                 guard let row = byID[ranked.id] else { return nil }
-                let entry = StoredRow.entry(from: row)
+                let entry = try StoredRow.entry(from: row)
                 let marked = marks[ranked.id]
                 return SearchResult(
                     id: ranked.id,
                     entry: entry,
-                    savedAt: Date(timeIntervalSince1970: row["savedAt"]),
+                    savedAt: Date(timeIntervalSince1970: try row.checked("savedAt") ?? 0),
                     title: MarkedText(marked: marked?.title ?? entry.title),
                     snippet: MarkedText(marked: marked?.snippet ?? ""),
                     score: -ranked.ordering
@@ -329,7 +330,7 @@ public final class SearchIndex: Sendable {
             guard let row = try Row.fetchOne(db, sql: "SELECT entries, bytes FROM totals WHERE id = 1") else {
                 throw SearchError(.damaged, "The search index at \(self.path) has lost its totals; remove it to start an empty index.")
             }
-            return SearchIndexStatistics(entries: row["entries"], bytes: row["bytes"])
+            return SearchIndexStatistics(entries: try row.required("entries"), bytes: try row.required("bytes"))
         }
     }
 
@@ -341,7 +342,7 @@ public final class SearchIndex: Sendable {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT entries, bytes FROM totals WHERE id = 1")) else {
                 throw SearchError(.damaged, "The search index has lost its totals; remove it to start an empty index.")
             }
-            return (row["entries"], row["bytes"])
+            return (try row.required("entries"), try row.required("bytes"))
         }
         var current = try totals()
         if current.entries > limits.maximumEntries {
@@ -370,6 +371,8 @@ public final class SearchIndex: Sendable {
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
+        } catch let error as CancellationError {
+            throw error  // the caller's task was cancelled: not the index's failure
         } catch {
             throw Self.searchError(error, path: path)
         }
@@ -378,6 +381,8 @@ public final class SearchIndex: Sendable {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
+        } catch let error as CancellationError {
+            throw error
         } catch {
             throw Self.searchError(error, path: path)
         }

@@ -65,22 +65,22 @@ struct StoredRow: Sendable {
     }
 
     /// The entry a row of `activities` holds.
-    static func entry(from row: Row) -> SearchEntry {
-        let keywords: String = row["keywords"] ?? ""
-        let expiration: Double? = row["expirationDate"]
+    /// The entry a stored row holds. - Throws: ``SearchError`` `damaged` for a value of the wrong kind.
+    static func entry(from row: Row) throws -> SearchEntry {
+        let keywords = try row.checked("keywords", as: String.self) ?? ""
         return SearchEntry(
-            persistentIdentifier: row["persistentIdentifier"],
-            bundleIdentifier: row["bundleIdentifier"] ?? "",
-            activityType: row["activityType"] ?? "",
-            title: row["title"] ?? "",
+            persistentIdentifier: try row.checked("persistentIdentifier"),
+            bundleIdentifier: try row.checked("bundleIdentifier") ?? "",
+            activityType: try row.checked("activityType") ?? "",
+            title: try row.checked("title") ?? "",
             keywords: keywords.isEmpty ? [] : keywords.split(separator: "\n").map(String.init),
-            contentDescription: row["description"],
-            contentType: row["contentType"],
-            thumbnailData: row["thumbnail"],
-            relatedUniqueIdentifier: row["relatedUniqueIdentifier"],
-            webpageURL: row["webpageURL"],
-            expirationDate: expiration.map(Date.init(timeIntervalSince1970:)),
-            payload: row["payload"] ?? Data()
+            contentDescription: try row.checked("description"),
+            contentType: try row.checked("contentType"),
+            thumbnailData: try row.checked("thumbnail"),
+            relatedUniqueIdentifier: try row.checked("relatedUniqueIdentifier"),
+            webpageURL: try row.checked("webpageURL"),
+            expirationDate: try row.checked("expirationDate", as: Double.self).map(Date.init(timeIntervalSince1970:)),
+            payload: try row.checked("payload") ?? Data()
         )
     }
 

@@ -1,5 +1,6 @@
 import BatonSearch
 import Foundation
+import GRDB
 import Testing
 
 /// The index itself (SEMANTICS G1, G3; issue 15): a real SQLite file in a temporary folder per test.
@@ -312,6 +313,26 @@ struct SearchIndexTests {
             try Data(repeating: 0xA5, count: 4_096).write(to: URL(fileURLWithPath: path))
             let error = #expect(throws: SearchError.self) { _ = try SearchIndex(path: path) }
             #expect(error?.code == .damaged)
+        }
+    }
+
+    @Test("An index whose rows hold values of the wrong kind (written by something else) is reported damaged, never a crash")
+    func hostileRowsAreDamage() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            let index = try SearchIndex(path: path)
+            try await index.save(Self.entry("Hostile neighbour"), now: Self.now)
+            // Another program writes through SQLite itself: a content type that is not UTF-8, a save time that is text.
+            let other = try DatabaseQueue(path: path)
+            try await other.write { db in
+                try db.execute(sql: "UPDATE activities SET contentType = X'FFFE41', savedAt = 'yesterday'")
+            }
+            let error = await #expect(throws: SearchError.self) { _ = try await index.search("neighbour", now: Self.now) }
+            #expect(error?.code == .damaged, "\(String(describing: error))")
+            #expect(error?.message.contains("baton search --rebuild") == true)
+            let id = try await other.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM activities") }
+            let lookup = await #expect(throws: SearchError.self) { _ = try await index.entry(id: try #require(id), now: Self.now) }
+            #expect(lookup?.code == .damaged)
         }
     }
 

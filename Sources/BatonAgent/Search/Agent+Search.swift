@@ -143,6 +143,9 @@ extension Agent {
             case .forget:
                 break
             }
+        } catch is CancellationError {
+            // The shutdown cancelled the loop mid-write (GRDB's async writes are cancellable): done again by the drain.
+            if case .save = job { search.post(job) }
         } catch {
             await recover(from: error, &loop)
         }
@@ -151,6 +154,7 @@ extension Agent {
     /// After a failure: a damaged index is set aside and a new, empty one started (the account is not touched);
     /// other failures are logged and the index kept.
     private func recover(from error: any Error, _ loop: inout SearchLoopState) async {
+        if error is CancellationError { return }  // the shutdown, not a failure
         guard let error = error as? SearchError, error.code == .damaged else {
             return logger.warning("search: \(error)")
         }
