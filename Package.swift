@@ -210,10 +210,30 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
             path: "Fuzz",
             exclude: [
                 "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift",
-                "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations", "corpus-association-cache",
-                "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-query",
+                "PlistFuzzer.swift", "SearchIndexFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations",
+                "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-index",
+                "corpus-search-query",
             ],
             sources: ["FrameFuzzer.swift"]
+        )
+    )
+}
+
+// `scripts/fuzz.sh search-index`: hostile index files need GRDB, so SwiftPM builds this libFuzzer target too
+// (Fuzz/SearchIndexFuzzer.swift), only while BATON_FUZZ_SEARCH_INDEX is set, as the frames fuzzer above.
+if Context.environment["BATON_FUZZ_SEARCH_INDEX"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "search-index-fuzzer",
+            dependencies: ["BatonSearch"],
+            path: "Fuzz",
+            exclude: [
+                "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "FrameFuzzer.swift", "MessageFuzzer.swift",
+                "NativeMessageFuzzer.swift", "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations",
+                "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-query",
+                "corpus-search-index",
+            ],
+            sources: ["SearchIndexFuzzer.swift"]
         )
     )
 }

@@ -7,6 +7,8 @@
 #   scripts/fuzz.sh browser [SECONDS]     the browser's native messages to `baton browser-host` (Fuzz/NativeMessageFuzzer.swift)
 #   scripts/fuzz.sh association-cache [SECONDS]  the agent's cached association records (Fuzz/AssociationCacheFuzzer.swift)
 #   scripts/fuzz.sh search-query [SECONDS]  search text to FTS5 match expressions, and FTS5's marked text
+#   scripts/fuzz.sh search-index [SECONDS]  whole search index files opened, searched and written (Fuzz/SearchIndexFuzzer.swift;
+#                                         built by SwiftPM, as it needs GRDB: minutes the first time)
 #                                         (Fuzz/SearchQueryFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
@@ -15,7 +17,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|search-index|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -77,6 +79,10 @@ frames)
     work="$root/Fuzz/.work/frames"
     seeds="$root/Fuzz/corpus-frames"
     ;;
+search-index)
+    work="$root/Fuzz/.work/search-index"
+    seeds="$root/Fuzz/corpus-search-index"
+    ;;
 *)
     echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query or frames" >&2
     exit 64
@@ -106,6 +112,19 @@ if [ "$target" = frames ]; then
     fi
     cp "$work/build/release/frame-fuzzer" "$work/$target-fuzzer"
     max_len=270000
+elif [ "$target" = search-index ]; then
+    # Whole index files (the seeds are real ones of 52 KiB), opened, searched and written through GRDB: SwiftPM builds
+    # the package's search-index-fuzzer target, as for frames above.
+    rm -f "$work"/build/*/release/description.json "$work"/build/*/release/plugin-tools-description.json
+    if ! (cd "$root" && BATON_FUZZ_SEARCH_INDEX=1 swift build -c release --product search-index-fuzzer \
+        --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address \
+        --scratch-path "$work/build" > "$work/build.log" 2>&1); then
+        tail -n 30 "$work/build.log" >&2
+        echo "the search-index fuzzer did not build: see $work/build.log" >&2
+        exit 1
+    fi
+    cp "$work/build/release/search-index-fuzzer" "$work/$target-fuzzer"
+    max_len=65536
 else
     # One module (the BatonProtocol files' `import BatonCore` is then ignored, with a warning: warnings are off here;
     # the package build reports them).
