@@ -15,7 +15,27 @@ public func searchQueryFuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>, _ count
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     checkQuery(text)
     checkMarkedText(text)
+    checkTextMarker(text)
     return 0
+}
+
+/// TextMarker marks a result's words in Swift: the first line of the input is the query, the rest the text. The
+/// highlight keeps every scalar of the text; every marked run is one word the query matches; a snippet's matches
+/// are a part of the highlight's.
+private func checkTextMarker(_ input: String) {
+    let parts = input.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+    let query = SearchQuery(String(parts.first ?? ""))
+    let text = parts.count > 1 ? String(parts[1]) : ""
+    let marker = TextMarker(query)
+    let highlight = marker.highlight(text)
+    precondition(Array(highlight.plain.unicodeScalars) == Array(text.unicodeScalars), "the highlight lost or changed text")
+    precondition(highlight.runs.allSatisfy { !$0.text.isEmpty }, "an empty run")
+    for match in highlight.matches {
+        precondition(match.unicodeScalars.allSatisfy(SearchQuery.isWordScalar), "a marked run that is not one word")
+    }
+    let snippet = marker.snippet(text)
+    precondition(snippet.matches.count <= highlight.matches.count, "the snippet marks more than the text has")
+    precondition(snippet.runs.filter { !$0.isMatch && $0.text != "…" }.count <= TextMarker.snippetWords + 1, "a snippet past its size")
 }
 
 private func checkQuery(_ text: String) {

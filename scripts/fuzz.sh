@@ -58,7 +58,7 @@ search-query)
     seeds="$root/Fuzz/corpus-search-query"
     # The query builder and the marked-text reader, and the two value types they name; none of these imports GRDB.
     search="$root/Sources/BatonSearch"
-    sources=("$search/SearchQuery.swift" "$search/SearchResult.swift" "$search/SearchEntry.swift"
+    sources=("$search/SearchQuery.swift" "$search/SearchResult.swift" "$search/SearchEntry.swift" "$search/TextMarker.swift"
         "$root/Fuzz/SearchQueryFuzzer.swift")
     ;;
 association-cache)

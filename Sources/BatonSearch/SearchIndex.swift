@@ -25,10 +25,6 @@ public final class SearchIndex: Sendable {
     public let limits: SearchLimits
     public let ranking: SearchRanking
     private let pool: DatabasePool
-    /// An in-memory FTS5 table with the index's tokenizer, where the few entries a search returns are marked
-    /// (highlight() and snippet() need a MATCH; a second MATCH on the index to mark 20 rows cost more than the ranking:
-    /// FTS5 sets the query up again for each listed rowid). Serial: a search holds it for about 0.1 ms.
-    private let marker: DatabaseQueue
 
     /// Opens the index at `path`, making an empty one (mode 0600) when there is none. The folder must exist.
     ///
@@ -57,14 +53,6 @@ public final class SearchIndex: Sendable {
                 }
             }
             try migrator.migrate(pool)
-            marker = try DatabaseQueue(configuration: Configuration())
-            try marker.write { db in
-                try db.execute(sql: """
-                    CREATE VIRTUAL TABLE marks USING fts5(
-                        title, keywords, description, tokenize = 'unicode61 remove_diacritics 2'
-                    )
-                    """)
-            }
         } catch {
             throw Self.searchError(error, path: path)
         }
@@ -250,13 +238,12 @@ public final class SearchIndex: Sendable {
     public func search(_ query: String, limit: Int = 20, now: Date = Date()) async throws -> [SearchResult] {
         guard limit > 0, let match = SearchQuery(query).matchExpression else { return [] }
         let ranking = self.ranking
-        let open = String(MarkedText.openMark)
-        let close = String(MarkedText.closeMark)
         let nowSeconds = now.timeIntervalSince1970
         // Two statements in one read, so one snapshot. First the ranking, over every match: bm25 and, from the small
         // activities_rank table, the save time and expiry; bm25 is negative (more negative is better) and the factor
         // shrinks it towards 0 with age, never below (1 - recencyShare) of itself, so ascending order is best first.
-        // Then the entries kept, and their marks from the marker (ARCHITECTURE, "On-device search", item 7).
+        // Then the entries kept; their words are marked in Swift (TextMarker), for these rows only (ARCHITECTURE,
+        // "On-device search", Query cost).
         let rankingSQL = """
             SELECT activities_fts.rowid AS id,
                 bm25(activities_fts, ?, ?, ?)
@@ -271,53 +258,28 @@ public final class SearchIndex: Sendable {
             ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife, nowSeconds,
             match, nowSeconds, limit,
         ]
-        let marker = self.marker
+        let marker = TextMarker(SearchQuery(query))
         return try await read { db in
             let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
                 .map { row -> (id: Int64, ordering: Double) in (try row.required("id"), try row.checked("ordering") ?? 0) }
             guard !ranked.isEmpty else { return [] }
             let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
             let rows = try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM activities WHERE id IN (\(list))",
+                db.cachedStatement(sql: "SELECT * FROM activities WHERE id IN (\(list))"),
                 arguments: StatementArguments(ranked.map(\.id))
             )
             var byID: [Int64: Row] = [:]
             for row in rows { byID[try row.required("id")] = row }
-            // The same MATCH on these rows alone, in the marker (the same tokenizer, so the same words match).
-            let marks = try marker.write { marking -> [Int64: (title: String, snippet: String)] in
-                try marking.execute(sql: "DELETE FROM marks")
-                let insert = try marking.cachedStatement(
-                    sql: "INSERT INTO marks (rowid, title, keywords, description) VALUES (?, ?, ?, ?)"
-                )
-                for row in rows {
-                    let text = try StoredRow.entry(from: row)
-                    try insert.execute(arguments: [try row.required("id", as: Int64.self), text.title, text.keywords.joined(separator: "\n"), text.contentDescription])
-                }
-                let marked = try Row.fetchAll(
-                    marking.cachedStatement(
-                        sql: """
-                            SELECT rowid AS id, highlight(marks, 0, ?, ?) AS title,
-                                snippet(marks, 2, ?, ?, '…', 16) AS snippet
-                            FROM marks WHERE marks MATCH ?
-                            """
-                    ),
-                    arguments: [open, close, open, close, match]
-                )
-                var marks: [Int64: (title: String, snippet: String)] = [:]
-                for row in marked { marks[try row.required("id")] = (try row.checked("title") ?? "", try row.checked("snippet") ?? "") }
-                return marks
-            }
             return try ranked.compactMap { ranked -> SearchResult? in
                 guard let row = byID[ranked.id] else { return nil }
                 let entry = try StoredRow.entry(from: row)
-                let marked = marks[ranked.id]
                 return SearchResult(
                     id: ranked.id,
                     entry: entry,
                     savedAt: Date(timeIntervalSince1970: try row.checked("savedAt") ?? 0),
-                    title: MarkedText(marked: marked?.title ?? entry.title),
-                    snippet: MarkedText(marked: marked?.snippet ?? ""),
+                    // Marked here, for these rows only (TextMarker: the index's word rules, in Swift).
+                    title: marker.highlight(entry.title),
+                    snippet: marker.snippet(entry.contentDescription ?? ""),
                     score: -ranked.ordering
                 )
             }

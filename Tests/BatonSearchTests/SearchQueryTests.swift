@@ -1,4 +1,4 @@
-import BatonSearch
+@testable import BatonSearch
 import GRDB
 import Testing
 
@@ -46,5 +46,33 @@ struct SearchQueryTests {
             let options = try String.fetchAll(db, sql: "PRAGMA compile_options")
             #expect(options.contains("ENABLE_FTS5"))
         }
+    }
+}
+
+/// Marks in a result's text, as the index matched (TextMarker; G1).
+@Suite("TextMarker (G1)")
+struct TextMarkerTests {
+    @Test("G1: words are marked without case or diacritics; the last word as a prefix only while typed; text kept whole")
+    func marksAsTheIndexMatches() {
+        let typing = TextMarker(SearchQuery("cafe NOI"))
+        #expect(typing.highlight("Café Noir, café noisette").rendered() == "[Café] [Noir], [café] [noisette]")
+        let finished = TextMarker(SearchQuery("cafe noi "))
+        #expect(finished.highlight("Café Noir").rendered() == "[Café] Noir")
+        let text = "e\u{301}clair 👩‍👩‍👧 x\u{FE0F}y — déjà vu"
+        #expect(TextMarker(SearchQuery("eclair deja")).highlight(text).plain == text, "every scalar kept")
+        #expect(TextMarker(SearchQuery("eclair deja")).highlight(text).matches == ["e\u{301}clair", "déjà"])
+        // Text before the first word is kept too (found by scripts/fuzz.sh search-query).
+        #expect(TextMarker(SearchQuery("qu")).highlight("\u{0}\u{0}— quince").rendered() == "\u{0}\u{0}— [quince]")
+    }
+
+    @Test("G1: a snippet shows at most 16 words around the first match, with … where it was cut; none without a match")
+    func snippets() {
+        let words = (1...40).map { "w\($0)" }
+        let text = words.joined(separator: " ")
+        let snippet = TextMarker(SearchQuery("w20")).snippet(text)
+        #expect(snippet.matches == ["w20"])
+        #expect(snippet.rendered() == "…" + words[17..<33].map { $0 == "w20" ? "[w20]" : $0 }.joined(separator: " ") + "…")
+        #expect(TextMarker(SearchQuery("w1 ")).snippet("w1 w2 w3").rendered() == "[w1] w2 w3")
+        #expect(TextMarker(SearchQuery("absent")).snippet(text).runs.isEmpty)
     }
 }
