@@ -121,14 +121,19 @@ struct ContinueCommand: AsyncParsableCommand {
         let client = try await controlClient(state)
         defer { client.close() }
         client.send(.continueNearby(request: 1, device: device))
-        let outcome = try await awaitReply(client) { if case .continueResult(1, let outcome) = $0 { outcome } else { nil } }
-        let time = String(format: "%.1f ms", Double(outcome.microseconds) / 1000)
-        if let failure = outcome.failure {
-            var text = "Could not continue: \(outcome.message) [\(failure)] after \(time)"
-            if !outcome.reason.isEmpty { text += "\n  route: \(outcome.reason)" }
-            throw CommandLineError(text)
-        }
-        say("\(outcome.message) in \(time)")
-        say("  route: \(outcome.reason)")
+        try report(try await awaitReply(client) { if case .continueResult(1, let outcome) = $0 { outcome } else { nil } }, what: "")
     }
+}
+
+/// Says how a continuation ended (`baton continue`, `baton search --continue`): the app and the time, and the route;
+/// a failure is an error with its code, so the command exits 1.
+func report(_ outcome: ContinuationOutcome, what: String) throws {
+    let time = String(format: "%.1f ms", Double(outcome.microseconds) / 1000)
+    if let failure = outcome.failure {
+        var text = "Could not continue\(what): \(outcome.message) [\(failure)] after \(time)"
+        if !outcome.reason.isEmpty { text += "\n  route: \(outcome.reason)" }
+        throw CommandLineError(text)
+    }
+    say("\(outcome.message) in \(time)")
+    say("  route: \(outcome.reason)")
 }

@@ -131,15 +131,7 @@ struct SearchCommand: AsyncParsableCommand {
         let client = try await controlClient(state)
         defer { client.close() }
         client.send(.continueSaved(request: 1, id: id))
-        let outcome = try await awaitReply(client) { if case .continueResult(1, let outcome) = $0 { outcome } else { nil } }
-        let time = String(format: "%.1f ms", Double(outcome.microseconds) / 1000)
-        if let failure = outcome.failure {
-            var text = "Could not continue \(id): \(outcome.message) [\(failure)] after \(time)"
-            if !outcome.reason.isEmpty { text += "\n  route: \(outcome.reason)" }
-            throw CommandLineError(text)
-        }
-        say("\(outcome.message) in \(time)")
-        say("  route: \(outcome.reason)")
+        try report(try await awaitReply(client) { if case .continueResult(1, let outcome) = $0 { outcome } else { nil } }, what: " \(id)")
     }
 
     // MARK: Rebuilding
