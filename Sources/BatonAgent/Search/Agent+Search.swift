@@ -88,13 +88,7 @@ extension Agent {
         }
         await checkFile(&loop)
         guard let index = loop.index else {
-            let error = SearchError(.unwritable, "The search index at \(search.path) cannot be opened; the agent's log says why.")
-            switch job {
-            case .delete(_, _, let reply): reply(.failure(error))
-            case .lookup(_, let reply): reply(.failure(error))
-            case .save, .forget: break
-            }
-            return
+            return job.fail(SearchError(.unwritable, "The search index at \(search.path) cannot be opened; the agent's log says why."))
         }
         do {
             switch job {
@@ -123,30 +117,21 @@ extension Agent {
                     logger.notice("search: \(bundle)'s activity is not indexed: \(error.message)", metadata: ["app": "\(bundle)"])
                 }
             case .delete(let bundle, let identifiers, let reply):
-                do {
-                    if let identifiers {
-                        reply(.success(try await index.delete(persistentIdentifiers: identifiers, of: bundle)))
-                    } else {
-                        reply(.success(try await index.deleteAll(of: bundle)))
-                    }
-                } catch {
-                    reply(.failure(error as? SearchError ?? SearchError(.database, "\(error)")))
-                    throw error
+                if let identifiers {
+                    reply(.success(try await index.delete(persistentIdentifiers: identifiers, of: bundle)))
+                } else {
+                    reply(.success(try await index.deleteAll(of: bundle)))
                 }
             case .lookup(let id, let reply):
-                do {
-                    reply(.success(try await index.entry(id: id)))
-                } catch {
-                    reply(.failure(error as? SearchError ?? SearchError(.database, "\(error)")))
-                    throw error
-                }
+                reply(.success(try await index.entry(id: id)))
             case .forget:
                 break
             }
-        } catch is CancellationError {
-            // The shutdown cancelled the loop mid-write (GRDB's async writes are cancellable): done again by the drain.
-            if case .save = job { search.post(job) }
         } catch {
+            job.fail(error as? SearchError ?? SearchError(.database, "\(error)"))
+            // The shutdown cancelled the loop mid-write (GRDB's async writes are cancellable): a save is done again
+            // by the drain.
+            if error is CancellationError, case .save = job { return search.post(job) }
             await recover(from: error, &loop)
         }
     }

@@ -19,6 +19,15 @@ final class SearchKeeper: Sendable {
         case lookup(id: Int64, reply: @Sendable (Result<SearchEntry?, SearchError>) -> Void)
         /// An app's connection closed: its live activities' rows are no longer replaced by later saves.
         case forget(app: UInt64)
+
+        /// Answers a request with `error`; a save or a forget has nobody waiting.
+        func fail(_ error: SearchError) {
+            switch self {
+            case .delete(_, _, let reply): reply(.failure(error))
+            case .lookup(_, let reply): reply(.failure(error))
+            case .save, .forget: break
+            }
+        }
     }
 
     /// A live activity: the app's connection and the app's own number for it. Its saves replace one entry while it
