@@ -1,20 +1,19 @@
-// libFuzzer entry point for the search query builder (SEMANTICS G1; issue 15) and the reader of FTS5's marked text.
+// libFuzzer entry point for the search query builder (SEMANTICS G1; issue 15) and the marker of a result's words.
 //
-// Compiled together with the three BatonSearch files it needs (none imports GRDB) into one module by
+// Compiled together with the four BatonSearch files it needs (none imports GRDB) into one module by
 // `scripts/fuzz.sh search-query` (not part of the package build: a fuzzer has no `main`). Every input is read as
 // UTF-8 (invalid bytes become U+FFFD) and goes through both; a trap, a sanitizer report, or a broken promise stops
 // the fuzzer with the input saved. The promises: at most 16 words of at most 64 scalars, each made only of word
 // characters; the match expression is exactly those words, each quoted, separated by one space, with a `*` after the
 // last one alone and only while it is being typed, so no FTS5 operator, column filter or quote can escape; reading
-// the words back from the expression gives the same query; marked text keeps every character but the marks,
-// in runs that are never empty.
+// the words back from the expression gives the same query; a marked result keeps every scalar of its text, in runs
+// that are never empty, and marks only whole words.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func searchQueryFuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     checkQuery(text)
-    checkMarkedText(text)
     checkTextMarker(text)
     return 0
 }
@@ -99,13 +98,3 @@ private func == (lhs: [(String, Bool)]?, rhs: [(String, Bool)]) -> Bool {
     return zip(lhs, rhs).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
 }
 
-private func checkMarkedText(_ text: String) {
-    let marked = MarkedText(marked: text)
-    var unmarked = String.UnicodeScalarView()
-    unmarked.append(contentsOf: text.unicodeScalars.filter { $0 != "\u{E000}" && $0 != "\u{E001}" })
-    precondition(marked.plain == String(unmarked), "marked text lost or gained characters")
-    precondition(marked.runs.allSatisfy { !$0.text.isEmpty }, "an empty run")
-    // Two matches may touch (FTS5 marks each phrase match, and a close mark right before an open one is two words),
-    // but unmarked text is one run until the next match.
-    precondition(zip(marked.runs, marked.runs.dropFirst()).allSatisfy { $0.isMatch || $1.isMatch }, "two unmarked runs in a row")
-}

@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh associations [SECONDS]  apple-app-site-association and assetlinks.json (Fuzz/AssociationFuzzer.swift)
 #   scripts/fuzz.sh browser [SECONDS]     the browser's native messages to `baton browser-host` (Fuzz/NativeMessageFuzzer.swift)
 #   scripts/fuzz.sh association-cache [SECONDS]  the agent's cached association records (Fuzz/AssociationCacheFuzzer.swift)
-#   scripts/fuzz.sh search-query [SECONDS]  search text to FTS5 match expressions, and FTS5's marked text
+#   scripts/fuzz.sh search-query [SECONDS]  search text to FTS5 match expressions; a result's words marked
 #   scripts/fuzz.sh search-index [SECONDS]  whole search index files opened, searched and written (Fuzz/SearchIndexFuzzer.swift;
 #                                         built by SwiftPM, as it needs GRDB: minutes the first time)
 #                                         (Fuzz/SearchQueryFuzzer.swift)

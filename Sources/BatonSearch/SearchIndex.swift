@@ -236,7 +236,8 @@ public final class SearchIndex: Sendable {
     ///
     /// Any text is a valid query (``SearchQuery``): one without letters or digits returns no results, not an error.
     public func search(_ query: String, limit: Int = 20, now: Date = Date()) async throws -> [SearchResult] {
-        guard limit > 0, let match = SearchQuery(query).matchExpression else { return [] }
+        let parsed = SearchQuery(query)
+        guard limit > 0, let match = parsed.matchExpression else { return [] }
         let ranking = self.ranking
         let nowSeconds = now.timeIntervalSince1970
         // Two statements in one read, so one snapshot. First the ranking, over every match: bm25 and, from the small
@@ -258,7 +259,7 @@ public final class SearchIndex: Sendable {
             ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife, nowSeconds,
             match, nowSeconds, limit,
         ]
-        let marker = TextMarker(SearchQuery(query))
+        let marker = TextMarker(parsed)
         return try await read { db in
             let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
                 .map { row -> (id: Int64, ordering: Double) in (try row.required("id"), try row.checked("ordering") ?? 0) }
