@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Installs Baton for the current user from this clone (issue 16), or removes what it installed.
+#
+#   scripts/install.sh [--prefix DIR] [--no-enable] [--no-build]
+#   scripts/install.sh [--prefix DIR] --uninstall
+#
+# Builds in release, then installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps
+# into $XDG_DATA_HOME/baton/apps, and the systemd user unit baton-agent.service into $XDG_CONFIG_HOME/systemd/user,
+# enabled and started with `systemctl --user enable --now` unless --no-enable, or where there is no user systemd.
+# Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall removes those and nothing else:
+# never the account (identity, roster, invites) or the search index in the same folder.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+prefix="$HOME/.local"
+enable=1
+build=1
+uninstall=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --prefix) prefix="${2:?--prefix needs a folder}"; shift 2 ;;
+    --no-enable) enable=0; shift ;;
+    --no-build) build=0; shift ;;
+    --uninstall) uninstall=1; shift ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$prefix" in /*) ;; *) prefix="$(pwd)/$prefix" ;; esac
+
+data_home="${XDG_DATA_HOME:-$HOME/.local/share}"
+config_home="${XDG_CONFIG_HOME:-$HOME/.config}"
+bin_dir="$prefix/bin"
+apps_dir="$data_home/baton/apps"
+unit_dir="$config_home/systemd/user"
+unit="$unit_dir/baton-agent.service"
+manifest="$data_home/baton/installed-files"
+
+user_systemd() { command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; }
+
+if [ "$uninstall" = 1 ]; then
+    if [ ! -f "$manifest" ]; then
+        echo "Nothing to remove: $manifest does not exist (was Baton installed with this script?)."
+        exit 0
+    fi
+    if user_systemd && systemctl --user is-enabled baton-agent.service >/dev/null 2>&1; then
+        systemctl --user disable --now baton-agent.service || true
+    fi
+    # Files first, then the folders the installer made, deepest first, only if they are empty.
+    while IFS= read -r path; do
+        [ -n "$path" ] && [ ! -d "$path" ] && rm -f -- "$path"
+    done < "$manifest"
+    sort -r "$manifest" | while IFS= read -r path; do
+        [ -d "$path" ] && rmdir -- "$path" 2>/dev/null || true
+    done
+    rm -f -- "$manifest"
+    user_systemd && systemctl --user daemon-reload || true
+    echo "Removed Baton from $bin_dir, $apps_dir and $unit_dir. Your account and search index in $data_home/baton are kept."
+    exit 0
+fi
+
+if [ "$build" = 1 ]; then
+    echo "Building in release (the first build takes several minutes)..."
+    (cd "$root" && swift build -c release --product baton && swift build -c release --product baton-agent \
+        && swift build -c release --product shopsnap)
+fi
+release="$(cd "$root" && swift build -c release --show-bin-path)"
+for program in baton baton-agent shopsnap; do
+    [ -x "$release/$program" ] || { echo "install.sh: $release/$program is missing; run without --no-build" >&2; exit 1; }
+done
+
+installed=()
+put() { # put SOURCE DESTINATION MODE
+    mkdir -p "$(dirname "$2")"
+    install -m "$3" "$1" "$2"
+    installed+=("$2")
+}
+put "$release/baton" "$bin_dir/baton" 755
+put "$release/baton-agent" "$bin_dir/baton-agent" 755
+# ShopSnap: its Info.plist and entitlements, and the executable inside the bundle (in the clone it is a symlink
+# into .build).
+put "$root/Examples/ShopSnap.app/Info.plist" "$apps_dir/ShopSnap.app/Info.plist" 644
+put "$root/Examples/ShopSnap.app/ShopSnap.entitlements" "$apps_dir/ShopSnap.app/ShopSnap.entitlements" 644
+put "$release/shopsnap" "$apps_dir/ShopSnap.app/shopsnap" 755
+mkdir -p "$unit_dir"
+sed -e "s|@BIN_DIR@|$bin_dir|g" -e "s|@DATA_HOME@|$data_home|g" "$root/Packaging/baton-agent.service.in" > "$unit"
+chmod 644 "$unit"
+installed+=("$unit")
+
+# The manifest: every file, then every folder this install may have made (removed on --uninstall only when empty).
+mkdir -p "$(dirname "$manifest")"
+{
+    printf '%s\n' "${installed[@]}"
+    printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir" "$unit_dir"
+} | sort -u > "$manifest"
+
+echo "Installed baton and baton-agent in $bin_dir, ShopSnap in $apps_dir, and $unit."
+case ":$PATH:" in *":$bin_dir:"*) ;; *) echo "Add $bin_dir to your PATH to type \`baton\`." ;; esac
+if [ "$enable" = 1 ] && user_systemd; then
+    systemctl --user daemon-reload
+    systemctl --user enable --now baton-agent.service
+    echo "The agent runs now and at every login: systemctl --user status baton-agent; logs: journalctl --user -u baton-agent."
+elif [ "$enable" = 1 ]; then
+    echo "No user systemd here: start the agent yourself with \`$bin_dir/baton agent\`."
+else
+    echo "Not enabled (--no-enable): systemctl --user enable --now baton-agent starts it now and at every login."
+fi
+[ -f "$data_home/baton/identity.plist" ] || echo "Next: \`baton init --name NAME\` on this machine, then \`baton pair\` with another."
