@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs Baton for the current user from this clone (issue 16), or removes what it installed.
 #
-#   scripts/install.sh [--prefix DIR] [--no-enable] [--no-build]
+#   scripts/install.sh [--prefix DIR] [--no-enable] [--no-build | --binaries DIR]
 #   scripts/install.sh [--prefix DIR] --uninstall
 #
-# Builds in release, then installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps
+# Builds in release (or takes baton, baton-agent and shopsnap from --binaries DIR, as tests do), then installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps
 # into $XDG_DATA_HOME/baton/apps, and the systemd user unit baton-agent.service into $XDG_CONFIG_HOME/systemd/user,
 # enabled and started with `systemctl --user enable --now` unless --no-enable, or where there is no user systemd.
 # Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall removes those and nothing else:
@@ -15,12 +15,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="$HOME/.local"
 enable=1
 build=1
+binaries=""
 uninstall=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --prefix) prefix="${2:?--prefix needs a folder}"; shift 2 ;;
     --no-enable) enable=0; shift ;;
     --no-build) build=0; shift ;;
+    --binaries) binaries="${2:?--binaries needs a folder}"; build=0; shift 2 ;;
     --uninstall) uninstall=1; shift ;;
     -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -64,7 +66,7 @@ if [ "$build" = 1 ]; then
     (cd "$root" && swift build -c release --product baton && swift build -c release --product baton-agent \
         && swift build -c release --product shopsnap)
 fi
-release="$(cd "$root" && swift build -c release --show-bin-path)"
+release="${binaries:-$(cd "$root" && swift build -c release --show-bin-path)}"
 for program in baton baton-agent shopsnap; do
     [ -x "$release/$program" ] || { echo "install.sh: $release/$program is missing; run without --no-build" >&2; exit 1; }
 done

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+/// `scripts/install.sh` into temporary PREFIX and XDG folders (issue 16 part 1): what it installs runs, the unit
+/// passes `systemd-analyze verify`, and `--uninstall` removes exactly what it wrote, never the account.
+@Suite("Install for the current user (issue 16)", .serialized)
+struct InstallTests {
+    @Test("install into a temporary prefix: baton runs, finds ShopSnap, the unit verifies; uninstall keeps the account")
+    func installAndUninstall() async throws {
+        try await startingProcesses {
+            let root = try Baton.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let environment = [
+                "HOME": root.appendingPathComponent("home").path,
+                "XDG_DATA_HOME": root.appendingPathComponent("data").path,
+                "XDG_CONFIG_HOME": root.appendingPathComponent("config").path,
+            ]
+            let prefix = root.appendingPathComponent("prefix").path
+            let binaries = Baton.executable.deletingLastPathComponent().path
+            func script(_ arguments: [String]) throws -> Baton.Result {
+                try Baton.run(
+                    [Baton.packageRoot.appendingPathComponent("scripts/install.sh").path] + arguments,
+                    environment: environment, executable: URL(fileURLWithPath: "/bin/bash")
+                )
+            }
+            let installed = try script(["--prefix", prefix, "--binaries", binaries, "--no-enable"])
+            #expect(installed.status == 0, "\(installed.output)")
+            #expect(installed.stdout.contains("Not enabled (--no-enable)"))
+            let baton = URL(fileURLWithPath: prefix + "/bin/baton")
+            let unit = environment["XDG_CONFIG_HOME"]! + "/systemd/user/baton-agent.service"
+            #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/baton-agent"))
+            let text = try String(contentsOfFile: unit, encoding: .utf8)
+            #expect(text.contains("ExecStart=\(prefix)/bin/baton agent") && !text.contains("@BIN_DIR@") && !text.contains("@DATA_HOME@"), "\(text)")
+
+            // The installed baton sees the installed ShopSnap, and makes an account in the data folder.
+            let apps = try Baton.run(["apps", "list"], environment: environment, executable: baton)
+            #expect(apps.stdout.contains("com.razeware.ShopSnap") && apps.stdout.contains(environment["XDG_DATA_HOME"]! + "/baton/apps"), "\(apps.output)")
+            #expect(try Baton.run(["init", "--name", "installed"], environment: environment, executable: baton).status == 0)
+
+            // systemd's own check of the unit, where systemd-analyze is installed.
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
+                let verify = try Baton.run(["verify", unit], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"))
+                #expect(verify.status == 0, "\(verify.output)")
+            }
+
+            let removed = try script(["--prefix", prefix, "--uninstall"])
+            #expect(removed.status == 0, "\(removed.output)")
+            #expect(!FileManager.default.fileExists(atPath: baton.path) && !FileManager.default.fileExists(atPath: unit))
+            #expect(!FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/baton/apps"))
+            #expect(FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/baton/identity.plist"), "the account is kept")
+            // A second uninstall has nothing to do, and says so.
+            #expect(try script(["--uninstall"]).stdout.contains("Nothing to remove"))
+        }
+    }
+}
