@@ -1,0 +1,172 @@
+import ArgumentParser
+import BatonAgent
+import BatonAgentCommand
+import BatonClient
+import BatonProtocol
+import BatonRegistry
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// `baton doctor`: checks this device the way a person would ask "why does it not work here?" (issue 16 part 1):
+/// each check says ok, warn or FAIL, and what to do.
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check this device: account, agent, socket, multicast, peers and apps, each with what to do.",
+        discussion: """
+            Exits 1 when a check fails (the device cannot hand off as it is); warnings are things that limit it \
+            (no other device paired, no interface that can multicast, a peer not answering, an app that does not load).
+            """
+    )
+
+    @OptionGroup var state: StateOptions
+    @OptionGroup var apps: AppSearchOptions
+
+    @Option(help: "Seconds to wait for the agent and for each peer.")
+    var timeout = 2.0
+
+    @Flag(help: "Print the checks as JSON.")
+    var json = false
+
+    /// One check's result.
+    struct Check {
+        enum Level: String { case ok, warn, fail = "FAIL" }
+        var name: String
+        var level: Level
+        var detail: String
+        var advice: String = ""
+    }
+
+    func run() async throws {
+        var checks: [Check] = []
+        let store = state.store
+        // The account.
+        let identity = try? store.identity()
+        let roster = try? store.roster()
+        if let identity, let roster {
+            checks.append(Check(name: "identity", level: .ok, detail: "this device is \(identity.name) (\(identity.id.short)) in \(store.folder.path)"))
+            let others = roster.activeMembers.filter { $0.id != identity.id }
+            checks.append(
+                others.isEmpty
+                    ? Check(name: "account", level: .warn, detail: "no other device in the account", advice: "pair one: `baton pair` on each, or `baton invite` / `baton join`")
+                    : Check(name: "account", level: .ok, detail: "\(others.count) other device\(others.count == 1 ? "" : "s"): \(others.map(\.name).joined(separator: ", "))")
+            )
+        } else {
+            checks.append(Check(name: "identity", level: .fail, detail: "no identity in \(store.folder.path)", advice: "run `baton init --name NAME`"))
+        }
+        // The agent and its socket.
+        let socket = AgentClient.socketPath(stateFolder: store.folder)
+        checks.append(Self.socketCheck(socket))
+        do {
+            let client = try await AgentClient.connect(path: socket, bundleIdentifier: nil, timeout: timeout)
+            client.send(.listApps(request: 1))
+            let listed = try await awaitReply(client) { if case .apps(1, let apps) = $0 { apps } else { nil } }
+            client.close()
+            checks.append(Check(name: "agent", level: .ok, detail: "the agent answers at \(socket) and sees \(listed.count) app\(listed.count == 1 ? "" : "s")"))
+        } catch {
+            checks.append(
+                Check(
+                    name: "agent", level: .fail, detail: "\(error)",
+                    advice: "start it: `systemctl --user start baton-agent` (after scripts/install.sh), or `baton agent`"
+                )
+            )
+        }
+        checks.append(Self.multicastCheck())
+        if let identity { checks += await peerChecks(store: store, me: identity.id) }
+        checks += appChecks()
+        report(checks)
+        if checks.contains(where: { $0.level == .fail }) { throw ExitCode(1) }
+    }
+
+    /// The socket's folder must be this user's alone (ISSUE 10 item 3): another user could otherwise replace it.
+    static func socketCheck(_ socket: String) -> Check {
+        let folder = (socket as NSString).deletingLastPathComponent
+        var status = stat()
+        guard stat(folder, &status) == 0 else {
+            return Check(name: "socket", level: .warn, detail: "\(folder) does not exist yet", advice: "the agent makes it when it starts")
+        }
+        if status.st_uid != getuid() || status.st_mode & 0o077 != 0 {
+            return Check(
+                name: "socket", level: .fail,
+                detail: "\(folder) is owned by user \(status.st_uid) with mode \(String(status.st_mode & 0o777, radix: 8))",
+                advice: "it must be yours with mode 700: remove it and start the agent again"
+            )
+        }
+        return Check(name: "socket", level: .ok, detail: "\(folder) is yours alone (mode 700)")
+    }
+
+    /// Which interfaces can carry the adverts' multicast (the agent's own rule: IPv4, or IPv6 link-local).
+    static func multicastCheck() -> Check {
+        var names: [String: Set<String>] = [:]
+        for device in (try? System.enumerateDevices()) ?? [] where device.multicastSupported {
+            switch device.address {
+            case .v4(let address) where !(address.host.hasPrefix("127.")):
+                names[device.name, default: []].insert("IPv4")
+            case .v6(let address) where address.address.sin6_scope_id != 0 && device.interfaceIndex > 0:
+                names[device.name, default: []].insert("IPv6")
+            default:
+                continue
+            }
+        }
+        guard !names.isEmpty else {
+            return Check(
+                name: "multicast", level: .warn, detail: "no interface here can multicast",
+                advice: "devices find each other only by unicast: give the agent `--peer HOST:PORT`"
+            )
+        }
+        let list = names.keys.sorted().map { "\($0) (\(names[$0, default: []].sorted().joined(separator: ", ")))" }
+        return Check(name: "multicast", level: .ok, detail: "adverts can go out on \(list.joined(separator: ", "))")
+    }
+
+    /// Each paired device whose address is known: does its agent accept a TCP connection?
+    func peerChecks(store: AccountStore, me: DeviceID) async -> [Check] {
+        guard let peers = try? store.peers(), let roster = try? store.roster() else { return [] }
+        var checks: [Check] = []
+        for member in roster.activeMembers where member.id != me {
+            guard let address = peers[member.id]?.address, let (host, port) = Agent.splitHostPort(address) else {
+                checks.append(Check(name: "peer \(member.name)", level: .warn, detail: "no address known yet", advice: "it is learnt from its adverts or a sync"))
+                continue
+            }
+            do {
+                let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connectTimeout(.milliseconds(Int64(timeout * 1000)))
+                    .connect(host: host, port: port).get()
+                try? await channel.close()
+                checks.append(Check(name: "peer \(member.name)", level: .ok, detail: "its agent accepts connections at \(address)"))
+            } catch {
+                checks.append(
+                    Check(
+                        name: "peer \(member.name)", level: .warn, detail: "nothing answers at \(address) (\(error))",
+                        advice: "is it on, on this network, with its agent running? a firewall must let TCP and UDP 47810 through"
+                    )
+                )
+            }
+        }
+        return checks
+    }
+
+    /// The installed apps, and every bundle that did not load with why.
+    func appChecks() -> [Check] {
+        let registry = apps.registry()
+        var checks = [Check(name: "apps", level: .ok, detail: "\(registry.apps.count) app\(registry.apps.count == 1 ? "" : "s") installed")]
+        for app in registry.apps where !app.isIdentityResolved || app.teamIdentifier == nil || app.executableURL == nil {
+            let what = app.executableURL == nil ? "has no executable to launch" : "has no resolved team identity: it continues nothing"
+            checks.append(Check(name: "app \(app.bundleIdentifier)", level: .warn, detail: "\(app.bundleURL.path) \(what)", advice: "`baton apps inspect \(app.bundleURL.path)` says which key"))
+        }
+        for problem in registry.problems {
+            checks.append(Check(name: "app", level: .warn, detail: problem.description, advice: "fix the bundle, or remove it; `baton plist lint` checks an Info.plist"))
+        }
+        return checks
+    }
+
+    func report(_ checks: [Check]) {
+        if json {
+            return printJSON(["checks": checks.map { ["name": $0.name, "level": $0.level.rawValue, "detail": $0.detail, "advice": $0.advice] }])
+        }
+        for check in checks {
+            say("\(check.level.rawValue.padding(toLength: 4, withPad: " ", startingAt: 0))  \(check.name): \(check.detail)")
+            if !check.advice.isEmpty { say("      → \(check.advice)") }
+        }
+    }
+}
