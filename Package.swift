@@ -160,9 +160,14 @@ let package = Package(
         // library so `baton demo` can run two copies in one process. Written with Apple's names, as the tutorial is.
         .target(name: "ShopSnapKit", dependencies: ["Baton", "BatonAppleNames"], path: "Examples/ShopSnapKit"),
         .executableTarget(name: "shopsnap", dependencies: ["Baton", "BatonAppleNames", "ShopSnapKit"], path: "Examples/shopsnap"),
+        // A document-based example (issue 16): a line editor whose open note is an ActivityDocument (B4-B6, C9);
+        // Examples/Notes.app runs `notes`. The editor, document and app as a library, so they can be tested.
+        .target(name: "NotesKit", dependencies: ["Baton"], path: "Examples/NotesKit"),
+        .executableTarget(name: "notes", dependencies: ["Baton", "NotesKit"], path: "Examples/notes"),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
+        .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "BatonAgentTests",
@@ -183,11 +188,11 @@ let package = Package(
             // As most Handoff code out there is written.
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
-        // Runs the built `baton` (and `baton-agent`) executables as a person would; depends on them so `swift test` builds
-        // them first.
+        // Runs the built `baton` (and `baton-agent`, and the `notes` example) executables as a person would; depends on
+        // them so `swift test` builds them first.
         .testTarget(
             name: "BatonCLITests",
-            dependencies: ["baton", "baton-agent", "BatonCore", "BatonProtocol"],
+            dependencies: ["baton", "baton-agent", "notes", "BatonCore", "BatonProtocol"],
             exclude: ["Fixtures"]
         ),
     ]
