@@ -4,7 +4,8 @@
 #   scripts/install.sh [--prefix DIR] [--no-enable] [--no-build | --binaries DIR]
 #   scripts/install.sh [--prefix DIR] --uninstall
 #
-# Builds in release (or takes baton, baton-agent and shopsnap from --binaries DIR, as tests do), then installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps
+# Builds in release (or takes baton, baton-agent, shopsnap and notes from --binaries DIR, as tests do), then
+# installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps ShopSnap.app and Notes.app
 # into $XDG_DATA_HOME/baton/apps, and the systemd user unit baton-agent.service into $XDG_CONFIG_HOME/systemd/user,
 # enabled and started with `systemctl --user enable --now` unless --no-enable, or where there is no user systemd.
 # Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall removes those and nothing else:
@@ -64,10 +65,10 @@ fi
 if [ "$build" = 1 ]; then
     echo "Building in release (the first build takes several minutes)..."
     (cd "$root" && swift build -c release --product baton && swift build -c release --product baton-agent \
-        && swift build -c release --product shopsnap)
+        && swift build -c release --product shopsnap && swift build -c release --product notes)
 fi
 release="${binaries:-$(cd "$root" && swift build -c release --show-bin-path)}"
-for program in baton baton-agent shopsnap; do
+for program in baton baton-agent shopsnap notes; do
     [ -x "$release/$program" ] || { echo "install.sh: $release/$program is missing; run without --no-build" >&2; exit 1; }
 done
 
@@ -84,6 +85,10 @@ put "$release/baton-agent" "$bin_dir/baton-agent" 755
 put "$root/Examples/ShopSnap.app/Info.plist" "$apps_dir/ShopSnap.app/Info.plist" 644
 put "$root/Examples/ShopSnap.app/ShopSnap.entitlements" "$apps_dir/ShopSnap.app/ShopSnap.entitlements" 644
 put "$release/shopsnap" "$apps_dir/ShopSnap.app/shopsnap" 755
+# Notes, the document-based example, the same way.
+put "$root/Examples/Notes.app/Info.plist" "$apps_dir/Notes.app/Info.plist" 644
+put "$root/Examples/Notes.app/Notes.entitlements" "$apps_dir/Notes.app/Notes.entitlements" 644
+put "$release/notes" "$apps_dir/Notes.app/notes" 755
 mkdir -p "$unit_dir"
 sed -e "s|@BIN_DIR@|$bin_dir|g" -e "s|@DATA_HOME@|$data_home|g" "$root/Packaging/baton-agent.service.in" > "$unit"
 chmod 644 "$unit"
@@ -93,10 +98,10 @@ installed+=("$unit")
 mkdir -p "$(dirname "$manifest")"
 {
     printf '%s\n' "${installed[@]}"
-    printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir" "$unit_dir"
+    printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir/Notes.app" "$apps_dir" "$unit_dir"
 } | sort -u > "$manifest"
 
-echo "Installed baton and baton-agent in $bin_dir, ShopSnap in $apps_dir, and $unit."
+echo "Installed baton and baton-agent in $bin_dir, ShopSnap and Notes in $apps_dir, and $unit."
 case ":$PATH:" in *":$bin_dir:"*) ;; *) echo "Add $bin_dir to your PATH to type \`baton\`." ;; esac
 if [ "$enable" = 1 ] && user_systemd; then
     systemctl --user daemon-reload

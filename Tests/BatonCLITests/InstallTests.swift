@@ -5,7 +5,7 @@ import Testing
 /// passes `systemd-analyze verify`, and `--uninstall` removes exactly what it wrote, never the account.
 @Suite("Install for the current user (issue 16)", .serialized)
 struct InstallTests {
-    @Test("install into a temporary prefix: baton runs, finds ShopSnap, the unit verifies; uninstall keeps the account")
+    @Test("install into a temporary prefix: baton runs, finds ShopSnap and Notes, the unit verifies; uninstall keeps the account")
     func installAndUninstall() async throws {
         try await startingProcesses {
             let root = try Baton.temporaryDirectory()
@@ -35,6 +35,7 @@ struct InstallTests {
             // The installed baton sees the installed ShopSnap, and makes an account in the data folder.
             let apps = try Baton.run(["apps", "list"], environment: environment, executable: baton)
             #expect(apps.stdout.contains("com.razeware.ShopSnap") && apps.stdout.contains(environment["XDG_DATA_HOME"]! + "/baton/apps"), "\(apps.output)")
+            #expect(apps.stdout.contains("org.baton.Notes"), "the document-based example too: \(apps.output)")
             #expect(try Baton.run(["init", "--name", "installed"], environment: environment, executable: baton).status == 0)
 
             // systemd's own check of the unit, where systemd-analyze is installed.
