@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs Baton for the current user from this clone (issue 16), or removes what it installed.
 #
-#   scripts/install.sh [--prefix DIR] [--no-enable] [--no-build | --binaries DIR]
+#   scripts/install.sh [--prefix DIR] [--name NAME] [--no-enable] [--no-build | --binaries DIR]
 #   scripts/install.sh [--prefix DIR] --uninstall
 #
 # Builds in release (or takes baton, baton-agent, shopsnap and notes from --binaries DIR, as tests do), then
 # installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps ShopSnap.app and Notes.app
 # into $XDG_DATA_HOME/baton/apps, and the systemd user unit baton-agent.service into $XDG_CONFIG_HOME/systemd/user,
 # enabled and started with `systemctl --user enable --now` unless --no-enable, or where there is no user systemd.
-# Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall removes those and nothing else:
-# never the account (identity, roster, invites) or the search index in the same folder.
+# A machine without an account gets one first (`baton init --name NAME`, the host name by default), so the agent has
+# an identity to start with. Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall
+# removes those and nothing else: never the account (identity, roster, invites) or the search index in the same folder.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -18,14 +19,16 @@ enable=1
 build=1
 binaries=""
 uninstall=0
+name=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --prefix) prefix="${2:?--prefix needs a folder}"; shift 2 ;;
+    --name) name="${2:?--name needs a name}"; shift 2 ;;
     --no-enable) enable=0; shift ;;
     --no-build) build=0; shift ;;
     --binaries) binaries="${2:?--binaries needs a folder}"; build=0; shift 2 ;;
     --uninstall) uninstall=1; shift ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -101,6 +104,12 @@ mkdir -p "$(dirname "$manifest")"
     printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir/Notes.app" "$apps_dir" "$unit_dir"
 } | sort -u > "$manifest"
 
+# The account stays out of the manifest: an uninstall never removes it.
+if [ ! -f "$data_home/baton/identity.plist" ]; then
+    name="${name:-$(hostname -s 2>/dev/null || hostname)}"
+    XDG_DATA_HOME="$data_home" "$bin_dir/baton" init --name "$name"
+fi
+
 echo "Installed baton and baton-agent in $bin_dir, ShopSnap and Notes in $apps_dir, and $unit."
 case ":$PATH:" in *":$bin_dir:"*) ;; *) echo "Add $bin_dir to your PATH to type \`baton\`." ;; esac
 if [ "$enable" = 1 ] && user_systemd; then
@@ -112,4 +121,4 @@ elif [ "$enable" = 1 ]; then
 else
     echo "Not enabled (--no-enable): systemctl --user enable --now baton-agent starts it now and at every login."
 fi
-[ -f "$data_home/baton/identity.plist" ] || echo "Next: \`baton init --name NAME\` on this machine, then \`baton pair\` with another."
+echo "Next: \`baton pair\` on one machine (it waits) and \`baton pair ITS-ADDRESS:47811\` on another of yours; compare the codes; then \`baton doctor\`."
