@@ -34,10 +34,15 @@ public final class NotesApp: BatonApplicationDelegate {
 
     /// B6: the library asks for the note of a continued activity, then restores it (which moves it to its line, and
     /// says "opened PATH at line N" from ``NoteDocument/restored``). The note is opened first, so it is current here
-    /// as on the first device (B5). A note that cannot be read here (a file outside a synced folder, C9) is reported.
+    /// as on the first device (B5). A note that is not here (a file outside every synced folder arrives with the
+    /// other device's path, C9) is reported, not opened as a new empty one.
     func openContinued(_ url: URL) -> ActivityDocument? {
         guard url.isFileURL else {
             report("cannot open \(url): not a file")
+            return nil
+        }
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            report("cannot open \(url.path): no such file here (C9: not in a folder synced here, or not synced yet)")
             return nil
         }
         do {

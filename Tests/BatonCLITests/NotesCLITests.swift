@@ -37,6 +37,17 @@ extension HandoffWorld {
         return app
     }
 
+    /// Two paired devices, laptop and desktop, each with its agent and Notes; returns the world and the desktop's agent.
+    static func notesOnTwoDevices() throws -> (HandoffWorld, Background) {
+        try #require(FileManager.default.isExecutableFile(atPath: notes.path), "build the example first: swift build")
+        let world = try HandoffWorld()
+        for name in ["laptop", "desktop"] { try world.device(name) }
+        try world.pair("laptop", "desktop")
+        try world.agent("laptop", apps: try world.notesApps("laptop"))
+        try world.agent("desktop", peers: ["laptop"], apps: try world.notesApps("desktop"))
+        return (world, try #require(world.agents["desktop"]))
+    }
+
     /// A note of five lines, its first line "Groceries", at `path` under the world's root.
     func note(_ path: String) throws -> URL {
         let url = root.appendingPathComponent(path)
@@ -80,14 +91,8 @@ struct NotesCLITests {
     )
     func continueAndClose(closing: NotesClosing) async throws {
         try await startingProcesses {
-            try #require(FileManager.default.isExecutableFile(atPath: HandoffWorld.notes.path), "build the example first: swift build")
             let started = Date()
-            let world = try HandoffWorld()
-            for name in ["laptop", "desktop"] { try world.device(name) }
-            try world.pair("laptop", "desktop")
-            try world.agent("laptop", apps: try world.notesApps("laptop"))
-            try world.agent("desktop", peers: ["laptop"], apps: try world.notesApps("desktop"))
-            let desktop = try #require(world.agents["desktop"])
+            let (world, desktop) = try HandoffWorld.notesOnTwoDevices()
             // One path for both devices: on loopback they share the file system, as two machines share a synced note.
             let note = try world.note("Shared/groceries.note").path
 
@@ -120,6 +125,23 @@ struct NotesCLITests {
             #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "\(desktop.output)")
             #expect(try eventually(timeout: 3) { try !world.seesNote("desktop", from: "laptop") }, "the offer ended on the desktop")
             print("NotesCLITests[\(closing.rawValue)]: continue to 'opened at line 3' \(String(format: "%.2f", seconds)) s; test \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        }
+    }
+
+    @Test("C9, B6: a continued note whose file is not on this device is reported, not opened as a new empty note")
+    func missingFileIsReported() async throws {
+        try await startingProcesses {
+            let (world, desktop) = try HandoffWorld.notesOnTwoDevices()
+            let note = try world.note("Desktop/only-here.note").path
+            _ = try world.notes(on: "laptop", [note, "--line", "2"], ready: "opened \(note) at line 2")
+            // The laptop's Notes has the text; the file goes, as a path outside every synced folder is absent elsewhere.
+            try FileManager.default.removeItem(atPath: note)
+            #expect(try eventually(timeout: 5) { try world.seesNote("desktop", from: "laptop") })
+            let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+            #expect(continued.status == 0, "the continuation itself succeeds: \(continued.output)")
+            #expect(desktop.waitFor("notes: cannot open \(note): no such file here") != nil, "\(desktop.output)")
+            #expect(desktop.lines(containing: "notes: opened").isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: note), "no empty note was made in its place")
         }
     }
 

@@ -48,6 +48,15 @@ final class SyncthingPair {
         return seconds
     }
 
+    /// Pauses (or resumes) host `host`'s connection to the other host: nothing syncs meanwhile.
+    func pause(_ lan: NamespaceLAN, _ host: Int, resume: Bool = false) throws {
+        let other = try String(contentsOf: home.appendingPathComponent("h\(3 - host)/device-id"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let path = "/rest/system/\(resume ? "resume" : "pause")?device=\(other)"
+        let answered = try lan.run(host, [Self.script.path, "api", home.path, "\(host)", "POST", path])
+        guard answered.status == 0 else { throw CommandFailure("\(path) on h\(host): \(answered.output)") }
+    }
+
     /// Asks host `host`'s Syncthing to scan the folder now (the file watcher would, a second or so later).
     func scan(_ lan: NamespaceLAN, _ host: Int) throws {
         let scanned = try lan.run(host, [Self.script.path, "api", home.path, "\(host)", "POST", "/rest/db/scan?folder=\(folder)"])
@@ -69,7 +78,7 @@ struct SyncthingNotesTests {
         return "`baton folders` does not exist in this build (issue 16's synced folders, branch `folders`, not merged yet)"
     }
 
-    @Test("C9, B6: a note synced by Syncthing opens on host 2 at host 2's path and the same line; a note outside the folder keeps its path")
+    @Test("C9, B6: a note synced by Syncthing opens on host 2 at host 2's path and the same line, once it has arrived; a note outside the folder keeps its path")
     func continueAcrossSyncedFolder() async throws {
         try await startingProcesses {
             try NamespaceLAN.skipUnlessAvailable()
@@ -112,7 +121,7 @@ struct SyncthingNotesTests {
                 let added = try Baton.run("folders", "syncthing", "--config", syncthing.config(host), "--state", state)
                 #expect(added.status == 0, "\(added.output)")
             }
-            let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1], ["--sync-wait", "5"]) }
+            let agents = try (1...2).map { try world.agent(lan, $0, state: states[$0 - 1], ["--sync-wait", "8"]) }
 
             // Notes on the laptop at line 4, continued on the desktop: the desktop's copy, at line 4.
             let socket = try String(contentsOfFile: states[0] + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -130,6 +139,29 @@ struct SyncthingNotesTests {
             let handedOff = Date().timeIntervalSince(handoff)
             notes.send("q")
             #expect(notes.waitForExit(timeout: 5))
+
+            // A note continued before Syncthing has brought it over (the hosts' connection paused meanwhile): the
+            // desktop's agent waits for it (--sync-wait), and Notes opens the copy that arrived, at its line.
+            try syncthing.pause(lan, 1)
+            let fresh = paths[0] + "/fresh.note"
+            try Data("Fresh\none\ntwo\nthree\n".utf8).write(to: URL(fileURLWithPath: fresh))
+            let third = try lan.start(
+                1, ["env", "BATON_AGENT_SOCKET=\(socket)", HandoffWorld.notes.path, fresh, "--line", "3"],
+                environment: try world.runtime(1), log: world.root.appendingPathComponent("notes-h1-fresh.log")
+            )
+            #expect(third.waitFor("opened \(fresh) at line 3") != nil, "\(third.output)")
+            #expect(try eventually(timeout: 8) { try world.nearby(lan, 2, state: states[1])?.contains { ($0["title"] as? String) == "Fresh" } == true })
+            let waiting = try lan.start(
+                2, [Baton.executable.path, "continue", "laptop", "--state", states[1]],
+                environment: try world.runtime(2), log: world.root.appendingPathComponent("continue-fresh.log")
+            )
+            Thread.sleep(forTimeInterval: 1)
+            #expect(!FileManager.default.fileExists(atPath: paths[1] + "/fresh.note"), "not synced while paused")
+            try syncthing.pause(lan, 1, resume: true)
+            #expect(waiting.waitForExit(timeout: 15) && waiting.process.terminationStatus == 0, "\(waiting.output)")
+            #expect(agents[1].waitFor("notes: opened \(paths[1])/fresh.note at line 3") != nil, "the synced copy, waited for: \(agents[1].output)")
+            third.send("q")
+            #expect(third.waitForExit(timeout: 5))
 
             // C9: a note outside every synced folder arrives with its path unchanged (readable here only because the
             // namespaces share one file system; on two machines the app would say it cannot open it).
