@@ -19,19 +19,24 @@ final class SyncthingPair {
     /// The folder's path on host 1 and on host 2.
     let paths: [String]
     let processes: [Background]
-    /// When both were started.
+    /// When the first was started.
     let started = Date()
 
-    /// Sets up both instances (keys, device ids, config.xml) and starts each in its host.
+    /// Sets up both instances (keys, device ids, config.xml) and starts each in its host: host 2 first, then host 1
+    /// once host 2 listens, so host 1's first dial connects (two started together can both miss: the script says why).
     init(_ lan: NamespaceLAN, home: URL, folder: String, paths: [String], logs: URL) throws {
         self.home = home
         self.folder = folder
         self.paths = paths
         let setup = try Baton.run([Self.script.path, "setup", home.path, folder] + paths, executable: URL(fileURLWithPath: "/bin/bash"))
         guard setup.status == 0 else { throw CommandFailure("syncthing-pair.sh setup: \(setup.output)") }
-        processes = try (1...2).map { host in
+        func serve(_ host: Int) throws -> Background {
             try lan.start(host, [Self.script.path, "serve", home.path, "\(host)"], log: logs.appendingPathComponent("syncthing-h\(host).log"))
         }
+        let second = try serve(2)
+        let up = try lan.run(2, [Self.script.path, "wait-up", home.path, "2", "10"])
+        guard up.status == 0 else { throw CommandFailure("Syncthing h2 did not start: \(up.output)\n\(second.output)") }
+        processes = [try serve(1), second]
     }
 
     /// Host `host`'s config.xml (what `baton folders syncthing --config` reads).
@@ -111,7 +116,7 @@ struct SyncthingNotesTests {
             #expect(arrivedInTime, "Syncthing did not bring the note to h2:\n\(syncthing.processes.map(\.output).joined(separator: "\n"))")
             guard arrivedInTime else { return }
             print(
-                "SyncthingNotesTests: Syncthing connected \(String(format: "%.2f", connected)) s after both started; the note was in h2's folder "
+                "SyncthingNotesTests: Syncthing connected \(String(format: "%.2f", connected)) s after the first started; the note was in h2's folder "
                     + "\(String(format: "%.2f", synced)) s after it was written in h1's (scan asked for at once)"
             )
 
@@ -157,9 +162,11 @@ struct SyncthingNotesTests {
             )
             Thread.sleep(forTimeInterval: 1)
             #expect(!FileManager.default.fileExists(atPath: paths[1] + "/fresh.note"), "not synced while paused")
+            let resumed = Date()
             try syncthing.pause(lan, 1, resume: true)
             #expect(waiting.waitForExit(timeout: 15) && waiting.process.terminationStatus == 0, "\(waiting.output)")
             #expect(agents[1].waitFor("notes: opened \(paths[1])/fresh.note at line 3") != nil, "the synced copy, waited for: \(agents[1].output)")
+            let waited = Date().timeIntervalSince(resumed)
             third.send("q")
             #expect(third.waitForExit(timeout: 5))
 
@@ -179,7 +186,8 @@ struct SyncthingNotesTests {
             #expect(outsideContinued.status == 0, "\(outsideContinued.output)")
             #expect(agents[1].waitFor("notes: opened \(outside) at line 2") != nil, "C9: unchanged: \(agents[1].output)")
             print(
-                "SyncthingNotesTests: continued to 'opened at line 4' in \(String(format: "%.2f", handedOff)) s; "
+                "SyncthingNotesTests: continued to 'opened at line 4' in \(String(format: "%.2f", handedOff)) s; a note continued while "
+                    + "Syncthing was paused opened \(String(format: "%.2f", waited)) s after it resumed; "
                     + "test \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
             )
         }
