@@ -113,6 +113,9 @@ public struct AgentOptions: ParsableArguments {
     @Option(help: "Seconds an app launched to continue an activity may take to connect.")
     var launchTimeout = 10.0
 
+    @Option(help: "Seconds a continuation waits for a document in a synced folder to arrive here (sync lag) before it fails (C9).")
+    var syncWait = 10.0
+
     @Option(help: "The least important log lines shown: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -159,6 +162,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.saveDeadline = saveDeadline
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
+        configuration.syncWait = syncWait
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates

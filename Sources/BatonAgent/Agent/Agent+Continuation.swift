@@ -220,7 +220,16 @@ extension Agent: PeerLinkResponder {
                 connection.refuse("notPermitted", "this process is no longer the app that connected")
                 return
             }
-            broker { $0.fetchReplied(id, payload: payload) }
+            // C9: URLs in synced folders become this device's; a document not synced yet is waited for.
+            switch arriving(payload) {
+            case .ready(let payload, let missing):
+                broker { $0.fetchReplied(id, payload: payload, awaiting: missing) }
+            case .unavailable(let message):
+                log("\(id): \(message)")
+                broker { $0.documentsMissing(id, message: message) }
+            case .invalid(let message):
+                broker { $0.fetchFailed(id, reason: .protocolViolation, message: message) }
+            }
         case .failure(let failure):
             broker { $0.fetchFailed(id, reason: failure.reason, message: failure.message) }
         }
