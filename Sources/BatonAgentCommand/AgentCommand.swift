@@ -143,6 +143,8 @@ public struct AgentOptions: ParsableArguments {
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
         guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
         guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
+        // Beyond a few minutes the person has walked away; 0 fails at once when a document is not here.
+        guard (0...600).contains(syncWait) else { throw ValidationError("--sync-wait must be between 0 and 600 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
         guard !browserCommand.split(separator: " ").isEmpty else { throw ValidationError("--browser-command must name a program.") }
         for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {

@@ -115,6 +115,8 @@ extension Agent {
                 log("\(id): \(message)")
                 return broker { $0.documentsMissing(id, message: message) }
             }
+            // The wait was long enough for the app's process to change: checked again before the state goes to it.
+            guard toldAppIsTrusted(id) else { return }
             broker { $0.documentsArrived(id) }
         }
         record({ work.cancel() }, for: id)
