@@ -54,6 +54,13 @@ struct FoldersCLITests {
             #expect(desktop.waitFor(expected) != nil, "\(desktop.output)")
             #expect(desktop.lines(containing: "shopsnap: continued list: Milk").count == 1)
             #expect(desktop.lines(containing: "shopsnap: failed to continue").count == 1, "exactly one ending each (C5)")
+
+            // A damaged folders.plist never stops the agent: it says so, and the folders read before stay in use.
+            try Data("damaged".utf8).write(to: URL(fileURLWithPath: world.state("desktop")).appendingPathComponent("folders.plist"))
+            let again = try Baton.run("continue", "--state", world.state("desktop"))
+            #expect(again.status == 0, "\(again.output)")
+            #expect(desktop.waitFor("synced folders:") != nil && desktop.process.isRunning, "\(desktop.output)")
+            #expect(eventually(timeout: 10) { desktop.lines(containing: expected).count == 2 }, "\(desktop.output)")
         }
     }
 
@@ -118,6 +125,17 @@ struct FoldersCLITests {
                 let refused = try Self.folders("add", name, path, state: state)
                 #expect(refused.status != 0 && refused.stderr.contains(message), "\(name) \(path): \(refused.output)")
             }
+            // A relative path is taken from the current folder.
+            let relative = Process()
+            relative.executableURL = Baton.executable
+            relative.arguments = ["folders", "add", "rel", "real", "--state", state]
+            relative.currentDirectoryURL = root
+            let relativeOut = Pipe()
+            relative.standardOutput = relativeOut
+            try relative.run()
+            relative.waitUntilExit()
+            #expect(String(decoding: relativeOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "rel  \(resolvedReal)\n")
+            #expect(try Self.folders("remove", "rel", state: state).status == 0)
             #expect(try Self.folders("add", "abcd1-xyz23", root.path, state: state).status == 0, "re-adding replaces the path")
             #expect(try Self.folders("add", "docs", real.path, state: state).status == 0)
             let listed = try Self.folders("list", state: state)
