@@ -215,9 +215,9 @@ if Context.environment["BATON_FUZZ_FRAMES"] != nil {
             path: "Fuzz",
             exclude: [
                 "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "MessageFuzzer.swift", "NativeMessageFuzzer.swift",
-                "PlistFuzzer.swift", "SearchIndexFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations",
-                "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-index",
-                "corpus-search-query",
+                "PlistFuzzer.swift", "SearchIndexFuzzer.swift", "SearchQueryFuzzer.swift", "SyncthingConfigFuzzer.swift", "corpus",
+                "corpus-associations", "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames",
+                "corpus-search-index", "corpus-search-query", "corpus-syncthing",
             ],
             sources: ["FrameFuzzer.swift"]
         )
@@ -234,9 +234,9 @@ if Context.environment["BATON_FUZZ_SEARCH_INDEX"] != nil {
             path: "Fuzz",
             exclude: [
                 "AssociationCacheFuzzer.swift", "AssociationFuzzer.swift", "FrameFuzzer.swift", "MessageFuzzer.swift",
-                "NativeMessageFuzzer.swift", "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "corpus", "corpus-associations",
-                "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames", "corpus-search-query",
-                "corpus-search-index",
+                "NativeMessageFuzzer.swift", "PlistFuzzer.swift", "SearchQueryFuzzer.swift", "SyncthingConfigFuzzer.swift", "corpus",
+                "corpus-associations", "corpus-association-cache", "corpus-browser", "corpus-messages", "corpus-frames",
+                "corpus-search-query", "corpus-search-index", "corpus-syncthing",
             ],
             sources: ["SearchIndexFuzzer.swift"]
         )

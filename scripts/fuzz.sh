@@ -10,6 +10,7 @@
 #   scripts/fuzz.sh search-index [SECONDS]  whole search index files opened, searched and written (Fuzz/SearchIndexFuzzer.swift;
 #                                         built by SwiftPM, as it needs GRDB: minutes the first time)
 #                                         (Fuzz/SearchQueryFuzzer.swift)
+#   scripts/fuzz.sh syncthing [SECONDS]  Syncthing's config.xml and synced-folder URLs from other devices (Fuzz/SyncthingConfigFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
@@ -17,7 +18,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|search-index|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|search-index|syncthing|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -53,6 +54,14 @@ browser)
     sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Browser/NativeMessage.swift"
         "$protocol/Browser/BrowserFocus.swift" "$root/Fuzz/NativeMessageFuzzer.swift")
     ;;
+syncthing)
+    work="$root/Fuzz/.work/syncthing"
+    seeds="$root/Fuzz/corpus-syncthing"
+    # The config reader and the folder mapping; the rest of BatonProtocol needs swift-crypto, which these do not.
+    protocol="$root/Sources/BatonProtocol"
+    sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Folders/SyncedFolders.swift"
+        "$protocol/Folders/SyncthingConfig.swift" "$root/Fuzz/SyncthingConfigFuzzer.swift")
+    ;;
 search-query)
     work="$root/Fuzz/.work/search-query"
     seeds="$root/Fuzz/corpus-search-query"
@@ -84,7 +93,7 @@ search-index)
     seeds="$root/Fuzz/corpus-search-index"
     ;;
 *)
-    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query or frames" >&2
+    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query, search-index, syncthing or frames" >&2
     exit 64
     ;;
 esac

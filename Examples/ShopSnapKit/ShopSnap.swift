@@ -21,6 +21,9 @@ public let ActivityItemKey = "shopsnap.item.key"
 /// An item's photo: `userInfo` says only its size (a photo is far over the 3 KB `userInfo` should stay under); the
 /// bytes come over a continuation stream when the other device asks (F1–F3).
 public let ActivityPhotoSizeKey = "shopsnap.photo.size.key"
+/// A list's receipts: `file:` URLs of scans kept in a synced folder (Baton's addition to the tutorial). The agents
+/// rewrite URLs inside a synced folder to the other device's copy of that folder (C9); the app does nothing for it.
+public let ActivityReceiptsKey = "shopsnap.receipts.key"
 /// The payload version (H1), stamped by the app delegate.
 public let ActivityVersionKey = "shopsnap.version.key"
 public let ActivityVersionValue = "1.0"
@@ -66,6 +69,8 @@ public final class ListViewController: UIResponder {
     /// The application the screen's activities belong to (the tutorial's are always `UIApplication.shared`).
     public let application: UIApplication
     public private(set) var items: [String] = []
+    /// Scans of the list's receipts, as files (C9).
+    public var receipts: [URL] = []
     /// The list's persistent identifier in the search index (G1, G3): one entry per list.
     public var listIdentifier = "shopping-list"
 
@@ -85,7 +90,7 @@ public final class ListViewController: UIResponder {
         // The tutorial's `NSUserActivity(activityType: ActivityTypeView)`, for this screen's application object.
         let activity = NSUserActivity(activityType: ActivityTypeView, application: application)
         activity.title = Self.title(items)
-        activity.userInfo = [ActivityItemsKey: items]
+        activity.userInfo = receipts.isEmpty ? [ActivityItemsKey: items] : [ActivityItemsKey: items, ActivityReceiptsKey: receipts]
         // G1, G2: the list can be found again with `baton search` (its items are its keywords) and continued from
         // there; saving it again under the same persistent identifier replaces the earlier entry.
         activity.isEligibleForSearch = true
@@ -116,6 +121,7 @@ public final class ListViewController: UIResponder {
     /// B2: `userInfo` was emptied before this is called; add the list.
     public override func updateUserActivityState(_ activity: NSUserActivity) {
         activity.addUserInfoEntries(from: [ActivityItemsKey: items])
+        if !receipts.isEmpty { activity.addUserInfoEntries(from: [ActivityReceiptsKey: receipts]) }
         super.updateUserActivityState(activity)
     }
 
@@ -127,6 +133,7 @@ public final class ListViewController: UIResponder {
         } else {
             items = []
         }
+        receipts = (activity.userInfo?[ActivityReceiptsKey] as? [Any])?.compactMap { $0 as? URL } ?? []
         super.restoreUserActivityState(activity)
     }
 }
@@ -360,6 +367,9 @@ public final class ShopSnapApp: UIResponder, UIApplicationDelegate {
         case ActivityTypeView:
             restorationHandler([list])
             report("continued list: \(list.items.joined(separator: ", "))")
+            if !list.receipts.isEmpty {
+                report("receipts: \(list.receipts.map { $0.isFileURL ? $0.path : $0.absoluteString }.joined(separator: ", "))")
+            }
         case ActivityTypeEdit:
             restorationHandler([detail])
             report("continued editing: \(detail.text)")

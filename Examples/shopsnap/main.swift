@@ -6,7 +6,9 @@ import ShopSnapKit
 // ShopSnap for Linux: the example app the agent launches (Examples/ShopSnap.app points at this executable).
 //
 //   shopsnap                      wait for continuations and print what arrives
-//   shopsnap list ITEM...         show a shopping list and offer it to the other devices
+//   shopsnap list ITEM... [--receipt FILE]...
+//                                 show a shopping list and offer it to the other devices, with files of its receipts
+//                                 (file: URLs; inside a synced folder they arrive as the other device's copy: C9)
 //   shopsnap lists N              show N lists one after another, each saved for search (G1; a stream of index writes)
 //   shopsnap edit ITEM [TYPED] [--photo FILE]
 //                                 edit an item, typing TYPED one keystroke at a time; with a photo, the device
@@ -41,7 +43,16 @@ func run() async -> Int32 {
     say("connected to \(application.deviceName ?? "?")")
     switch arguments.first {
     case "list":
-        app.list.show(Array(arguments.dropFirst()))
+        var words = Array(arguments.dropFirst())
+        while let flag = words.firstIndex(of: "--receipt") {
+            guard flag + 1 < words.count else {
+                say("--receipt needs a file")
+                return 2
+            }
+            app.list.receipts.append(URL(fileURLWithPath: words[flag + 1]))
+            words.removeSubrange(flag...flag + 1)
+        }
+        app.list.show(words)
         app.list.userActivity?.delegate = reporter
         say("offering the list: \(app.list.items.joined(separator: ", "))")
     case "lists":

@@ -47,6 +47,9 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         public static let noApp = Code("noApp")
         /// The app's process changed after it connected: it may not receive the state.
         public static let notPermitted = Code("notPermitted")
+        /// A document the activity names, in a synced folder, is not on this device: the folder is not set up here
+        /// (`baton folders add`), or the file did not sync in time (C9). The message names the file and the folder.
+        public static let documentNotSynced = Code("documentNotSynced")
         /// The originating activity does not support continuation streams, or its app declined the stream (F1).
         public static let noStreams = Code("noStreams")
         /// Streams were asked for an activity this device did not continue (F1).
@@ -87,6 +90,7 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
             case .noApp: self = .noApp
             case .launchFailed: self = .launchFailed
             case .notPermitted: self = .notPermitted
+            case .documentNotSynced: self = .documentNotSynced
             }
         }
     }

@@ -53,6 +53,8 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let launchFailed = Code("launchFailed")
         /// A runtime folder or socket belongs to another user, or others may write it (ISSUE 10 item 3).
         public static let notOwned = Code("notOwned")
+        /// A synced folder's path that does not exist or is not a folder, or a Syncthing folder not found (C9).
+        public static let invalidFolder = Code("invalidFolder")
     }
 
     /// What kind of failure this is.

@@ -113,6 +113,9 @@ public struct AgentOptions: ParsableArguments {
     @Option(help: "Seconds an app launched to continue an activity may take to connect.")
     var launchTimeout = 10.0
 
+    @Option(help: "Seconds a continuation waits for a document in a synced folder to arrive here (sync lag) before it fails (C9).")
+    var syncWait = 10.0
+
     @Option(help: "The least important log lines shown: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -140,6 +143,8 @@ public struct AgentOptions: ParsableArguments {
         guard (0.01...60).contains(saveDeadline) else { throw ValidationError("--save-deadline must be between 0.01 and 60 seconds.") }
         guard (0.05...60).contains(advertInterval) else { throw ValidationError("--advert-interval must be between 0.05 and 60 seconds.") }
         guard (0.1...300).contains(launchTimeout) else { throw ValidationError("--launch-timeout must be between 0.1 and 300 seconds.") }
+        // Beyond a few minutes the person has walked away; 0 fails at once when a document is not here.
+        guard (0...600).contains(syncWait) else { throw ValidationError("--sync-wait must be between 0 and 600 seconds.") }
         guard (1...65_535).contains(discoveryPort) else { throw ValidationError("--discovery-port must be a port number.") }
         guard !browserCommand.split(separator: " ").isEmpty else { throw ValidationError("--browser-command must name a program.") }
         for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {
@@ -159,6 +164,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.saveDeadline = saveDeadline
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
+        configuration.syncWait = syncWait
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates

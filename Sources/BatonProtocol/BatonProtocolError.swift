@@ -39,6 +39,12 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         public static let nativeMessageUnknownType = Code("nativeMessageUnknownType")
         /// A native message missing a field its type needs, with one of the wrong type, or one over its limit.
         public static let nativeMessageField = Code("nativeMessageField")
+        /// A synced folder's id that is not 1-64 of `A-Za-z0-9._-`, or its path not absolute (C9).
+        public static let invalidFolder = Code("invalidFolder")
+        /// A Syncthing `config.xml` that is not well-formed where Baton reads it.
+        public static let syncthingConfigMalformed = Code("syncthingConfigMalformed")
+        /// A Syncthing `config.xml` over one of ``SyncthingConfigLimits`` (size, folders, attribute length).
+        public static let syncthingConfigTooLarge = Code("syncthingConfigTooLarge")
     }
 
     /// What kind of failure this is.

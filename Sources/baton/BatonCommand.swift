@@ -14,7 +14,7 @@ struct BatonCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, AgentCommand.self, InitCommand.self, DevicesCommand.self, PairCommand.self, InviteCommand.self,
-            JoinCommand.self, SyncCommand.self, RemoveCommand.self, NearbyCommand.self, ContinueCommand.self, SearchCommand.self, DoctorCommand.self, AppsCommand.self,
+            JoinCommand.self, SyncCommand.self, RemoveCommand.self, NearbyCommand.self, ContinueCommand.self, SearchCommand.self, DoctorCommand.self, AppsCommand.self, FoldersCommand.self,
             AasaCommand.self, BrowseCommand.self, BrowserCommand.self, BrowserHostCommand.self,
             PlistCommand.self, BenchCommand.self, DebugCommand.self,
         ]

@@ -156,6 +156,52 @@ struct HandoffBrokerContinuationTests {
         #expect(broker.continuations.isEmpty)
     }
 
+    @Test("C9, C5: a state naming a document not synced yet waits for it, then is delivered; an app gone meanwhile ends it")
+    func awaitsDocuments() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        #expect(broker.fetchReplied(ID(1), payload: Self.state, awaiting: ["/data/docs/plan.txt"]) == [.awaitDocuments(ID(1), paths: ["/data/docs/plan.txt"])])
+        #expect(broker.told(ID(1))?.app == Self.notes, "the app told stays told while the document syncs")
+        #expect(broker.fetchReplied(ID(1), payload: Self.state).isEmpty, "the state arrived once")
+        #expect(broker.documentsArrived(ID(1)).first == .deliver(app: Self.notes, ID(1), payload: Self.state))
+        #expect(broker.documentsArrived(ID(1)).isEmpty && broker.documentsMissing(ID(1), message: "late").isEmpty, "one ending")
+
+        _ = broker.continueAsked(ID(2), route: Self.running())
+        _ = broker.fetchReplied(ID(2), payload: Self.state, awaiting: ["/data/docs/plan.txt"])
+        #expect(broker.appGone(Self.notes).contains(.stopWork(ID(2))), "the wait stops when the app goes away")
+        #expect(broker.continuations.isEmpty)
+
+        // Routed by the payload (no app told yet): the state is routed once the documents are here.
+        _ = broker.continueAsked(ID(3), route: .byPayload)
+        _ = broker.fetchReplied(ID(3), payload: Self.state, awaiting: ["/data/docs/plan.txt"])
+        #expect(broker.documentsArrived(ID(3)) == [.route(ID(3), payload: Self.state)])
+    }
+
+    @Test("C9, C5: a document that never syncs, or whose folder is not here, ends in exactly one didFail(documentNotSynced)")
+    func documentNotSynced() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.running())
+        _ = broker.fetchReplied(ID(1), payload: Self.state, awaiting: ["/data/docs/plan.txt"])
+        let message = "/data/docs/plan.txt is not on this device after waiting 10 s for it to sync into folder \"docs\""
+        #expect(
+            broker.documentsMissing(ID(1), message: message) == [
+                .tellFailed(app: Self.notes, ID(1), activityType: Self.type, reason: .documentNotSynced, message: message),
+                .stopWork(ID(1)),
+                .finished(ID(1), .init(app: "com.example.Notes", failure: .documentNotSynced, message: message)),
+            ]
+        )
+        #expect(broker.documentsArrived(ID(1)).isEmpty)
+        // An unknown folder is found as the state arrives, while it is still being fetched.
+        _ = broker.continueAsked(ID(2), route: Self.running())
+        #expect(broker.documentsMissing(ID(2), message: "no folder docs").first == .tellFailed(app: Self.notes, ID(2), activityType: Self.type, reason: .documentNotSynced, message: "no folder docs"))
+        #expect(broker.fetchReplied(ID(2), payload: Self.state).isEmpty, "a late state after the ending goes nowhere")
+        // A newer continuation cancels one that waits (C6).
+        _ = broker.continueAsked(ID(3), route: Self.running())
+        _ = broker.fetchReplied(ID(3), payload: Self.state, awaiting: ["/x"])
+        #expect(broker.continueAsked(ID(4), route: Self.running()).first == .tellFailed(app: Self.notes, ID(3), activityType: Self.type, reason: .fetch(.cancelled), message: "a newer continuation started (C6)"))
+        #expect(ContinuationFailure(rawValue: "documentNotSynced") == .documentNotSynced)
+    }
+
     @Test("C5 as a property: in 2,000 random sequences of events, every app told willContinue hears exactly one ending, and every continuation finishes once")
     func exactlyOneEnding() {
         var generator = SeededRandom(state: 42)
@@ -165,18 +211,20 @@ struct HandoffBrokerContinuationTests {
             var nextID: UInt64 = 1
             for _ in 0..<12 {
                 let id = ID(UInt64.random(in: 1...max(1, nextID), using: &generator))
-                switch Int.random(in: 0..<9, using: &generator) {
+                switch Int.random(in: 0..<11, using: &generator) {
                 case 0:
                     let route: HandoffBroker.Route = [Self.running(), Self.notRunning(), .byPayload][Int.random(in: 0..<3, using: &generator)]
                     actions += broker.continueAsked(ID(nextID), route: route)
                     nextID += 1
                 case 1: actions += broker.appConnected(Self.notes, bundle: "com.example.Notes")
                 case 2: actions += broker.launchFailed(id, message: "x")
-                case 3: actions += broker.fetchReplied(id, payload: Self.state)
+                case 3: actions += broker.fetchReplied(id, payload: Self.state, awaiting: Bool.random(using: &generator) ? ["/d/a.txt"] : [])
                 case 4: actions += broker.fetchFailed(id, reason: .peerGone, message: "x")
                 case 5: actions += broker.payloadRouted(id, .app(bundle: "com.example.Notes", activityType: Self.type, running: Bool.random(using: &generator) ? Self.notes : nil, payload: Self.state))
                 case 6: actions += broker.appGone(Self.notes)
                 case 7: actions += broker.cancel(id)
+                case 9: actions += broker.documentsArrived(id)
+                case 10: actions += broker.documentsMissing(id, message: "x")
                 default: actions += broker.payloadRouted(id, .failed(app: "", reason: .noApp, message: "x"))
                 }
             }

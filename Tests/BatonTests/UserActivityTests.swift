@@ -1,7 +1,16 @@
 import BatonEmbedded
+import BatonProtocol
 import BatonRegistry
 import Foundation
 import Testing
+
+/// A note document that records the URL it was restored from (B6).
+final class NoteDocument: ActivityDocument {
+    var restoredFrom: URL?
+    override func restoreUserActivityState(_ activity: UserActivity) {
+        if case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey] { restoredFrom = url }
+    }
+}
 
 /// Two embedded devices with an app registered on both, and an application object per device.
 @MainActor
@@ -50,6 +59,17 @@ final class TwoDevices {
     }
 
     /// Continues on the desktop and returns the events up to the one that ends the continuation.
+    /// Continues on the desktop, opening a document activity the app does not handle as a ``NoteDocument`` (B6).
+    func continueOpeningNote() async -> ([ContinuationEvent], NoteDocument?) {
+        var opened: NoteDocument?
+        desktop.documentOpener = { [desktop] url in
+            opened = try? NoteDocument(fileURL: url, activityType: "com.example.notes.document", application: desktop)
+            return opened
+        }
+        let events = await continueOnDesktop()
+        return (events, opened)
+    }
+
     func continueOnDesktop() async -> [ContinuationEvent] {
         let outcome = await devices.agents[1].continueNearby(device: "laptop")
         var seen: [ContinuationEvent] = []
@@ -247,24 +267,13 @@ struct UserActivityTests {
         recorder.handles = false
         world.desktop.delegate = recorder
         try world.laptop.loadDocumentTypes(fromInfoPlistAt: world.apps.appendingPathComponent("Notes.app/Info.plist"))
-        final class NoteDocument: ActivityDocument {
-            var restoredFrom: URL?
-            override func restoreUserActivityState(_ activity: UserActivity) {
-                if case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey] { restoredFrom = url }
-            }
-        }
         let url = URL(fileURLWithPath: "/home/me/Shared/list.note")
         let document = try NoteDocument(fileURL: url, application: world.laptop)
         #expect(document.activityType == "com.example.notes.document")
         try document.open()
         #expect(world.laptop.currentActivity?.userInfo[NSUserActivityDocumentURLKey] == .url(url))
         try await world.waitUntilNearby()
-        var opened: NoteDocument?
-        world.desktop.documentOpener = { url in
-            opened = try? NoteDocument(fileURL: url, activityType: "com.example.notes.document", application: world.desktop)
-            return opened
-        }
-        let events = await world.continueOnDesktop()
+        let (events, opened) = await world.continueOpeningNote()
         #expect(events.count == 2, "\(events)")
         #expect(opened?.restoredFrom == url, "the app did not handle it, so the document was opened and restored (B6)")
         document.close()
@@ -293,6 +302,37 @@ struct UserActivityTests {
         #expect(appleOpened?.restored.0 == url && appleOpened?.restored.1 == 42)
         apple.close()
         #expect(world.laptop.currentActivity == nil, "closing the document invalidates its activity (B5)")
+        try await world.waitUntilNearby(false)
+        await world.stop()
+    }
+
+    @Test("B6, C9: a document in a synced folder is opened at the continuing device's copy of the folder")
+    func documentInSyncedFolder() async throws {
+        let world = try await TwoDevices()
+        let recorder = Recorder()
+        recorder.handles = false
+        world.desktop.delegate = recorder
+        try world.laptop.loadDocumentTypes(fromInfoPlistAt: world.apps.appendingPathComponent("Notes.app/Info.plist"))
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-folders-\(UUID().uuidString)").resolvingSymlinksInPath()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let laptopNotes = root.appendingPathComponent("laptop/Notes")
+        let desktopNotes = root.appendingPathComponent("desktop/synced/Notes")
+        for folder in [laptopNotes, desktopNotes] {
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("Week 48"), withIntermediateDirectories: true)
+            try Data("milk".utf8).write(to: folder.appendingPathComponent("Week 48/list.note"))
+        }
+        try world.devices.agents[0].configuration.store.addSyncedFolder(SyncedFolder(id: "notes", path: laptopNotes.path))
+        try world.devices.agents[1].configuration.store.addSyncedFolder(SyncedFolder(id: "notes", path: desktopNotes.path))
+        let document = try NoteDocument(fileURL: laptopNotes.appendingPathComponent("Week 48/list.note"), application: world.laptop)
+        try document.open()
+        try await world.waitUntilNearby()
+        let (events, opened) = await world.continueOpeningNote()
+        #expect(events.count == 2, "\(events)")
+        let here = desktopNotes.appendingPathComponent("Week 48/list.note")
+        #expect(opened?.fileURL == here, "opened at the desktop's copy (B6): \(String(describing: opened?.fileURL))")
+        #expect(opened?.restoredFrom == here)
+        #expect(world.laptop.currentActivity?.userInfo[NSUserActivityDocumentURLKey] == .url(document.fileURL), "the laptop's own activity keeps its own path")
+        document.close()
         try await world.waitUntilNearby(false)
         await world.stop()
     }

@@ -43,6 +43,8 @@ extension Agent {
             case .route(let id, let payload):
                 let route = routePayload(id, payload)
                 broker { $0.payloadRouted(id, route) }
+            case .awaitDocuments(let id, let paths):
+                awaitDocuments(id, paths: paths)
             case .tellWillContinue(let app, let id, let type):
                 state.withLockedValue { $0.appConnections[app] }?.send(.willContinue(continuation: id.value, activityType: type))
             case .deliver(let app, let id, let payload):
@@ -81,6 +83,11 @@ extension Agent {
         let (fetch, actions) = state.withLockedValue { state -> (HandoffBroker.FetchID, [HandoffBroker.Action]) in
             let fetch = HandoffBroker.FetchID(state.nextFetch)
             state.nextFetch += 1
+            // C9: the state leaves with file URLs in synced folders in travel form (Agent+Folders).
+            let reply: @Sendable (SessionMultiplexer.Reply) -> Void = { [self] answer in
+                guard case .payload(let data) = answer else { return reply(answer) }
+                reply(.payload(travelling(data)))
+            }
             // F1: the device given the state may then ask for streams to the activity, while its app runs it.
             if let peer, let current = state.broker.current, current.sequence == sequence {
                 state.fetchWaiters[fetch] = { [self] answer in

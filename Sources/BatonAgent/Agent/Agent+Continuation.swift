@@ -209,21 +209,34 @@ extension Agent: PeerLinkResponder {
     func fetched(_ id: HandoffBroker.ContinuationID, _ result: Result<Data, FetchError>) {
         switch result {
         case .success(let payload):
-            // ISSUE 10 item 4: the state goes only to the process that said hello, still running the app.
-            let told = state.withLockedValue { state in
-                state.broker.told(id).flatMap { told in state.appConnections[told.app].map { (told, $0) } }
-            }
-            if let (told, connection) = told, !isStillTheApp(connection) {
-                let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
+            guard toldAppIsTrusted(id) else { return }
+            // C9: URLs in synced folders become this device's; a document not synced yet is waited for.
+            switch arriving(payload) {
+            case .ready(let payload, let missing):
+                broker { $0.fetchReplied(id, payload: payload, awaiting: missing) }
+            case .unavailable(let message):
                 log("\(id): \(message)")
-                broker { $0.appDistrusted(told.app, message: message) }
-                connection.refuse("notPermitted", "this process is no longer the app that connected")
-                return
+                broker { $0.documentsMissing(id, message: message) }
+            case .invalid(let message):
+                broker { $0.fetchFailed(id, reason: .protocolViolation, message: message) }
             }
-            broker { $0.fetchReplied(id, payload: payload) }
         case .failure(let failure):
             broker { $0.fetchFailed(id, reason: failure.reason, message: failure.message) }
         }
+    }
+
+    /// Whether the app told about continuation `id` (if any) is still the process that said hello (ISSUE 10 item
+    /// 4: the state goes only to it). When it is not, the broker hears so (`notPermitted`) and the process is refused.
+    func toldAppIsTrusted(_ id: HandoffBroker.ContinuationID) -> Bool {
+        let told = state.withLockedValue { state in
+            state.broker.told(id).flatMap { told in state.appConnections[told.app].map { (told, $0) } }
+        }
+        guard let (told, connection) = told, !isStillTheApp(connection) else { return true }
+        let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
+        log("\(id): \(message)")
+        broker { $0.appDistrusted(told.app, message: message) }
+        connection.refuse("notPermitted", "this process is no longer the app that connected")
+        return false
     }
 
     /// Where a state fetched without a route goes, by what it says (E1-E3).

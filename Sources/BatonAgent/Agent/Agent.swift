@@ -71,6 +71,8 @@ public final class Agent: @unchecked Sendable {
     let lastAdvert = NIOLockedValueBox<UInt64>(0)
     /// Peers added while running (``addPeer(_:)``), beside the configured ones.
     let extraPeers = NIOLockedValueBox<[String]>([])
+    /// The synced folders as last read from `folders.plist` (C9; Agent+Folders).
+    let foldersCache = NIOLockedValueBox<SyncedFoldersSnapshot?>(nil)
     /// Called with every change of the nearby table (benchmarks and tests timestamp it).
     let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
 

@@ -35,6 +35,9 @@ public struct AgentConfiguration: Sendable {
     public var saveDeadline = 1.0
     /// How long a launched app may take to connect.
     public var launchTimeout = 10.0
+    /// How long a continuation waits for a document in a synced folder that has not arrived here yet (C9: sync
+    /// lag) before it fails with `documentNotSynced`.
+    public var syncWait = 10.0
     /// Seconds between re-advertisements of the current activity.
     public var advertInterval = 1.0
     /// Seconds before a failed roster sync with a peer is tried again, doubling up to 12 times this. Rosters are

@@ -424,24 +424,10 @@ private struct XMLReader {
         }
         let name = String(decoding: bytes[nameStart..<position], as: UTF8.self)
         position += 1
-        switch name {
-        case "lt": pieces.append(UInt8(ascii: "<"))
-        case "gt": pieces.append(UInt8(ascii: ">"))
-        case "amp": pieces.append(UInt8(ascii: "&"))
-        case "quot": pieces.append(UInt8(ascii: "\""))
-        case "apos": pieces.append(UInt8(ascii: "'"))
-        default:
-            var value: UInt32?
-            if name.hasPrefix("#x") || name.hasPrefix("#X") {
-                value = UInt32(name.dropFirst(2), radix: 16)
-            } else if name.hasPrefix("#") {
-                value = UInt32(name.dropFirst(), radix: 10)
-            }
-            guard let value, value != 0, let scalar = Unicode.Scalar(value) else {
-                throw error(.unknownEntity, "unknown entity \(BatonCoreError.quoted("&" + name + ";"))", at: start)
-            }
-            pieces.append(contentsOf: String(Character(scalar)).utf8)
+        guard let character = XMLEntity.utf8(named: name) else {
+            throw error(.unknownEntity, "unknown entity \(BatonCoreError.quoted("&" + name + ";"))", at: start)
         }
+        pieces.append(contentsOf: character)
     }
 
     func trimmed(_ text: String) -> String {

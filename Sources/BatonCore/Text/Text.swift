@@ -40,3 +40,28 @@ extension StringProtocol {
         }
     }
 }
+
+/// XML's entity references, for the readers of XML that FoundationEssentials lacks (property lists, Syncthing's
+/// config.xml).
+package enum XMLEntity {
+    /// The UTF-8 of the character `&name;` stands for: the five predefined entities and character references
+    /// (`#233`, `#xE9`); nil for anything else, NUL and numbers that are not Unicode scalars.
+    package static func utf8(named name: String) -> [UInt8]? {
+        switch name {
+        case "lt": return [UInt8(ascii: "<")]
+        case "gt": return [UInt8(ascii: ">")]
+        case "amp": return [UInt8(ascii: "&")]
+        case "quot": return [UInt8(ascii: "\"")]
+        case "apos": return [UInt8(ascii: "'")]
+        default:
+            var value: UInt32?
+            if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                value = UInt32(name.dropFirst(2), radix: 16)
+            } else if name.hasPrefix("#") {
+                value = UInt32(name.dropFirst(), radix: 10)
+            }
+            guard let value, value != 0, let scalar = Unicode.Scalar(value) else { return nil }
+            return Array(String(Character(scalar)).utf8)
+        }
+    }
+}

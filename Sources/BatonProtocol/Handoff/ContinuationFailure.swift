@@ -10,14 +10,19 @@ public enum ContinuationFailure: Sendable, Hashable, CustomStringConvertible {
     case launchFailed
     /// The process of the app told `willContinue` is no longer the app that connected.
     case notPermitted
+    /// A document the state names, in a synced folder (C9), is not on this device: its folder is not set up here,
+    /// or the file did not arrive within the agent's sync wait (`baton agent --sync-wait`). The message names the
+    /// file and the folder.
+    case documentNotSynced
 
-    /// The name on the wire: a ``FetchFailure`` raw value, or `noApp`, `launchFailed`, `notPermitted`.
+    /// The name on the wire: a ``FetchFailure`` raw value, or `noApp`, `launchFailed`, `notPermitted`, `documentNotSynced`.
     public var rawValue: String {
         switch self {
         case .fetch(let failure): failure.rawValue
         case .noApp: "noApp"
         case .launchFailed: "launchFailed"
         case .notPermitted: "notPermitted"
+        case .documentNotSynced: "documentNotSynced"
         }
     }
 
@@ -27,6 +32,7 @@ public enum ContinuationFailure: Sendable, Hashable, CustomStringConvertible {
         case "noApp": self = .noApp
         case "launchFailed": self = .launchFailed
         case "notPermitted": self = .notPermitted
+        case "documentNotSynced": self = .documentNotSynced
         default:
             guard let failure = FetchFailure(rawValue: rawValue) else { return nil }
             self = .fetch(failure)
@@ -34,7 +40,7 @@ public enum ContinuationFailure: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Every failure, for tests and tables.
-    public static let allCases: [ContinuationFailure] = FetchFailure.allCases.map(ContinuationFailure.fetch) + [.noApp, .launchFailed, .notPermitted]
+    public static let allCases: [ContinuationFailure] = FetchFailure.allCases.map(ContinuationFailure.fetch) + [.noApp, .launchFailed, .notPermitted, .documentNotSynced]
 
     public var description: String { rawValue }
 }

@@ -77,10 +77,21 @@ extension HandoffBroker {
         /// Its state is being fetched from the originating device; `told` is the app waiting for it, or nil when
         /// no app is chosen yet (routing by the payload).
         case fetching(told: Told?)
+        /// Its state arrived and names documents in synced folders that are not here yet (C9): `payload` waits
+        /// for them; `told` as in ``fetching(told:)``.
+        case awaitingDocuments(told: Told?, payload: Data)
         /// Its state arrived and the agent is deciding where it goes (E1-E3).
         case routing
         /// Routed by its state to an app that is being launched; the state waits here.
         case launchingWithState(bundle: String, activityType: String, payload: Data)
+
+        /// The app told `willContinue`, while one waits for the state.
+        var told: Told? {
+            switch self {
+            case .fetching(let told), .awaitingDocuments(let told, _): told
+            case .launching, .routing, .launchingWithState: nil
+            }
+        }
     }
 
     /// The continuations in progress and their states.
@@ -125,7 +136,7 @@ extension HandoffBroker {
                 ongoing[id] = nil
                 actions += [.tellWillContinue(app: app, id, activityType: type)]
                 actions += deliver(id, to: app, bundle: bundle, payload: payload)
-            case .launching, .launchingWithState, .fetching, .routing:
+            case .launching, .launchingWithState, .fetching, .awaitingDocuments, .routing:
                 continue
             }
         }
@@ -138,14 +149,48 @@ extension HandoffBroker {
         case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
             ongoing[id] = nil
             return [.finished(id, Outcome(app: bundle, failure: .launchFailed, message: message))]
-        case .fetching, .routing, nil:
+        case .fetching, .awaitingDocuments, .routing, nil:
             return []
         }
     }
 
-    /// The originating device sent the state of `id` (C4).
-    public mutating func fetchReplied(_ id: ContinuationID, payload: Data) -> [Action] {
+    /// The originating device sent the state of `id` (C4), with its URLs already made this device's (C9).
+    /// `documents` are the files in synced folders it names that do not exist here yet: the state waits for them
+    /// (``documentsArrived(_:)``, ``documentsMissing(_:message:)``).
+    public mutating func fetchReplied(_ id: ContinuationID, payload: Data, awaiting documents: [String] = []) -> [Action] {
         guard case .fetching(let told) = ongoing[id] else { return [] }
+        guard documents.isEmpty else {
+            ongoing[id] = .awaitingDocuments(told: told, payload: payload)
+            return [.awaitDocuments(id, paths: documents)]
+        }
+        return arrived(id, told: told, payload: payload)
+    }
+
+    /// The documents continuation `id` waited for exist now (C9): its state goes on as if it had just arrived.
+    public mutating func documentsArrived(_ id: ContinuationID) -> [Action] {
+        guard case .awaitingDocuments(let told, let payload) = ongoing[id] else { return [] }
+        return arrived(id, told: told, payload: payload)
+    }
+
+    /// A document continuation `id` names is not on this device (C9): its folder is not set up here, or it did not
+    /// sync within the agent's bound. The app told `willContinue` hears `documentNotSynced` (C5). Valid while the
+    /// state is fetched (the agent finds an unknown folder as it arrives) or waits for documents.
+    public mutating func documentsMissing(_ id: ContinuationID, message: String) -> [Action] {
+        switch ongoing[id] {
+        case .fetching(let told), .awaitingDocuments(let told, _):
+            ongoing[id] = nil
+            var actions: [Action] = []
+            if let told {
+                actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: .documentNotSynced, message: message))
+            }
+            return actions + [.stopWork(id), .finished(id, Outcome(app: told?.bundle ?? "", failure: .documentNotSynced, message: message))]
+        case .launching, .launchingWithState, .routing, nil:
+            return []
+        }
+    }
+
+    /// The state of `id` is here and complete: to the app told, or routed by what it says.
+    mutating func arrived(_ id: ContinuationID, told: Told?, payload: Data) -> [Action] {
         guard let told else {
             ongoing[id] = .routing
             return [.route(id, payload: payload)]
@@ -205,8 +250,7 @@ extension HandoffBroker {
 
     /// The app told about a continuation now, if any (the agent checks it before a delivery).
     public func told(_ id: ContinuationID) -> Told? {
-        guard case .fetching(let told?) = ongoing[id] else { return nil }
-        return told
+        ongoing[id]?.told
     }
 
     // MARK: Helpers
@@ -214,7 +258,7 @@ extension HandoffBroker {
     /// Continuations told to `app` and not ended.
     func toldContinuations(of app: AppID) -> [(ContinuationID, Told)] {
         ongoing.sorted(by: { $0.key < $1.key }).compactMap { id, state in
-            guard case .fetching(let told?) = state, told.app == app else { return nil }
+            guard let told = state.told, told.app == app else { return nil }
             return (id, told)
         }
     }
@@ -238,12 +282,12 @@ extension HandoffBroker {
         var actions: [Action] = []
         var app = ""
         switch state {
-        case .fetching(let told?):
+        case .fetching(let told?), .awaitingDocuments(let told?, _):
             app = told.bundle
             actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: failure, message: message))
         case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
             app = bundle
-        case .fetching(nil), .routing:
+        case .fetching(nil), .awaitingDocuments(nil, _), .routing:
             break
         }
         return actions + [.stopWork(id), .finished(id, Outcome(app: app, failure: failure, message: message))]

@@ -80,10 +80,14 @@ public struct HandoffBroker: Sendable {
         /// connects, or ``HandoffBroker/launchFailed(_:message:)`` when it cannot start or does not connect in time.
         case launch(ContinuationID, bundle: String)
         /// Fetch the state of continuation `id` from its originating device (C4), and call
-        /// ``HandoffBroker/fetchReplied(_:payload:)`` or ``HandoffBroker/fetchFailed(_:reason:message:)``.
+        /// ``HandoffBroker/fetchReplied(_:payload:awaiting:)`` or ``HandoffBroker/fetchFailed(_:reason:message:)``.
         case fetch(ContinuationID)
         /// Decide where the state of continuation `id` goes (E1-E3), and call ``HandoffBroker/payloadRouted(_:_:)``.
         case route(ContinuationID, payload: Data)
+        /// Wait until the files at `paths` exist (documents in synced folders still syncing, C9), then call
+        /// ``HandoffBroker/documentsArrived(_:)``, or ``HandoffBroker/documentsMissing(_:message:)`` after the
+        /// agent's bound; ``stopWork(_:)`` ends the wait.
+        case awaitDocuments(ContinuationID, paths: [String])
         /// Tell `app` that continuation `id` of `activityType` is coming (C5: at once, before the state).
         case tellWillContinue(app: AppID, ContinuationID, activityType: String)
         /// Give `app` the state of continuation `id` (C5, C7).

@@ -1,0 +1,159 @@
+import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Documents in synced folders (SEMANTICS C9, issue 16 part 3): the agents rewrite `file:` URLs, the apps never see
+/// the travel form. The originating agent puts the state it serves into travel form (``travelling(_:)``, from
+/// ``answerFetch``); the continuing agent turns it into this device's paths (``arriving(_:)``, from ``fetched``),
+/// and when a document is not here yet (sync lag) the broker waits in `awaitingDocuments` while
+/// ``awaitDocuments(_:paths:)`` looks for it, up to ``AgentConfiguration/syncWait``.
+extension Agent {
+    /// The synced folders as `folders.plist` says now. The file's status is compared on each call (a `stat`), and
+    /// the file read again only when it changed, so `baton folders add` takes effect without a restart. A damaged
+    /// file is logged once and the last good table kept: a continuation never fails for it.
+    func syncedFolders() -> SyncedFolders {
+        let status = FileStatus(path: store.foldersURL.path)
+        let cached = foldersCache.withLockedValue { $0 }
+        if let cached, cached.file == status { return cached.folders }
+        var folders = cached?.folders ?? SyncedFolders()
+        do {
+            folders = try store.syncedFolders()
+        } catch {
+            logger.error("synced folders: \(error); the folders read before stay in use")
+        }
+        foldersCache.withLockedValue { $0 = SyncedFoldersSnapshot(file: status, folders: folders) }
+        return folders
+    }
+
+    /// The state an app gave, as it goes to another device: `file:` URLs inside synced folders in travel form.
+    /// Unchanged when there are no folders or no `file:` URL: the app's library writes URLs as ASCII strings in the
+    /// binary property list, so a state without the bytes `file:` has none (and is not decoded).
+    func travelling(_ data: Data) -> Data {
+        let folders = syncedFolders()
+        guard !folders.isEmpty, data.firstRange(of: Self.fileScheme) != nil, let payload = try? ActivityPayload(decoding: data) else { return data }
+        let moved = folders.travelling(payload, resolve: Self.resolvingParent)
+        guard moved != payload else { return data }
+        do {
+            return try moved.encoded()
+        } catch {
+            logger.warning("the state with its folder URLs cannot be encoded (\(error)); it goes with its file URLs unchanged")
+            return data
+        }
+    }
+
+    /// What a fetched state means here (C9).
+    enum ArrivedState {
+        /// Ready for the broker: `payload`, and the files it names in synced folders not here yet.
+        case ready(payload: Data, missing: [String])
+        /// A document is in a folder this device does not have, or leads out of its folder through a symbolic
+        /// link: the continuation fails `documentNotSynced`.
+        case unavailable(message: String)
+        /// A URL in travel form is malformed or leaves its folder: the other device broke the protocol.
+        case invalid(message: String)
+    }
+
+    /// `data` as it arrived, with URLs in travel form made this device's `file:` URLs. A state without the travel
+    /// form's scheme (always written as ASCII by the originating agent) is passed on without being decoded.
+    func arriving(_ data: Data) -> ArrivedState {
+        guard data.firstRange(of: Self.folderScheme) != nil, var payload = try? ActivityPayload(decoding: data) else {
+            return .ready(payload: data, missing: [])
+        }
+        let folders = syncedFolders()
+        let arrived = folders.arriving(.dictionary(payload.userInfo))
+        if let why = arrived.invalid.first {
+            return .invalid(message: "the state names a document in a synced folder wrongly: \(why)")
+        }
+        if let unknown = arrived.unknown.first {
+            return .unavailable(
+                message: "\"\(unknown.relativePath)\" is in synced folder \"\(unknown.id)\", which this device does not have: "
+                    + "`baton folders add \(unknown.id) PATH` (or `baton folders syncthing`) sets it up (C9)"
+            )
+        }
+        guard case .dictionary(let userInfo) = arrived.value else { return .ready(payload: data, missing: []) }
+        payload.userInfo = userInfo
+        guard let encoded = try? payload.encoded() else {
+            return .invalid(message: "the state with this device's file URLs cannot be encoded")
+        }
+        let paths = arrived.documents.map { $0.url.path(percentEncoded: false) }
+        let missing = paths.filter { !FileManager.default.fileExists(atPath: $0) }
+        if let message = Self.escapingDocument(paths.filter { !missing.contains($0) }, folders: folders) {
+            return .unavailable(message: message)
+        }
+        return .ready(payload: encoded, missing: missing)
+    }
+
+    /// Waits until every file at `paths` exists, checking every ``documentPollInterval`` in a task of the session
+    /// service (no thread blocked), for at most ``AgentConfiguration/syncWait``; the broker then hears
+    /// `documentsArrived` or `documentsMissing`. A file that resolves outside its folder (a symbolic link) counts as
+    /// missing. The broker's `stopWork` cancels the wait.
+    func awaitDocuments(_ id: HandoffBroker.ContinuationID, paths: [String]) {
+        let bound = configuration.syncWait
+        let folders = syncedFolders()
+        let work = sessionWork.start { [self] in
+            let deadline = ContinuousClock.now + .milliseconds(Int64(bound * 1000))
+            var missing = paths
+            while true {
+                missing = missing.filter { !FileManager.default.fileExists(atPath: $0) }
+                if missing.isEmpty || ContinuousClock.now >= deadline { break }
+                do {
+                    try await Task.sleep(for: Self.documentPollInterval)
+                } catch {
+                    return  // cancelled: the continuation ended already
+                }
+            }
+            if let path = missing.first {
+                let folder = folders.folder(containing: path)
+                let message = "\(path) is not on this device after waiting \(PeerLink.format(bound)) for it to sync"
+                    + (folder.map { " into folder \"\($0.folder.id)\" (\($0.folder.path))" } ?? "") + " (C9)"
+                log("\(id): \(message)")
+                return broker { $0.documentsMissing(id, message: message) }
+            }
+            if let message = Self.escapingDocument(paths, folders: folders) {
+                log("\(id): \(message)")
+                return broker { $0.documentsMissing(id, message: message) }
+            }
+            // The wait was long enough for the app's process to change: checked again before the state goes to it.
+            guard toldAppIsTrusted(id) else { return }
+            broker { $0.documentsArrived(id) }
+        }
+        record({ work.cancel() }, for: id)
+    }
+
+    /// Why one of `paths` (existing files in `folders`) is not opened: it resolves outside its folder through a
+    /// symbolic link (a link synced from elsewhere must not hand an app a file the folder does not hold); nil when
+    /// none does.
+    static func escapingDocument(_ paths: [String], folders: SyncedFolders) -> String? {
+        for path in paths {
+            guard let folder = folders.folder(containing: path)?.folder else { continue }
+            guard let real = FolderPath.realPath(path), let realFolder = FolderPath.realPath(folder.path),
+                SyncedFolders.relativePath(of: real, inside: realFolder) != nil
+            else {
+                return "\(path) leads outside folder \"\(folder.id)\" (\(folder.path)) through a symbolic link: not opened (C9)"
+            }
+        }
+        return nil
+    }
+
+    /// How often a document still syncing is looked for.
+    static let documentPollInterval = Duration.milliseconds(100)
+    static let fileScheme = Array("file:".utf8)
+    static let folderScheme = Array("\(SyncedFolders.scheme):".utf8)
+
+    /// `path` with its parent folder's symbolic links resolved (the file itself may be a link, kept as one), or nil
+    /// when the parent does not exist.
+    @Sendable static func resolvingParent(_ path: String) -> String? {
+        let parent = FilePaths.parent(path)
+        guard let real = FolderPath.realPath(parent) else { return nil }
+        let name = path.split(separator: "/").last.map(String.init) ?? ""
+        return real == "/" ? "/" + name : real + "/" + name
+    }
+}
+
+/// The synced folders as last read, and the status of the file they were read from.
+struct SyncedFoldersSnapshot: Sendable {
+    var file: FileStatus?
+    var folders: SyncedFolders
+}
