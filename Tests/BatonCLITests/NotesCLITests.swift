@@ -145,7 +145,7 @@ struct NotesCLITests {
         }
     }
 
-    @Test("G1: an open note is saved for search with its first line as title and its path as persistent identifier")
+    @Test("G1, G2: an open note is saved for search with its first line as title and its path as persistent identifier, and continued from there")
     func noteIsSearchable() async throws {
         try await startingProcesses {
             try #require(FileManager.default.isExecutableFile(atPath: HandoffWorld.notes.path), "build the example first: swift build")
@@ -173,6 +173,12 @@ struct NotesCLITests {
             #expect(try String(contentsOfFile: note, encoding: .utf8) == "Weekend groceries\nmilk\neggs\nbread\ncheese\n")
             notes.send("q")
             #expect(notes.waitForExit(timeout: 5))
+
+            // G2: Notes has quit; the search result is continued in Notes, launched for it, at the saved path and line.
+            let id = try #require(found.first?["id"] as? Int)
+            let continued = try Baton.run("search", "--continue", "\(id)", "--state", world.state("laptop"))
+            #expect(continued.status == 0 && continued.stdout.contains("continued in \(HandoffWorld.notesBundle)"), "\(continued.output)")
+            #expect(world.agents["laptop"]?.waitFor("notes: opened \(note) at line 1") != nil, "\(world.agents["laptop"]?.output ?? "")")
         }
     }
 }
