@@ -74,6 +74,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         checks.append(Self.multicastCheck())
         if let identity { checks += await peerChecks(store: store, me: identity.id) }
+        checks += Self.folderChecks(store)
         checks += appChecks()
         report(checks)
         if checks.contains(where: { $0.level == .fail }) { throw ExitCode(1) }
@@ -144,6 +145,34 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         }
         return checks
+    }
+
+    /// The synced folders (C9): a named folder that is missing here makes every document in it fail to continue.
+    static func folderChecks(_ store: AccountStore) -> [Check] {
+        let folders: SyncedFolders
+        do {
+            folders = try store.syncedFolders()
+        } catch {
+            return [Check(name: "folders", level: .warn, detail: "\(error)", advice: "name them again with `baton folders add NAME PATH` (the file is rewritten)")]
+        }
+        guard !folders.isEmpty else {
+            return [
+                Check(
+                    name: "folders", level: .ok, detail: "no synced folders named: documents continue only where their path is the same",
+                    advice: "`baton folders add NAME PATH`, or `baton folders syncthing`, on each device with the same names"
+                )
+            ]
+        }
+        return folders.folders.map { folder in
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
+                return Check(
+                    name: "folder \(folder.id)", level: .warn, detail: "\(folder.path) is not a folder here",
+                    advice: "documents in it fail to continue (documentNotSynced): `baton folders add \(folder.id) PATH` with where it is now"
+                )
+            }
+            return Check(name: "folder \(folder.id)", level: .ok, detail: folder.path)
+        }
     }
 
     /// The installed apps, and every bundle that did not load with why.

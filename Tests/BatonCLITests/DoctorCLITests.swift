@@ -29,6 +29,11 @@ struct DoctorCLITests {
             let broken = URL(fileURLWithPath: apps).appendingPathComponent("Broken.app")
             try FileManager.default.createDirectory(at: broken, withIntermediateDirectories: true)
             try Data("not a property list".utf8).write(to: broken.appendingPathComponent("Info.plist"))
+            // A synced folder named here but gone is a warning naming it (C9: its documents cannot continue).
+            let gone = world.root.appendingPathComponent("gone")
+            try FileManager.default.createDirectory(at: gone, withIntermediateDirectories: true)
+            #expect(try Baton.run("folders", "add", "docs", gone.path, "--state", world.state("desktop")).status == 0)
+            try FileManager.default.removeItem(at: gone)
             try world.agent("desktop", apps: apps)
             try world.agent("laptop", peers: ["desktop"], apps: apps)
             #expect(eventually(timeout: 10) { (try? world.nearby("desktop"))?.status == 0 })
@@ -45,6 +50,7 @@ struct DoctorCLITests {
             #expect(checks["agent"]?["level"] == "ok" && checks["socket"]?["level"] == "ok", "\(checks)")
             #expect(checks["multicast"] != nil && checks["apps"]?["detail"]?.contains("1 app installed") == true, "\(checks)")
             #expect(checks["app"]?["level"] == "warn" && checks["app"]?["detail"]?.contains("Broken.app") == true, "\(checks)")
+            #expect(checks["folder docs"]?["level"] == "warn" && checks["folder docs"]?["advice"]?.contains("baton folders add docs") == true, "\(checks)")
 
             // The laptop's agent stops: the desktop's doctor warns about it (not a failure: the desktop still works).
             world.agents["laptop"]?.stop()
