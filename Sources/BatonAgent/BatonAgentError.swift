@@ -53,6 +53,9 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let launchFailed = Code("launchFailed")
         /// A runtime folder or socket belongs to another user, or others may write it (ISSUE 10 item 3).
         public static let notOwned = Code("notOwned")
+        /// The session D-Bus cannot be reached, refused us, or went away (desktop notifications, issue 16: never
+        /// fatal, the agent runs on without them).
+        public static let busUnavailable = Code("busUnavailable")
     }
 
     /// What kind of failure this is.

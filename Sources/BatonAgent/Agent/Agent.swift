@@ -179,25 +179,28 @@ public final class Agent: @unchecked Sendable {
             throw error
         }
         agent.watchFolders(apps: configuration.apps == nil ? appFolders : [])
-        let services = ServiceGroup(
+        var services: [any Service] = [
+            // First, so it stops last: after the app socket, with what apps sent saved.
+            SearchService(agent: agent),
+            SessionService(agent: agent),
+            AppSocketService(agent: agent),
+            SyncService(agent: agent),
+            AdvertisingService(agent: agent),
+            AssociationService(agent: agent),
+        ]
+        // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
+        if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
+        let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [
-                    // First, so it stops last: after the app socket, with what apps sent saved.
-                    SearchService(agent: agent),
-                    SessionService(agent: agent),
-                    AppSocketService(agent: agent),
-                    SyncService(agent: agent),
-                    AdvertisingService(agent: agent),
-                    AssociationService(agent: agent),
-                ],
+                services: services,
                 gracefulShutdownSignals: configuration.stopSignals,
                 logger: agent.logger
             )
         )
-        agent.services = services
+        agent.services = group
         agent.runner = Task {
             do {
-                try await services.run()
+                try await group.run()
             } catch {
                 agent.logger.error("the agent's services stopped: \(error)")
             }
