@@ -302,7 +302,7 @@ public final class Agent: @unchecked Sendable {
     /// hash index, and no more links to or entries from removed devices.
     func rosterChanged() {
         guard let roster = try? store.roster() else { return }
-        let rotated = state.withLockedValue { state -> Bool in
+        let (rotated, forgotten) = state.withLockedValue { state -> (Bool, [DeviceID]) in
             // A merge can change the key without a new epoch (two accounts' first keys meeting), so compare keys.
             let rotated = roster.accountKey != state.roster.accountKey
             state.roster = roster
@@ -310,11 +310,12 @@ public final class Agent: @unchecked Sendable {
                 state.keys = AdvertKeys(roster.accountKey)
                 state.receiver.update(keys: state.keys)
             }
-            for device in state.nearby.entries.keys where !roster.isActive(device) {
-                state.nearby.forget(device)
-            }
-            return rotated
+            let forgotten = state.nearby.entries.keys.filter { !roster.isActive($0) }
+            for device in forgotten { state.nearby.forget(device) }
+            return (rotated, forgotten)
         }
+        // Watchers and observers (a desktop notification of its offer, issue 16) hear that a removed device's offer went.
+        for device in forgotten { nearbyChanged(device, .removed) }
         if rotated {
             log("account key changed (epoch \(roster.accountKey.epoch)): adverts sealed anew")
             rebuildHashIndex()

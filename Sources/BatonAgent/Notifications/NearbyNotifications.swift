@@ -343,7 +343,8 @@ public struct NearbyNotifications: Sendable {
         return actions
     }
 
-    /// Whether a `Notify` is still unanswered (the service waits for them briefly at stop, to close what they show).
+    /// Whether a `Notify` whose offer ended (or stopped) is still unanswered: its id is closed when it comes. At stop,
+    /// the bus thread finishes a call in flight before it ends, and the close that follows still goes out.
     public var hasUnansweredNotify: Bool { !closeWhenAnswered.isEmpty }
 
     private func device(pending token: UInt64) -> String? {

@@ -41,7 +41,9 @@ final class NotificationBus: @unchecked Sendable {
 
     private let address: String
     private let onEvent: @Sendable (Event) -> Void
-    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool)>(([], false))
+    /// Commands for the thread; `finishing` once ``finish()`` was called (commands are still taken: a `Notify`
+    /// answered then is followed by its close); `ended` once the thread took the last (the eventfd is closed after).
+    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool, ended: Bool)>(([], false, false))
     private let finish = NIOLockedValueBox<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
     private let wakeDescriptor: Int32
     // The bus thread's own.
@@ -88,21 +90,23 @@ final class NotificationBus: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// Queues `command` for the bus thread and wakes it.
+    /// Queues `command` for the bus thread and wakes it; dropped once the thread has ended.
     func send(_ command: Command) {
-        let queued = queue.withLockedValue { queue -> Bool in
-            guard !queue.finishing else { return false }
+        queue.withLockedValue { queue in
+            guard !queue.ended else { return }
             queue.commands.append(command)
-            return true
+            // Under the lock: the thread closes the eventfd only after setting `ended` under it.
+            wake()
         }
-        if queued { wake() }
     }
 
     /// Runs what is queued (the last closes), flushes it out, closes the connection and ends the thread; returns when
     /// it has.
     func finish() async {
-        queue.withLockedValue { $0.finishing = true }
-        wake()
+        queue.withLockedValue { queue in
+            queue.finishing = true
+            if !queue.ended { wake() }
+        }
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let done = finish.withLockedValue { state -> Bool in
                 if !state.done { state.waiter = waiter }
@@ -126,7 +130,11 @@ final class NotificationBus: @unchecked Sendable {
                 return (queue.commands, queue.finishing)
             }
             for command in commands { perform(command) }
-            if finishing, queue.withLockedValue({ $0.commands.isEmpty }) { break }
+            let ended = queue.withLockedValue { queue in
+                queue.ended = finishing && queue.commands.isEmpty
+                return queue.ended
+            }
+            if ended { break }
             processIncoming()
             if !finishing { waitForWork() }
         }
