@@ -92,6 +92,11 @@ final class TestSessionBus {
         server?.send("invoke \(id) \(key)")
     }
 
+    /// The server emits NotificationClosed(id, 2): the person dismissed it.
+    func dismiss(_ id: Int) {
+        server?.send("closed \(id) 2")
+    }
+
     deinit { stop() }
 
     /// Kills both (the test runner's threads block SIGTERM, and children inherit the mask: only SIGKILL is prompt).
@@ -133,10 +138,31 @@ struct NotifyCLITests {
 
     /// A laptop and a desktop, paired, each with its agent; the laptop has no session bus, the desktop `desktop`'s
     /// environment. The laptop re-advertises five times a second, so "once per offer, not per advert" is tested.
-    static func pairedDevices(desktop environment: [String: String], extra: [String] = []) throws -> HandoffWorld {
+    /// With `icon`, the desktop's ShopSnap.app has `CFBundleIconFile` `AppIcon` and a `Resources/AppIcon.png`.
+    static func pairedDevices(
+        desktop environment: [String: String],
+        extra: [String] = [],
+        icon: Bool = false
+    ) throws -> HandoffWorld {
         let world = try HandoffWorld()
         for name in ["laptop", "desktop"] { try world.device(name) }
         try world.pair("laptop", "desktop")
+        let desktopApps = try world.apps("desktop")
+        if icon {
+            let bundle = URL(fileURLWithPath: desktopApps).appendingPathComponent("ShopSnap.app")
+            let info = bundle.appendingPathComponent("Info.plist")
+            let text = try String(contentsOf: info, encoding: .utf8)
+                .replacingOccurrences(
+                    of: "</dict>",
+                    with: "\t<key>CFBundleIconFile</key>\n\t<string>AppIcon</string>\n</dict>"
+                )
+            try Data(text.utf8).write(to: info)
+            try FileManager.default.createDirectory(
+                at: bundle.appendingPathComponent("Resources"),
+                withIntermediateDirectories: true
+            )
+            try Data([0x89, 0x50, 0x4E, 0x47]).write(to: bundle.appendingPathComponent("Resources/AppIcon.png"))
+        }
         try world.agent(
             "laptop",
             apps: try world.apps("laptop"),
@@ -146,7 +172,7 @@ struct NotifyCLITests {
         try world.agent(
             "desktop",
             peers: ["laptop"],
-            apps: try world.apps("desktop"),
+            apps: desktopApps,
             extra: extra,
             environment: environment
         )
@@ -255,6 +281,36 @@ struct NotifyCLITests {
                 let closed = bus.records("CloseNotification")
                 #expect(closed.count == 1 && closed.first?["id"] as? Int == id, "\(bus.records)")
                 #expect(Self.problems(desktop).isEmpty, "\(Self.problems(desktop))")
+            }
+        }
+    }
+
+    @Test(
+        "dismissed on the desktop: forgotten, not shown again, nothing to close when the offer ends; the app's own icon",
+        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+    )
+    func dismissedIsForgotten() async throws {
+        try await startingProcesses {
+            try TestSessionBus.running { bus in
+                let world = try Self.pairedDevices(
+                    desktop: ["DBUS_SESSION_BUS_ADDRESS": bus.address],
+                    extra: ["--log-level", "debug"],
+                    icon: true
+                )
+                let desktop = try #require(world.agents["desktop"])
+                let list = try world.shopSnap(on: "laptop", ["list", "Milk"])
+                let shown = try #require(bus.waitFor("Notify"), "\(desktop.output)")
+                let icon = try #require(shown["app_icon"] as? String)
+                #expect(icon.hasPrefix("file:///") && icon.hasSuffix("/ShopSnap.app/Resources/AppIcon.png"), "\(icon)")
+                let id = try #require(shown["id"] as? Int)
+
+                bus.dismiss(id)
+                #expect(desktop.waitFor("\(id) closed by the server (reason 2)") != nil, "\(desktop.output)")
+                list.send("done")
+                #expect(desktop.waitFor("withdrew its activity (goodbye") != nil, "\(desktop.output)")
+                Thread.sleep(forTimeInterval: 0.5)
+                #expect(bus.records("CloseNotification").isEmpty, "\(bus.records)")
+                #expect(bus.records("Notify").count == 1, "\(bus.records)")
             }
         }
     }
