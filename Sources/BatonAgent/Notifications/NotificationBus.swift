@@ -124,6 +124,7 @@ final class NotificationBus: @unchecked Sendable {
     // MARK: The bus thread
 
     private func run() {
+        Self.nameThisThread("baton-dbus")
         while true {
             let (commands, finishing) = queue.withLockedValue { queue in
                 defer { queue.commands = [] }
@@ -325,6 +326,15 @@ final class NotificationBus: @unchecked Sendable {
     }
 
     // MARK: Helpers
+
+    /// Names the calling thread, as `top -H` and `/proc/PID/task/*/comm` show it (`pthread_setname_np` needs
+    /// `_GNU_SOURCE`, which Swift's Glibc module does not define; the kernel takes the name from this file too).
+    private static func nameThisThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = name.withCString { write(descriptor, $0, strlen($0)) }
+        close(descriptor)
+    }
 
     private static func type(_ code: Unicode.Scalar) -> CChar {
         CChar(UInt8(ascii: code))
