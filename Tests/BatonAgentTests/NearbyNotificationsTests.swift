@@ -154,6 +154,23 @@ struct NearbyNotificationsTests {
         #expect(machine.connected(now: 6_000) == [], "the offer ended meanwhile: nothing to show")
     }
 
+    @Test(
+        "the notification server restarts: its ids are forgotten (never replaced or closed on its successor), the offer shown again as new"
+    )
+    func serverRestarts() throws {
+        var machine = Self.connected()
+        let token = try #require(Self.notifies(machine.offersChanged([Self.offer()])).first?.token)
+        _ = machine.notified(token: token, id: 7, now: 10)
+        #expect(machine.serverAppeared() == [], "a server activated by the first Notify: the id it gave stands")
+        #expect(machine.serverWentAway() == [])
+        #expect(machine.shownIDs.isEmpty)
+        #expect(machine.actionInvoked(id: 7, key: "continue") == [], "id 7 is another server's now")
+        let again = Self.notifies(machine.serverAppeared())
+        #expect(again.count == 1 && again.first?.replacing == nil)
+        _ = machine.notified(token: try #require(again.first?.token), id: 1, now: 20)
+        #expect(machine.offersChanged([]) == [.close(1)], "the new id is the one closed")
+    }
+
     @Test("no session bus at all: nothing is ever sent or retried")
     func noSessionBus() {
         var machine = Machine()

@@ -67,6 +67,10 @@ final class TestSessionBus {
         // Without the `guid=` the daemon prints, as systemd's user session gives it (`unix:path=/run/user/UID/bus`): a
         // bus started again at the same path has another guid, and a client holding the old one refuses it.
         address = String(printed.trimmingCharacters(in: .whitespaces).split(separator: ",").first ?? "")
+        try startServer()
+    }
+
+    private func startServer() throws {
         let script = Baton.packageRoot.appendingPathComponent("Tests/BatonCLITests/Fixtures/notification-server.py")
             .path
         let server = try Background(
@@ -76,6 +80,12 @@ final class TestSessionBus {
         )
         self.server = server
         try #require(server.waitFor("ready") != nil, "\(server.output)")
+    }
+
+    /// Kills the notification server and starts another on the same bus (a crash, or a desktop switching servers).
+    func restartServer() throws {
+        server?.kill()
+        try startServer()
     }
 
     /// Runs `body` with a bus of its own in a temporary folder; stops it and removes the folder after.
@@ -249,7 +259,7 @@ struct NotifyCLITests {
     }
 
     @Test(
-        "the bus goes away and comes back: no error, the offer is shown again; SIGTERM withdraws it before the agent ends",
+        "the bus, or the server alone, goes away and comes back: no error, the offer is shown again as new; SIGTERM withdraws it",
         .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
     )
     func busComesBackAndShutdownWithdraws() async throws {
@@ -273,7 +283,18 @@ struct NotifyCLITests {
                     "figure: a new bus at the same address to Notify again: \(Int(Date().timeIntervalSince(restarted) * 1000)) ms"
                 )
                 #expect(again["summary"] as? String == "Shopping list (1 item)", "\(again)")
-                let id = try #require(again["id"] as? Int)
+
+                // The notification server alone restarts: the agent forgets the old ids and shows the offer anew, never
+                // replacing an id of the old server (the new one counts from 1 again, another app's could have it).
+                let wentAway = desktop.lines(containing: "the notification server went away").count
+                try bus.restartServer()
+                let anew = try #require(bus.waitFor("Notify", count: 2), "\(desktop.output)")
+                #expect(anew["replaces_id"] as? Int == 0, "\(anew)")
+                #expect(
+                    desktop.lines(containing: "the notification server went away").count == wentAway + 1,
+                    "\(desktop.output)"
+                )
+                let id = try #require(anew["id"] as? Int)
 
                 // The agent stops: its notification is withdrawn first, since the offer cannot be continued here any more.
                 desktop.signal(SIGTERM)

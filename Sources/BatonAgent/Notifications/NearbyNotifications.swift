@@ -128,6 +128,11 @@ public struct NearbyNotifications: Sendable {
     }
 
     private enum Shown: Sendable, Hashable {
+        var isShown: Bool {
+            if case .shown = self { return true }
+            return false
+        }
+
         /// Wanted but not on screen: the bus is down, or the last `Notify` failed.
         case unshown
         /// `Notify` sent for `offer`, no answer yet.
@@ -182,11 +187,7 @@ public struct NearbyNotifications: Sendable {
         guard connection == .connecting else { return [] }
         connection = .connected
         failures = 0
-        var actions: [Action] = []
-        for device in entries.keys.sorted() where entries[device]?.shown == .unshown {
-            actions += notify(device, replacing: nil)
-        }
-        return actions
+        return serverAppeared()
     }
 
     /// Connecting failed (no socket at the address, refused, authentication): tried again after the back-off.
@@ -323,6 +324,27 @@ public struct NearbyNotifications: Sendable {
         guard let device = device(shown: id) else { return [] }
         entries[device]?.shown = .dismissed
         return []
+    }
+
+    /// The process that owned `org.freedesktop.Notifications` went (the server quit or crashed, or another took the
+    /// name): the ids it gave mean nothing to a successor, and `replaces_id` with one of them could replace another
+    /// program's notification. They are forgotten; the offers wait, unshown, for ``serverAppeared()``.
+    public mutating func serverWentAway() -> [Action] {
+        for device in entries.keys where entries[device]?.shown.isShown == true {
+            entries[device]?.shown = .unshown
+        }
+        return []
+    }
+
+    /// A process took `org.freedesktop.Notifications` (a server started, by itself or activated by a `Notify`): every
+    /// offer waiting unshown is shown. Ones on screen stay (an activated server gave them their ids).
+    public mutating func serverAppeared() -> [Action] {
+        guard connection == .connected else { return [] }
+        var actions: [Action] = []
+        for device in entries.keys.sorted() where entries[device]?.shown == .unshown {
+            actions += notify(device, replacing: nil)
+        }
+        return actions
     }
 
     /// The agent stops: every notification on screen is closed (its offer cannot be continued here once the agent

@@ -117,6 +117,8 @@ final class NearbyNotifier: Sendable {
             case .notifyFailed(let token, let failure, _): return machine.notifyFailed(token: token, failure, now: now)
             case .actionInvoked(let id, let key): return machine.actionInvoked(id: id, key: key)
             case .closed(let id, _): return machine.closedByServer(id: id)
+            case .serverChanged(let hadOwner, let hasOwner):
+                return (hadOwner ? machine.serverWentAway() : []) + (hasOwner ? machine.serverAppeared() : [])
             }
         }
         switch event {
@@ -137,6 +139,14 @@ final class NearbyNotifier: Sendable {
         case .actionInvoked(let id, let key): logger.debug("desktop notifications: action \(key) on \(id)")
         case .closed(let id, let reason):
             logger.debug("desktop notifications: \(id) closed by the server (reason \(reason))")
+        case .serverChanged(let hadOwner, let hasOwner):
+            if hadOwner {
+                logger.info(
+                    "desktop notifications: the notification server \(hasOwner ? "changed" : "went away"); its ids are forgotten"
+                )
+            } else {
+                logger.debug("desktop notifications: a notification server started")
+            }
         }
         perform(actions)
     }

@@ -32,6 +32,8 @@ final class NotificationBus: @unchecked Sendable {
         case notifyFailed(token: UInt64, NearbyNotifications.NotifyFailure, String)
         case actionInvoked(id: UInt32, key: String)
         case closed(id: UInt32, reason: UInt32)
+        /// `org.freedesktop.Notifications` changed hands: whether a process had it before, and whether one has it now.
+        case serverChanged(hadOwner: Bool, hasOwner: Bool)
     }
 
     static let service = "org.freedesktop.Notifications"
@@ -179,6 +181,11 @@ final class NotificationBus: @unchecked Sendable {
             result = sd_bus_match_signal(opened, &slot, nil, Self.path, Self.service, member, handler, me)
             if let slot { subscribed.append(slot) }
         }
+        if result >= 0 {
+            var slot: OpaquePointer?
+            result = sd_bus_add_match(opened, &slot, Self.ownerChangedRule, Self.nameOwnerChanged, me)
+            if let slot { subscribed.append(slot) }
+        }
         guard result >= 0 else {
             for slot in subscribed { sd_bus_slot_unref(slot) }
             sd_bus_flush_close_unref(opened)
@@ -322,6 +329,26 @@ final class NotificationBus: @unchecked Sendable {
             sd_bus_message_read_basic(message, type("u"), &reason) > 0
         else { return 0 }
         Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue().onEvent(.closed(id: id, reason: reason))
+        return 0
+    }
+
+    /// The bus's own signal when a name changes hands, for the notification service's name only.
+    static let ownerChangedRule =
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+        + "member='NameOwnerChanged',arg0='\(service)'"
+
+    private static let nameOwnerChanged: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata else { return 0 }
+        var name: UnsafePointer<CChar>?
+        var old: UnsafePointer<CChar>?
+        var new: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, type("s"), &name) > 0,
+            sd_bus_message_read_basic(message, type("s"), &old) > 0,
+            sd_bus_message_read_basic(message, type("s"), &new) > 0, let name, let old, let new,
+            String(cString: name) == service
+        else { return 0 }
+        let bus = Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue()
+        bus.onEvent(.serverChanged(hadOwner: old.pointee != 0, hasOwner: new.pointee != 0))
         return 0
     }
 
