@@ -171,15 +171,6 @@ struct NearbyNotificationsTests {
         #expect(machine.offersChanged([]) == [.close(1)], "the new id is the one closed")
     }
 
-    @Test("no session bus at all: nothing is ever sent or retried")
-    func noSessionBus() {
-        var machine = Machine()
-        #expect(machine.start() == [.connect])
-        #expect(machine.noSessionBus() == [])
-        #expect(machine.offersChanged([Self.offer()]) == [])
-        #expect(machine.timePassed(now: 1_000_000) == [])
-    }
-
     @Test(
         "no notification server: the offer stays unshown, tried again when the bus connects again or the offer changes"
     )

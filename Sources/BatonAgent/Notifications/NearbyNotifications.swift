@@ -120,7 +120,7 @@ public struct NearbyNotifications: Sendable {
     }
 
     private enum Connection: Sendable, Hashable {
-        /// Not connected; trying again at this time (nil: never, there is no session bus to try).
+        /// Not connected; trying again at this time (nil: not started, or stopped trying).
         case disconnected(retryAt: UInt64?)
         case connecting
         case connected
@@ -170,9 +170,6 @@ public struct NearbyNotifications: Sendable {
         }
     }
 
-    /// Whether the bus is connected.
-    public var isConnected: Bool { connection == .connected }
-
     // MARK: The bus
 
     /// The service started: connect.
@@ -194,13 +191,6 @@ public struct NearbyNotifications: Sendable {
     public mutating func connectFailed(now: UInt64) -> [Action] {
         guard connection == .connecting else { return [] }
         return retryLater(now: now)
-    }
-
-    /// There is no session bus to connect to (no address anywhere): nothing is ever sent, and that is no error.
-    public mutating func noSessionBus() -> [Action] {
-        guard connection == .connecting else { return [] }
-        connection = .disconnected(retryAt: nil)
-        return []
     }
 
     /// The connection went away: what was on screen is forgotten (the server went with the bus, or can no longer
