@@ -30,20 +30,11 @@ final class NearbyNotifier: Sendable {
         logger = agent.logger
     }
 
-    /// The session bus's address: `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus` when that socket exists
-    /// (where systemd's user instance puts it); nil when there is neither (no desktop session: no notifications).
-    static func sessionBusAddress(environment: [String: String], exists: (String) -> Bool) -> String? {
-        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        let socket = (runtime.hasSuffix("/") ? runtime : runtime + "/") + "bus"
-        return exists(socket) ? "unix:path=\(socket)" : nil
-    }
-
     /// Runs until the task is cancelled (the service's graceful shutdown), then closes every notification it showed.
     func run() async {
         let environment = ProcessInfo.processInfo.environment
         guard
-            let address = Self.sessionBusAddress(
+            let address = NotificationServer.sessionBusAddress(
                 environment: environment,
                 exists: { FileManager.default.fileExists(atPath: $0) }
             )

@@ -162,14 +162,13 @@ final class NotificationBus: @unchecked Sendable {
 
     private func connect() {
         guard bus == nil else { return onEvent(.connected) }
-        var opened: OpaquePointer?
-        var result = sd_bus_new(&opened)
-        guard result >= 0, let opened else {
-            return onEvent(.connectFailed(Self.error("cannot make a bus connection", result)))
+        let opened: OpaquePointer
+        do {
+            opened = try Self.open(address)
+        } catch {
+            return onEvent(.connectFailed(error))
         }
-        result = sd_bus_set_address(opened, address)
-        if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
-        if result >= 0 { result = sd_bus_start(opened) }
+        var result: Int32 = 0
         let me = Unmanaged.passUnretained(self).toOpaque()
         var subscribed: [OpaquePointer] = []
         for (member, handler) in [
@@ -189,7 +188,7 @@ final class NotificationBus: @unchecked Sendable {
         guard result >= 0 else {
             for slot in subscribed { sd_bus_slot_unref(slot) }
             sd_bus_flush_close_unref(opened)
-            return onEvent(.connectFailed(Self.error("cannot connect to the session bus at \(address)", result)))
+            return onEvent(.connectFailed(Self.error("cannot listen for the notification server's signals", result)))
         }
         bus = opened
         slots = subscribed
@@ -354,10 +353,26 @@ final class NotificationBus: @unchecked Sendable {
 
     // MARK: Helpers
 
+    /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`).
+    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when it cannot be made or started.
+    static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
+        var opened: OpaquePointer?
+        var result = sd_bus_new(&opened)
+        guard result >= 0, let opened else { throw error("cannot make a bus connection", result) }
+        result = sd_bus_set_address(opened, address)
+        if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
+        if result >= 0 { result = sd_bus_start(opened) }
+        guard result >= 0 else {
+            sd_bus_flush_close_unref(opened)
+            throw error("cannot connect to the session bus at \(address)", result)
+        }
+        return opened
+    }
+
     /// Names the calling thread, as `top -H` and `/proc/PID/task/*/comm` show it (`pthread_setname_np` needs
     /// `_GNU_SOURCE`, which Swift's Glibc module does not define; the kernel takes the name from this file too).
     private static func nameThisThread(_ name: String) {
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        let descriptor = Glibc.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         _ = name.withCString { write(descriptor, $0, strlen($0)) }
         close(descriptor)
