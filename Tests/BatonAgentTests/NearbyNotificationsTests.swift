@@ -234,21 +234,24 @@ struct NearbyNotificationsTests {
     @Test("the session bus address: DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus when it exists, else none")
     func sessionBusAddress() {
         #expect(
-            NearbyNotifier.sessionBusAddress(
+            NotificationServer.sessionBusAddress(
                 environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"],
                 exists: { _ in false }
             ) == "unix:path=/x"
         )
         #expect(
-            NearbyNotifier.sessionBusAddress(
+            NotificationServer.sessionBusAddress(
                 environment: ["XDG_RUNTIME_DIR": "/run/user/5"],
                 exists: { $0 == "/run/user/5/bus" }
             ) == "unix:path=/run/user/5/bus"
         )
         #expect(
-            NearbyNotifier.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": "/run/user/5"], exists: { _ in false })
+            NotificationServer.sessionBusAddress(
+                environment: ["XDG_RUNTIME_DIR": "/run/user/5"],
+                exists: { _ in false }
+            )
                 == nil
         )
-        #expect(NearbyNotifier.sessionBusAddress(environment: [:], exists: { _ in true }) == nil)
+        #expect(NotificationServer.sessionBusAddress(environment: [:], exists: { _ in true }) == nil)
     }
 }

@@ -84,8 +84,13 @@ final class TestSessionBus {
 
     /// Kills the notification server and starts another on the same bus (a crash, or a desktop switching servers).
     func restartServer() throws {
-        server?.kill()
+        killServer()
         try startServer()
+    }
+
+    /// Kills the notification server, leaving the bus without one.
+    func killServer() {
+        server?.kill()
     }
 
     /// Runs `body` with a bus of its own in a temporary folder; stops it and removes the folder after.
@@ -353,6 +358,33 @@ struct NotifyCLITests {
                 #expect(bus.records.isEmpty, "\(bus.records)")
                 let desktop = try #require(world.agents["desktop"])
                 #expect(desktop.lines(containing: "desktop notifications").isEmpty, "\(desktop.output)")
+            }
+        }
+    }
+
+    @Test(
+        "baton doctor names the notification server on the session bus, warns where the bus has none, and is content without a bus",
+        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+    )
+    func doctorChecksNotifications() async throws {
+        try await startingProcesses {
+            try TestSessionBus.running { bus in
+                let state = bus.folder.appendingPathComponent("state").path
+                #expect(try Baton.run("init", "--name", "laptop", "--state", state).status == 0)
+                func notificationsLine(_ environment: [String: String]) throws -> String? {
+                    let doctor = try Baton.run(
+                        ["doctor", "--state", state, "--timeout", "0.5"],
+                        environment: environment
+                    )
+                    return doctor.stdout.split(separator: "\n").map(String.init).first { $0.contains("notifications:") }
+                }
+                let served = try #require(try notificationsLine(["DBUS_SESSION_BUS_ADDRESS": bus.address]))
+                #expect(served.hasPrefix("ok") && served.contains("baton-test-notifications"), "\(served)")
+                bus.killServer()
+                let unserved = try #require(try notificationsLine(["DBUS_SESSION_BUS_ADDRESS": bus.address]))
+                #expect(unserved.hasPrefix("warn") && unserved.contains("no notification server"), "\(unserved)")
+                let none = try #require(try notificationsLine(Self.noBus))
+                #expect(none.hasPrefix("ok") && none.contains("no session bus"), "\(none)")
             }
         }
     }
