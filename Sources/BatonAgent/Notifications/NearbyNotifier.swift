@@ -53,9 +53,10 @@ final class NearbyNotifier: Sendable {
             return await waitForCancellation()
         }
         self.bus.withLockedValue { $0 = bus }
-        agent.observeNearby { [self] _, _ in
-            nearbyChanged.withLockedValue { $0 = true }
-            bell.ring()
+        // Weakly: the agent keeps its observers for its life, and this notifier holds the agent.
+        agent.observeNearby { [weak self] _, _ in
+            self?.nearbyChanged.withLockedValue { $0 = true }
+            self?.bell.ring()
         }
         nearbyChanged.withLockedValue { $0 = true }  // what is nearby already
         perform(machine.withLockedValue { $0.start() })
@@ -66,6 +67,7 @@ final class NearbyNotifier: Sendable {
         // The offers cannot be continued here once the agent is gone: withdraw them.
         perform(machine.withLockedValue { $0.stop() })
         await bus.finish()
+        self.bus.withLockedValue { $0 = nil }  // the bus's event handler holds this notifier: let both go
     }
 
     private func waitForCancellation() async {
