@@ -54,6 +54,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // sd-bus from libsystemd: the session D-Bus, for desktop notifications of what is nearby (issue 16).
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The per-device agent: state on disk, sessions, pairing.
         .target(
             name: "BatonAgent",
@@ -64,6 +66,8 @@ let package = Package(
                 "BatonRegistry",
                 // The search index (issue 15): GRDB brings the full Foundation into the agent (ARCHITECTURE, "A lean agent").
                 "BatonSearch",
+                // Desktop notifications over the session D-Bus (issue 16): sd-bus, on a thread of its own.
+                "CSystemd",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -55,6 +55,9 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let notOwned = Code("notOwned")
         /// A synced folder's path that does not exist or is not a folder, or a Syncthing folder not found (C9).
         public static let invalidFolder = Code("invalidFolder")
+        /// The session D-Bus cannot be reached, refused us, or went away (desktop notifications, issue 16: never
+        /// fatal, the agent runs on without them).
+        public static let busUnavailable = Code("busUnavailable")
     }
 
     /// What kind of failure this is.

@@ -34,7 +34,8 @@ public struct AgentCommand: AsyncParsableCommand {
                 doubling. Installed apps are followed: a bundle added, changed or removed is seen at once. The \
                 apple-app-site-association file of every domain an app claims (activitycontinuation:, applinks:) is \
                 fetched over HTTPS in the background, cached in the state folder and fetched again before it expires \
-                (--resolve, --cacert). When idle the \
+                (--resolve, --cacert). An activity another device starts offering is shown as a desktop notification \
+                with a Continue button, where there is a session D-Bus (--no-notify turns that off). When idle the \
                 agent sleeps: nothing polls. Logs go to standard error (--log-level); they never contain key material. \
                 Stop with Ctrl-C or SIGTERM: the current activity's goodbye goes out first.
                 """
@@ -119,6 +120,9 @@ public struct AgentOptions: ParsableArguments {
     @Option(help: "The least important log lines shown: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Flag(help: "Show no desktop notification of what other devices offer (shown by default where there is a session D-Bus with a notification server).")
+    var noNotify = false
+
     @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
     var browserCommand = "xdg-open"
 
@@ -165,6 +169,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.advertInterval = advertInterval
         configuration.launchTimeout = launchTimeout
         configuration.syncWait = syncWait
+        configuration.desktopNotifications = !noNotify
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates

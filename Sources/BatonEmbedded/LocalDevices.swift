@@ -100,6 +100,8 @@ public final class LocalDevices: Sendable {
                 configuration.trustsThisProcess = true
                 configuration.socketPath = store.folder.appendingPathComponent("agent.sock").path
                 configuration.syncInterval = 60
+                // Agents inside a test or the demo show nothing on the desktop (issue 16).
+                configuration.desktopNotifications = false
                 configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
                 agents.append(try await Agent.start(configuration))

@@ -13,7 +13,7 @@ import NIOPosix
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check this device: account, agent, socket, multicast, peers and apps, each with what to do.",
+        abstract: "Check this device: account, agent, socket, multicast, desktop notifications, peers and apps, each with what to do.",
         discussion: """
             Exits 1 when a check fails (the device cannot hand off as it is); warnings are things that limit it \
             (no other device paired, no interface that can multicast, a peer not answering, an app that does not load).
@@ -73,6 +73,7 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
         checks.append(Self.multicastCheck())
+        checks.append(await Self.notificationsCheck())
         if let identity { checks += await peerChecks(store: store, me: identity.id) }
         checks += Self.folderChecks(store)
         checks += appChecks()
@@ -118,6 +119,31 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let list = names.keys.sorted().map { "\($0) (\(names[$0, default: []].sorted().joined(separator: ", ")))" }
         return Check(name: "multicast", level: .ok, detail: "adverts can go out on \(list.joined(separator: ", "))")
+    }
+
+    /// Desktop notifications of what is nearby (issue 16 part 2): the session bus the agent would use, and the
+    /// notification server on it. No bus is fine (a server, a container); a bus without a server is worth a word.
+    static func notificationsCheck() async -> Check {
+        let environment = ProcessInfo.processInfo.environment
+        guard let address = NotificationServer.sessionBusAddress(environment: environment, exists: { FileManager.default.fileExists(atPath: $0) })
+        else {
+            return Check(name: "notifications", level: .ok, detail: "no session bus here: offers are not shown on a desktop (`baton nearby` lists them)")
+        }
+        // sd-bus blocks: ask on a thread of its own, not on Swift's cooperative pool.
+        let found: Result<NotificationServer?, BatonAgentError> = await withCheckedContinuation { waiter in
+            Thread.detachNewThread { waiter.resume(returning: Result { () throws(BatonAgentError) in try NotificationServer.find(onBusAt: address) }) }
+        }
+        switch found {
+        case .success(let server?):
+            return Check(name: "notifications", level: .ok, detail: "offers are shown by \(server.name) (\(server.vendor) \(server.version)) on the session bus")
+        case .success(nil):
+            return Check(
+                name: "notifications", level: .warn, detail: "no notification server on the session bus at \(address)",
+                advice: "start one (the desktop's own, dunst, mako, xfce4-notifyd); `baton nearby` lists offers meanwhile"
+            )
+        case .failure(let error):
+            return Check(name: "notifications", level: .warn, detail: error.message, advice: "is DBUS_SESSION_BUS_ADDRESS right? `baton agent --no-notify` stops trying")
+        }
     }
 
     /// Each paired device whose address is known: does its agent accept a TCP connection?

@@ -76,11 +76,12 @@ final class HandoffWorld {
         return apps.path
     }
 
-    /// Starts `name`'s agent on a free port (no multicast: tests stay on loopback), advertising to `peers`.
-    func agent(_ name: String, peers: [String] = [], apps: String, extra: [String] = []) throws {
+    /// Starts `name`'s agent on a free port (no multicast: tests stay on loopback), advertising to `peers`, with
+    /// `environment` over the test's own (a session bus, or none: issue 16).
+    func agent(_ name: String, peers: [String] = [], apps: String, extra: [String] = [], environment: [String: String] = [:]) throws {
         var arguments = ["agent", "--port", "0", "--host", "127.0.0.1", "--no-multicast", "--interval", "0.5", "--state", state(name), "--apps", apps]
         for peer in peers { arguments += ["--peer", "127.0.0.1:\(try #require(agentPorts[peer]))"] }
-        let agent = try Background(Baton.executable, arguments + extra, log: root.appendingPathComponent("agent-\(name).log"))
+        let agent = try Background(Baton.executable, arguments + extra, environment: environment, log: root.appendingPathComponent("agent-\(name).log"))
         background.append(agent)
         let line = try #require(agent.waitFor("agent for"), "\(agent.output)")
         let port: Int = try #require(line.split(separator: ":").last.flatMap { Int(String($0.split(separator: ";").first ?? "")) })

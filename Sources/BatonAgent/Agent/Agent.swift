@@ -181,25 +181,28 @@ public final class Agent: @unchecked Sendable {
             throw error
         }
         agent.watchFolders(apps: configuration.apps == nil ? appFolders : [])
-        let services = ServiceGroup(
+        var services: [any Service] = [
+            // First, so it stops last: after the app socket, with what apps sent saved.
+            SearchService(agent: agent),
+            SessionService(agent: agent),
+            AppSocketService(agent: agent),
+            SyncService(agent: agent),
+            AdvertisingService(agent: agent),
+            AssociationService(agent: agent),
+        ]
+        // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
+        if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
+        let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [
-                    // First, so it stops last: after the app socket, with what apps sent saved.
-                    SearchService(agent: agent),
-                    SessionService(agent: agent),
-                    AppSocketService(agent: agent),
-                    SyncService(agent: agent),
-                    AdvertisingService(agent: agent),
-                    AssociationService(agent: agent),
-                ],
+                services: services,
                 gracefulShutdownSignals: configuration.stopSignals,
                 logger: agent.logger
             )
         )
-        agent.services = services
+        agent.services = group
         agent.runner = Task {
             do {
-                try await services.run()
+                try await group.run()
             } catch {
                 agent.logger.error("the agent's services stopped: \(error)")
             }
@@ -301,7 +304,7 @@ public final class Agent: @unchecked Sendable {
     /// hash index, and no more links to or entries from removed devices.
     func rosterChanged() {
         guard let roster = try? store.roster() else { return }
-        let rotated = state.withLockedValue { state -> Bool in
+        let (rotated, forgotten) = state.withLockedValue { state -> (Bool, [DeviceID]) in
             // A merge can change the key without a new epoch (two accounts' first keys meeting), so compare keys.
             let rotated = roster.accountKey != state.roster.accountKey
             state.roster = roster
@@ -309,11 +312,12 @@ public final class Agent: @unchecked Sendable {
                 state.keys = AdvertKeys(roster.accountKey)
                 state.receiver.update(keys: state.keys)
             }
-            for device in state.nearby.entries.keys where !roster.isActive(device) {
-                state.nearby.forget(device)
-            }
-            return rotated
+            let forgotten = state.nearby.entries.keys.filter { !roster.isActive($0) }
+            for device in forgotten { state.nearby.forget(device) }
+            return (rotated, forgotten)
         }
+        // Watchers and observers (a desktop notification of its offer, issue 16) hear that a removed device's offer went.
+        for device in forgotten { nearbyChanged(device, .removed) }
         if rotated {
             log("account key changed (epoch \(roster.accountKey.epoch)): adverts sealed anew")
             rebuildHashIndex()

@@ -69,6 +69,12 @@ public struct AgentConfiguration: Sendable {
     /// `--cacert`: PEM files of roots trusted beside the system's (`BATON_CACERT` adds more).
     public var associationRootFiles: [String] = []
 
+    // Desktop notifications (issue 16 part 2; SEMANTICS C3).
+    /// Whether offers nearby that an app here continues are shown as desktop notifications (org.freedesktop.Notifications
+    /// on the session bus), with a Continue action. `baton agent --no-notify` turns it off; agents inside another
+    /// process (``BatonEmbedded``'s `LocalDevices`: tests, the demo) have it off. Without a session bus it does nothing.
+    public var desktopNotifications = true
+
     // On-device search (issue 15; SEMANTICS G1).
     /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
     public var searchLimits = SearchLimits.default

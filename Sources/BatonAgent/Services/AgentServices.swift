@@ -71,3 +71,16 @@ struct AdvertisingService: Service, CustomStringConvertible {
         agent.adverts?.close()
     }
 }
+
+/// Desktop notifications of what is nearby (issue 16 part 2): a notification per offer an app here continues, with a
+/// Continue action, over the session D-Bus (``NearbyNotifier``, ``NotificationBus``). Last in the group, so it stops
+/// first: its notifications are withdrawn while the agent still runs. Without a session bus it does nothing.
+struct NotificationService: Service, CustomStringConvertible {
+    let agent: Agent
+    var description: String { "desktop notifications" }
+
+    func run() async {
+        let notifier = NearbyNotifier(agent: agent)
+        await cancelWhenGracefulShutdown { await notifier.run() }
+    }
+}

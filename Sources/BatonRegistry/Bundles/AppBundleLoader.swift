@@ -89,6 +89,7 @@ public enum AppBundleLoader {
         let name = (fields.string("CFBundleDisplayName", warnings: &warnings)).map { expand($0, key: "CFBundleDisplayName") }
             ?? (fields.string("CFBundleName", warnings: &warnings)).map { expand($0, key: "CFBundleName") }
             ?? folderName
+        let iconFile = fields.string("CFBundleIconFile", warnings: &warnings).map { expand($0, key: "CFBundleIconFile") }
 
         // A type no activity can have (SEMANTICS A1: empty, too long, control characters) could never be continued.
         func isActivityType(_ type: String, key: String) -> Bool {
@@ -146,7 +147,8 @@ public enum AppBundleLoader {
             documentActivityTypes: documentTypes.uniqued(),
             associatedDomains: domains,
             warnings: warnings,
-            isIdentityResolved: identityResolved
+            isIdentityResolved: identityResolved,
+            iconFile: iconFile
         )
     }
 

@@ -32,6 +32,9 @@ public struct AppRecord: Sendable, Hashable {
     /// Whether the bundle identifier and team are known, without unresolved build variables: only then can the
     /// app be chosen to continue an activity.
     public let isIdentityResolved: Bool
+    /// `CFBundleIconFile` as the file gives it (a name, with or without its extension, relative to the bundle or its
+    /// `Resources`); nil without one. Desktop notifications show it (issue 16).
+    public let iconFile: String?
 
     /// Every activity type the app can continue (SEMANTICS D1, B5).
     public var claimedActivityTypes: Set<String> {
@@ -59,7 +62,8 @@ public struct AppRecord: Sendable, Hashable {
         documentActivityTypes: [String],
         associatedDomains: [AssociatedDomain],
         warnings: [AppBundleWarning],
-        isIdentityResolved: Bool
+        isIdentityResolved: Bool,
+        iconFile: String? = nil
     ) {
         self.bundleURL = bundleURL
         self.bundleIdentifier = bundleIdentifier
@@ -71,6 +75,7 @@ public struct AppRecord: Sendable, Hashable {
         self.associatedDomains = associatedDomains
         self.warnings = warnings
         self.isIdentityResolved = isIdentityResolved
+        self.iconFile = iconFile
     }
 }
 

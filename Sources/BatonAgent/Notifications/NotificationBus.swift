@@ -1,0 +1,392 @@
+import CSystemd
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The freedesktop notification service (`org.freedesktop.Notifications` on the session bus), through sd-bus: the
+/// thin adapter under ``NearbyNotifications`` (issue 16 part 2).
+///
+/// sd-bus blocks and is not thread-safe, so the connection lives on a thread of its own, never on Swift's cooperative
+/// pool: it waits in `poll` on the bus's descriptor and an eventfd, runs ``Command``s queued by ``send(_:)`` (each
+/// rings the eventfd), reads signals with `sd_bus_process`, and reports ``Event``s through `onEvent`, on that thread.
+/// A `Notify` is a call with a 2 s deadline on that thread; a close is sent without waiting for its answer.
+///
+/// `@unchecked Sendable`: `bus` and `slots` are touched only on the bus thread; the queue and the finish state are
+/// under locks; the rest is set in `init`.
+final class NotificationBus: @unchecked Sendable {
+    /// What the thread does next.
+    enum Command: Sendable {
+        case connect
+        case notify(token: UInt64, replacing: UInt32?, NearbyNotifications.Notice)
+        case close(UInt32)
+    }
+
+    /// What happened on the bus.
+    enum Event: Sendable {
+        case connected
+        case connectFailed(BatonAgentError)
+        case disconnected(BatonAgentError)
+        case notified(token: UInt64, id: UInt32)
+        case notifyFailed(token: UInt64, NearbyNotifications.NotifyFailure, String)
+        case actionInvoked(id: UInt32, key: String)
+        case closed(id: UInt32, reason: UInt32)
+        /// `org.freedesktop.Notifications` changed hands: whether a process had it before, and whether one has it now.
+        case serverChanged(hadOwner: Bool, hasOwner: Bool)
+    }
+
+    static let service = "org.freedesktop.Notifications"
+    static let path = "/org/freedesktop/Notifications"
+    /// How long a `Notify` may take to be answered (a server answers in milliseconds; an activated one starts first).
+    static let callTimeoutMicroseconds: UInt64 = 2_000_000
+
+    private let address: String
+    private let onEvent: @Sendable (Event) -> Void
+    /// Commands for the thread; `finishing` once ``finish()`` was called (commands are still taken: a `Notify`
+    /// answered then is followed by its close); `ended` once the thread took the last (the eventfd is closed after).
+    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool, ended: Bool)>(([], false, false))
+    private let finish = NIOLockedValueBox<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let wakeDescriptor: Int32
+    // The bus thread's own.
+    private var bus: OpaquePointer?
+    private var slots: [OpaquePointer] = []
+
+    /// An adapter for the bus at `address` (a D-Bus address, `unix:path=...`); nothing happens before ``start()``.
+    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when no eventfd can be made.
+    init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws(BatonAgentError) {
+        self.address = address
+        self.onEvent = onEvent
+        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard wakeDescriptor >= 0 else {
+            throw BatonAgentError(
+                .busUnavailable,
+                "cannot make an eventfd for the session bus thread: \(String(cString: strerror(errno)))"
+            )
+        }
+    }
+
+    /// Starts the bus thread.
+    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when no thread can be started.
+    func start() throws(BatonAgentError) {
+        let argument = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread,
+            nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<NotificationBus>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            },
+            argument
+        )
+        guard result == 0 else {
+            Unmanaged<NotificationBus>.fromOpaque(argument).release()
+            close(wakeDescriptor)
+            throw BatonAgentError(
+                .busUnavailable,
+                "cannot start the session bus thread: \(String(cString: strerror(result)))"
+            )
+        }
+        pthread_detach(thread)
+    }
+
+    /// Queues `command` for the bus thread and wakes it; dropped once the thread has ended.
+    func send(_ command: Command) {
+        queue.withLockedValue { queue in
+            guard !queue.ended else { return }
+            queue.commands.append(command)
+            // Under the lock: the thread closes the eventfd only after setting `ended` under it.
+            wake()
+        }
+    }
+
+    /// Runs what is queued (the last closes), flushes it out, closes the connection and ends the thread; returns when
+    /// it has.
+    func finish() async {
+        queue.withLockedValue { queue in
+            queue.finishing = true
+            if !queue.ended { wake() }
+        }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = finish.withLockedValue { state -> Bool in
+                if !state.done { state.waiter = waiter }
+                return state.done
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    // MARK: The bus thread
+
+    private func run() {
+        Self.nameThisThread("baton-dbus")
+        while true {
+            let (commands, finishing) = queue.withLockedValue { queue in
+                defer { queue.commands = [] }
+                return (queue.commands, queue.finishing)
+            }
+            for command in commands { perform(command) }
+            let ended = queue.withLockedValue { queue in
+                queue.ended = finishing && queue.commands.isEmpty
+                return queue.ended
+            }
+            if ended { break }
+            processIncoming()
+            if !finishing { waitForWork() }
+        }
+        if let bus { sd_bus_flush(bus) }
+        disconnect()
+        close(wakeDescriptor)
+        let waiter = finish.withLockedValue { state in
+            state.done = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    private func perform(_ command: Command) {
+        switch command {
+        case .connect: connect()
+        case .notify(let token, let replacing, let notice): notify(token: token, replacing: replacing, notice)
+        case .close(let id): closeNotification(id)
+        }
+    }
+
+    private func connect() {
+        guard bus == nil else { return onEvent(.connected) }
+        let opened: OpaquePointer
+        do {
+            opened = try Self.open(address)
+        } catch {
+            return onEvent(.connectFailed(error))
+        }
+        var result: Int32 = 0
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var subscribed: [OpaquePointer] = []
+        for (member, handler) in [
+            ("ActionInvoked", Self.actionInvoked), ("NotificationClosed", Self.notificationClosed),
+        ] where result >= 0 {
+            var slot: OpaquePointer?
+            // No sender in the rule: the server's unique name is not known before it answers, and a restarted server
+            // has another. Ids not ours are ignored by the state machine.
+            result = sd_bus_match_signal(opened, &slot, nil, Self.path, Self.service, member, handler, me)
+            if let slot { subscribed.append(slot) }
+        }
+        if result >= 0 {
+            var slot: OpaquePointer?
+            result = sd_bus_add_match(opened, &slot, Self.ownerChangedRule, Self.nameOwnerChanged, me)
+            if let slot { subscribed.append(slot) }
+        }
+        guard result >= 0 else {
+            for slot in subscribed { sd_bus_slot_unref(slot) }
+            sd_bus_flush_close_unref(opened)
+            return onEvent(.connectFailed(Self.error("cannot listen for the notification server's signals", result)))
+        }
+        bus = opened
+        slots = subscribed
+        onEvent(.connected)
+    }
+
+    private func disconnect() {
+        for slot in slots { sd_bus_slot_unref(slot) }
+        slots = []
+        if let bus { sd_bus_flush_close_unref(bus) }
+        bus = nil
+    }
+
+    /// The connection broke: forget it and say so.
+    private func lost(_ result: Int32) {
+        disconnect()
+        onEvent(.disconnected(Self.error("the session bus went away", result)))
+    }
+
+    private func notify(token: UInt64, replacing: UInt32?, _ notice: NearbyNotifications.Notice) {
+        guard let bus else { return onEvent(.notifyFailed(token: token, .refused, "not connected")) }
+        var message: OpaquePointer?
+        var result = sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "Notify")
+        guard result >= 0, let message else {
+            return onEvent(.notifyFailed(token: token, .refused, "cannot make the call (\(-result))"))
+        }
+        defer { sd_bus_message_unref(message) }
+        var replacesID = replacing ?? 0
+        var expireTimeout: Int32 = -1  // the server's default
+        result = Self.append(notice.appName, to: message)
+        if result >= 0 { result = sd_bus_message_append_basic(message, Self.type("u"), &replacesID) }
+        for text in [notice.icon, notice.summary, notice.body] where result >= 0 {
+            result = Self.append(text, to: message)
+        }
+        if result >= 0 { result = sd_bus_message_open_container(message, Self.type("a"), "s") }
+        for action in notice.actions where result >= 0 { result = Self.append(action, to: message) }
+        if result >= 0 { result = sd_bus_message_close_container(message) }
+        if result >= 0 { result = sd_bus_message_open_container(message, Self.type("a"), "{sv}") }
+        if result >= 0 { result = sd_bus_message_close_container(message) }
+        if result >= 0 { result = sd_bus_message_append_basic(message, Self.type("i"), &expireTimeout) }
+        guard result >= 0 else {
+            return onEvent(.notifyFailed(token: token, .refused, "cannot build the call (\(-result))"))
+        }
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        var reply: OpaquePointer?
+        result = sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply)
+        defer {
+            sd_bus_error_free(&error)
+            if let reply { sd_bus_message_unref(reply) }
+        }
+        guard result >= 0, let reply else {
+            let named = error.name.map { String(cString: $0) } ?? "errno \(-result)"
+            let failure: NearbyNotifications.NotifyFailure =
+                sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0 ? .noServer : .refused
+            onEvent(.notifyFailed(token: token, failure, named))
+            if sd_bus_is_open(bus) <= 0 { lost(result) }
+            return
+        }
+        var id: UInt32 = 0
+        guard sd_bus_message_read_basic(reply, Self.type("u"), &id) > 0 else {
+            return onEvent(.notifyFailed(token: token, .refused, "the answer to Notify has no id"))
+        }
+        onEvent(.notified(token: token, id: id))
+    }
+
+    private func closeNotification(_ id: UInt32) {
+        guard let bus else { return }
+        var message: OpaquePointer?
+        guard
+            sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "CloseNotification")
+                >= 0, let message
+        else { return }
+        defer { sd_bus_message_unref(message) }
+        var closing = id
+        guard sd_bus_message_append_basic(message, Self.type("u"), &closing) >= 0 else { return }
+        // Nothing waits for the answer: the server's NotificationClosed says it went.
+        _ = sd_bus_message_set_expect_reply(message, 0)
+        let result = sd_bus_send(bus, message, nil)
+        if result < 0, sd_bus_is_open(bus) <= 0 { lost(result) }
+    }
+
+    /// Handles every message read (signals go to the handlers); notices a connection that ended.
+    private func processIncoming() {
+        while let bus {
+            let result = sd_bus_process(bus, nil)
+            if result < 0 { return lost(result) }
+            if result == 0 { break }
+        }
+        if let bus, sd_bus_is_open(bus) <= 0 { lost(-ECONNRESET) }
+    }
+
+    /// Sleeps until the bus has something to read (or a timeout of its own) or a command is queued.
+    private func waitForWork() {
+        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        var timeout: Int32 = -1
+        if let bus {
+            let descriptor = sd_bus_get_fd(bus)
+            let events = sd_bus_get_events(bus)
+            if descriptor >= 0, events >= 0 {
+                descriptors.append(pollfd(fd: descriptor, events: Int16(events), revents: 0))
+            }
+            var until: UInt64 = 0
+            if sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+                timeout = Int32(min((until.subtractingSaturated(nowMicroseconds) + 999) / 1_000, 60_000))
+            }
+        }
+        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
+        if descriptors[0].revents & Int16(POLLIN) != 0 {
+            var count: UInt64 = 0
+            _ = read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
+        }
+    }
+
+    // MARK: Signals (on the bus thread, from sd_bus_process)
+
+    private static let actionInvoked: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata else { return 0 }
+        var id: UInt32 = 0
+        var key: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, type("u"), &id) > 0,
+            sd_bus_message_read_basic(message, type("s"), &key) > 0, let key
+        else { return 0 }
+        Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue().onEvent(
+            .actionInvoked(id: id, key: String(cString: key))
+        )
+        return 0
+    }
+
+    private static let notificationClosed: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata else { return 0 }
+        var id: UInt32 = 0
+        var reason: UInt32 = 0
+        guard sd_bus_message_read_basic(message, type("u"), &id) > 0,
+            sd_bus_message_read_basic(message, type("u"), &reason) > 0
+        else { return 0 }
+        Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue().onEvent(.closed(id: id, reason: reason))
+        return 0
+    }
+
+    /// The bus's own signal when a name changes hands, for the notification service's name only.
+    static let ownerChangedRule =
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+        + "member='NameOwnerChanged',arg0='\(service)'"
+
+    private static let nameOwnerChanged: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata else { return 0 }
+        var name: UnsafePointer<CChar>?
+        var old: UnsafePointer<CChar>?
+        var new: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, type("s"), &name) > 0,
+            sd_bus_message_read_basic(message, type("s"), &old) > 0,
+            sd_bus_message_read_basic(message, type("s"), &new) > 0, let name, let old, let new,
+            String(cString: name) == service
+        else { return 0 }
+        let bus = Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue()
+        bus.onEvent(.serverChanged(hadOwner: old.pointee != 0, hasOwner: new.pointee != 0))
+        return 0
+    }
+
+    // MARK: Helpers
+
+    /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`).
+    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when it cannot be made or started.
+    static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
+        var opened: OpaquePointer?
+        var result = sd_bus_new(&opened)
+        guard result >= 0, let opened else { throw error("cannot make a bus connection", result) }
+        result = sd_bus_set_address(opened, address)
+        if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
+        if result >= 0 { result = sd_bus_start(opened) }
+        guard result >= 0 else {
+            sd_bus_flush_close_unref(opened)
+            throw error("cannot connect to the session bus at \(address)", result)
+        }
+        return opened
+    }
+
+    /// Names the calling thread, as `top -H` and `/proc/PID/task/*/comm` show it (`pthread_setname_np` needs
+    /// `_GNU_SOURCE`, which Swift's Glibc module does not define; the kernel takes the name from this file too).
+    private static func nameThisThread(_ name: String) {
+        let descriptor = Glibc.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = name.withCString { write(descriptor, $0, strlen($0)) }
+        close(descriptor)
+    }
+
+    private static func type(_ code: Unicode.Scalar) -> CChar {
+        CChar(UInt8(ascii: code))
+    }
+
+    private static func append(_ text: String, to message: OpaquePointer) -> Int32 {
+        text.withCString { sd_bus_message_append_basic(message, type("s"), $0) }
+    }
+
+    private static func error(_ what: String, _ result: Int32) -> BatonAgentError {
+        BatonAgentError(.busUnavailable, "\(what): \(String(cString: strerror(-result)))")
+    }
+}
