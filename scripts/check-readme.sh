@@ -3,7 +3,9 @@
 #
 # Skipped, and why: `swift test` (CI runs it right after this script) and `scripts/fuzz*.sh` (coverage-guided
 # fuzzing is non-deterministic; CI runs the deterministic garbage-input test instead), and lines that begin with a
-# bare `baton ` (typed on two real machines with a browser: BrowserCLITests runs them instead, with a real Chromium).
+# bare `baton ` (typed on two real machines with a browser: BrowserCLITests runs them instead, with a real Chromium),
+# and "Use Baton on your machines": `scripts/install.sh` (it would install into this user's home; InstallTests runs it
+# into temporary folders) and the installed Notes under `~/` (NotesCLITests and SyncthingNotesTests run it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -16,7 +18,8 @@ trap 'rm -f "$script"; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
 {
     echo 'set -euo pipefail'
     awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0; next } inside { print }' README.md \
-        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz' | grep -v -E '^baton '
+        | grep -v -E '^swift test( |$)' | grep -v -E '^scripts/fuzz' | grep -v -E '^baton ' \
+        | grep -v -E '^scripts/install\.sh' | grep -v -E '^~/'
     echo 'wait'
 } > "$script"
 
