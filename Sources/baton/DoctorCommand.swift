@@ -63,7 +63,10 @@ struct DoctorCommand: AsyncParsableCommand {
             client.send(.listApps(request: 1))
             let listed = try await awaitReply(client) { if case .apps(1, let apps) = $0 { apps } else { nil } }
             client.close()
-            checks.append(Check(name: "agent", level: .ok, detail: "the agent answers at \(socket) and sees \(listed.count) app\(listed.count == 1 ? "" : "s")"))
+            // The built-in browser app (issue 14) is the agent's own, not an installed bundle, and a bundle that did not
+            // load is listed without one: neither is counted, so this and the apps check below agree.
+            let installed = listed.filter { !$0.bundle.isEmpty && $0.bundle != BuiltInBrowser.bundleIdentifier }.count
+            checks.append(Check(name: "agent", level: .ok, detail: "the agent answers at \(socket) and sees \(installed) installed app\(installed == 1 ? "" : "s")"))
         } catch {
             checks.append(
                 Check(

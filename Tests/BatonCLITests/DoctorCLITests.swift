@@ -48,6 +48,8 @@ struct DoctorCLITests {
             #expect(healthy, "\(checks)")
             #expect(checks["identity"]?["level"] == "ok" && checks["account"]?["detail"]?.contains("laptop") == true, "\(checks)")
             #expect(checks["agent"]?["level"] == "ok" && checks["socket"]?["level"] == "ok", "\(checks)")
+            // The agent's count and the apps check agree: the built-in browser app is the agent's own, not installed.
+            #expect(checks["agent"]?["detail"]?.hasSuffix("sees 1 installed app") == true, "\(checks)")
             #expect(checks["multicast"] != nil && checks["apps"]?["detail"]?.contains("1 app installed") == true, "\(checks)")
             #expect(checks["app"]?["level"] == "warn" && checks["app"]?["detail"]?.contains("Broken.app") == true, "\(checks)")
             #expect(checks["folder docs"]?["level"] == "warn" && checks["folder docs"]?["advice"]?.contains("baton folders add docs") == true, "\(checks)")
