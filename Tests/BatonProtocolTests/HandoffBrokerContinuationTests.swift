@@ -70,6 +70,20 @@ struct HandoffBrokerContinuationTests {
         #expect(broker.appConnected(Self.notes, bundle: "com.example.Notes").isEmpty)
     }
 
+    @Test("C5: the app launched for continuations ends before it connects: each waiting for it fails at once; others are untouched")
+    func launchedAppEndsEarly() {
+        var broker = Self.broker()
+        _ = broker.continueAsked(ID(1), route: Self.notRunning())
+        let message = "com.example.Notes exited with status 1 before it connected"
+        #expect(broker.launchedAppEnded("com.example.Other", message: message).isEmpty, "another app's process")
+        #expect(broker.launchedAppEnded("com.example.Notes", message: message) == [.finished(ID(1), .init(app: "com.example.Notes", failure: .launchFailed, message: message))])
+        #expect(broker.continuations.isEmpty)
+        // Once the app said hello the continuation is past its launch: the process ending later is appGone's business.
+        _ = broker.continueAsked(ID(2), route: Self.notRunning())
+        _ = broker.appConnected(Self.notes, bundle: "com.example.Notes")
+        #expect(broker.launchedAppEnded("com.example.Notes", message: message).isEmpty)
+    }
+
     @Test("C6: a second continuation during a fetch fails the first with cancelled, once, before the second begins")
     func secondContinuationCancelsFirst() {
         var broker = Self.broker()
@@ -211,7 +225,7 @@ struct HandoffBrokerContinuationTests {
             var nextID: UInt64 = 1
             for _ in 0..<12 {
                 let id = ID(UInt64.random(in: 1...max(1, nextID), using: &generator))
-                switch Int.random(in: 0..<11, using: &generator) {
+                switch Int.random(in: 0..<12, using: &generator) {
                 case 0:
                     let route: HandoffBroker.Route = [Self.running(), Self.notRunning(), .byPayload][Int.random(in: 0..<3, using: &generator)]
                     actions += broker.continueAsked(ID(nextID), route: route)
@@ -225,6 +239,7 @@ struct HandoffBrokerContinuationTests {
                 case 7: actions += broker.cancel(id)
                 case 9: actions += broker.documentsArrived(id)
                 case 10: actions += broker.documentsMissing(id, message: "x")
+                case 11: actions += broker.launchedAppEnded("com.example.Notes", message: "x")
                 default: actions += broker.payloadRouted(id, .failed(app: "", reason: .noApp, message: "x"))
                 }
             }

@@ -202,11 +202,20 @@ extension Agent: IPCHandler {
         }
     }
 
-    /// Reaps the programs this agent started that have ended, so none is left a zombie.
+    /// Reaps the programs this agent started that have ended, so none is left a zombie. An app launched to continue
+    /// an activity that ended before it connected fails its continuations at once (C5), saying how it ended.
     func reapChildren() {
-        state.withLockedValue { state in
-            state.launched = state.launched.filter { Launcher.isRunning($0.value) }
+        let ended = state.withLockedValue { state -> [(bundle: String, how: String)] in
+            var ended: [(bundle: String, how: String)] = []
+            for (bundle, pid) in state.launched.sorted(by: { $0.key < $1.key }) {
+                if let how = Launcher.ending(pid) { ended.append((bundle, how)) }
+            }
+            for (bundle, _) in ended { state.launched[bundle] = nil }
             state.spawned = state.spawned.filter(Launcher.isRunning)
+            return ended
+        }
+        for (bundle, how) in ended {
+            broker { $0.launchedAppEnded(bundle, message: "\(bundle) \(how) before it connected") }
         }
     }
 }

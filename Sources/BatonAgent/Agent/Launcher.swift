@@ -58,10 +58,19 @@ enum Launcher {
 
     /// Whether child `pid` still runs; reaps it (no zombie is left) when it has ended.
     static func isRunning(_ pid: pid_t) -> Bool {
+        ending(pid) == nil
+    }
+
+    /// How `pid` ended, as a person reads it ("exited with status 1", "was killed by signal 9"), reaping it; nil while
+    /// it runs. A pid that is not (or no longer) a child of this process "ended".
+    static func ending(_ pid: pid_t) -> String? {
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
-        // 0: still running. The pid: it ended and is reaped now. -1 (ECHILD): not ours, or reaped already.
-        return result == 0
+        if result == 0 { return nil }
+        guard result == pid else { return "ended" }
+        let signal = status & 0x7f
+        if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        return "was killed by signal \(signal)"
     }
 
     /// What an errno from starting a process means to a person.

@@ -154,6 +154,23 @@ extension HandoffBroker {
         }
     }
 
+    /// The process launched for `bundle` ended before it connected (it crashed, or is not a Baton app): every
+    /// continuation waiting for it fails now with `launchFailed`, rather than at its launch deadline. Continuations
+    /// past their launch (the app said hello) are not touched.
+    public mutating func launchedAppEnded(_ bundle: String, message: String) -> [Action] {
+        var actions: [Action] = []
+        for id in ongoing.keys.sorted() {
+            switch ongoing[id] {
+            case .launching(let launching, _) where launching == bundle,
+                .launchingWithState(let launching, _, _) where launching == bundle:
+                actions += launchFailed(id, message: message)
+            default:
+                continue
+            }
+        }
+        return actions
+    }
+
     /// The originating device sent the state of `id` (C4), with its URLs already made this device's (C9).
     /// `documents` are the files in synced folders it names that do not exist here yet: the state waits for them
     /// (``documentsArrived(_:)``, ``documentsMissing(_:message:)``).
