@@ -114,6 +114,36 @@ struct NearbyNotificationsTests {
         #expect(machine.actionInvoked(id: 99, key: "continue") == [], "another program's notification")
     }
 
+    @Test(
+        "C5: a Continue that fails says why in place of the notification, with Try again; a new offer replaces it, an ended one closes it"
+    )
+    func c5FailureIsShown() throws {
+        var machine = Self.connected()
+        let token = try #require(Self.notifies(machine.offersChanged([Self.offer()])).first?.token)
+        _ = machine.notified(token: token, id: 7, now: 10)
+        #expect(machine.actionInvoked(id: 7, key: "continue") == [.continueHere(device: "dev-laptop")])
+        let failed = Self.notifies(machine.continueFailed(device: "dev-laptop", message: "ShopSnap could not be launched"))
+        let notice = try #require(failed.first?.notice)
+        #expect(failed.count == 1 && failed.first?.replacing == 7)
+        #expect(notice.summary == "Could not continue Shopping list (2 items)")
+        #expect(notice.body == "From laptop: ShopSnap could not be launched" && notice.actions == ["continue", "Try again"])
+        _ = machine.notified(token: try #require(failed.first?.token), id: 7, now: 20)
+        // Re-adverts of the same offer leave the reason on screen; Try again continues as before.
+        #expect(machine.offersChanged([Self.offer()]) == [])
+        #expect(machine.actionInvoked(id: 7, key: "continue") == [.continueHere(device: "dev-laptop")])
+        // The server closed the notification when the action was taken: the reason is shown anew.
+        #expect(machine.closedByServer(id: 7) == [])
+        let anew = Self.notifies(machine.continueFailed(device: "dev-laptop", message: "again"))
+        #expect(anew.count == 1 && anew.first?.replacing == nil && anew.first?.notice.summary.hasPrefix("Could not") == true)
+        _ = machine.notified(token: try #require(anew.first?.token), id: 8, now: 30)
+        // A new activity there replaces the reason; the offer ending closes it; a failure after that shows nothing.
+        let next = Self.notifies(machine.offersChanged([Self.offer(sequence: 2, title: "Milk")]))
+        #expect(next.count == 1 && next.first?.replacing == 8 && next.first?.notice.summary == "Milk")
+        _ = machine.notified(token: try #require(next.first?.token), id: 8, now: 40)
+        #expect(machine.offersChanged([]) == [.close(8)])
+        #expect(machine.continueFailed(device: "dev-laptop", message: "gone") == [])
+    }
+
     @Test("closed by the server: the id is forgotten and the same offer is not shown again; a new offer is")
     func serverClosedIsForgotten() throws {
         var machine = Self.connected()

@@ -157,7 +157,8 @@ struct NotifyCLITests {
     static func pairedDevices(
         desktop environment: [String: String],
         extra: [String] = [],
-        icon: Bool = false
+        icon: Bool = false,
+        failingApp: Bool = false
     ) throws -> HandoffWorld {
         let world = try HandoffWorld()
         for name in ["laptop", "desktop"] { try world.device(name) }
@@ -177,6 +178,12 @@ struct NotifyCLITests {
                 withIntermediateDirectories: true
             )
             try Data([0x89, 0x50, 0x4E, 0x47]).write(to: bundle.appendingPathComponent("Resources/AppIcon.png"))
+        }
+        if failingApp {
+            // The desktop's ShopSnap.app runs /bin/false: launched, it exits at once, and the continuation fails.
+            let executable = URL(fileURLWithPath: desktopApps).appendingPathComponent("ShopSnap.app/shopsnap")
+            try FileManager.default.removeItem(at: executable)
+            try FileManager.default.createSymbolicLink(at: executable, withDestinationURL: URL(fileURLWithPath: "/bin/false"))
         }
         try world.agent(
             "laptop",
@@ -259,6 +266,30 @@ struct NotifyCLITests {
                 #expect(closed["id"] as? Int == id)
                 #expect(bus.records("Notify").count == 1, "\(bus.records)")
                 #expect(Self.problems(desktop).isEmpty, "\(Self.problems(desktop))")
+            }
+        }
+    }
+
+    @Test(
+        "C5: a Continue that fails (the app exits at launch) says why on the notification, replacing it, with Try again",
+        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+    )
+    func failedContinueIsShown() async throws {
+        try await startingProcesses {
+            try TestSessionBus.running { bus in
+                let world = try Self.pairedDevices(desktop: ["DBUS_SESSION_BUS_ADDRESS": bus.address], failingApp: true)
+                let desktop = try #require(world.agents["desktop"])
+                _ = try world.shopSnap(on: "laptop", ["list", "Milk"])
+                let shown = try #require(bus.waitFor("Notify"), "\(desktop.output)")
+                let id = try #require(shown["id"] as? Int)
+                bus.invoke(id, "continue")
+                let failed = try #require(bus.waitFor("Notify", count: 2), "\(desktop.output)")
+                #expect(failed["replaces_id"] as? Int == id, "\(failed)")
+                #expect(failed["summary"] as? String == "Could not continue Shopping list (1 item)", "\(failed)")
+                // How the app ended, at once (the agent reaps it), not after the 10 s launch deadline.
+                #expect(failed["body"] as? String == "From laptop: com.razeware.ShopSnap exited with status 1 before it connected", "\(failed)")
+                #expect(failed["actions"] as? [String] == ["continue", "Try again"], "\(failed)")
+                #expect(desktop.lines(containing: "could not continue").count == 1, "\(desktop.output)")
             }
         }
     }

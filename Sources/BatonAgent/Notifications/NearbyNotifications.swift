@@ -48,6 +48,18 @@ public struct NearbyNotifications: Sendable {
         }
     }
 
+    /// What a notification says when continuing its offer failed: why, in place of the offer, with Continue to try
+    /// again.
+    func failureNotice(_ offer: Offer, message: String) -> Notice {
+        Notice(
+            appName: offer.appName,
+            icon: offer.icon,
+            summary: "Could not continue \(offer.title)",
+            body: Notice.escaped("From \(offer.deviceName): \(message)"),
+            actions: [Notice.continueKey, "Try again"]
+        )
+    }
+
     /// One notification's text, as the freedesktop `Notify` method takes it.
     public struct Notice: Sendable, Hashable {
         /// The action key of the Continue button, and the key of a click on the notification itself.
@@ -261,8 +273,8 @@ public struct NearbyNotifications: Sendable {
         }
     }
 
-    /// Sends `Notify` for `device`'s offer when the bus is up; otherwise it waits, unshown.
-    private mutating func notify(_ device: String, replacing: UInt32?) -> [Action] {
+    /// Sends `Notify` for `device`'s offer (or `notice` in its place) when the bus is up; otherwise it waits, unshown.
+    private mutating func notify(_ device: String, replacing: UInt32?, notice: Notice? = nil) -> [Action] {
         guard var entry = entries[device] else { return [] }
         guard connection == .connected else {
             entry.shown = .unshown
@@ -273,7 +285,7 @@ public struct NearbyNotifications: Sendable {
         nextToken += 1
         entry.shown = .pending(token: token, sent: entry.offer)
         entries[device] = entry
-        return [.notify(token: token, replacing: replacing, entry.offer.notice)]
+        return [.notify(token: token, replacing: replacing, notice ?? entry.offer.notice)]
     }
 
     // MARK: The server's answers
@@ -306,6 +318,19 @@ public struct NearbyNotifications: Sendable {
             let device = device(shown: id)
         else { return [] }
         return [.continueHere(device: device)]
+    }
+
+    /// Continuing `device`'s offer, chosen from its notification, failed: the person is told why, in place of the
+    /// notification (or anew, when the server closed it as the action was taken), with Continue to try again. Shown
+    /// until the offer changes (the new offer replaces it) or ends (closed). Nothing when the offer is gone already.
+    public mutating func continueFailed(device: String, message: String) -> [Action] {
+        guard connection != .stopped, let entry = entries[device] else { return [] }
+        let notice = failureNotice(entry.offer, message: message)
+        switch entry.shown {
+        case .shown(let id): return notify(device, replacing: id, notice: notice)
+        case .dismissed, .unshown: return notify(device, replacing: nil, notice: notice)
+        case .pending: return []  // the offer changed meanwhile: the new offer is on its way
+        }
     }
 
     /// The server closed notification `id` (dismissed, expired, or closed after an action): forgotten, and not shown

@@ -163,10 +163,14 @@ final class NearbyNotifier: Sendable {
                     "desktop notifications: Continue chosen for \(device.prefix(8))",
                     metadata: ["peer": "\(device.prefix(8))"]
                 )
-                _ = work.start { [agent, logger] in
+                _ = work.start { [self] in
                     let outcome = await agent.continueNearby(device: device)
                     if let failure = outcome.failure {
                         logger.notice("desktop notifications: could not continue: \(outcome.message) [\(failure)]")
+                        // The person chose Continue and is looking for the app: say why it is not coming (not when
+                        // another continuation replaced this one, C6: that one is what they chose last).
+                        guard failure != FetchFailure.cancelled.rawValue else { return }
+                        perform(machine.withLockedValue { $0.continueFailed(device: device, message: outcome.message) })
                     } else {
                         logger.info(
                             "desktop notifications: continued in \(outcome.app) (\(outcome.microseconds / 1_000) ms)"
