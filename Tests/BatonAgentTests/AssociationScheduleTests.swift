@@ -163,6 +163,35 @@ struct AssociationScheduleTests {
         #expect(rejected >= 12)
     }
 
+    @Test("E4: a fresh file one writer records is never lost to a failure another records at the same moment (the cache's lock)")
+    func concurrentRecordsKeepTheFreshFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-aasa-race-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let json = Data(#"{"activitycontinuation": {"apps": ["TEAM123456.org.example.App"]}}"#.utf8)
+        let fetched = AssociationFetcher.Fetched(
+            url: "https://race.example/.well-known/apple-app-site-association", json: json,
+            association: try AppSiteAssociation(json: json), signed: false, maxAge: 3600
+        )
+        let failure = AssociationFetchError(.connectFailed, "down")
+        // 20 rounds: the agent's retries record failures in a tight loop while `baton aasa fetch` records the file once.
+        // Without the lock a failure's write could put back the record it read before the file, losing the file.
+        for round in 0..<20 {
+            let cache = AssociationCache(stateFolder: folder.appendingPathComponent("\(round)"))
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for _ in 0..<200 { _ = try? cache.record("race.example", .failure(failure), policy: AssociationPolicy(), now: Date()) }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(5))
+                    _ = try? cache.record("race.example", .success(fetched), policy: AssociationPolicy(), now: Date())
+                }
+            }
+            let record = try #require(try cache.read("race.example"))
+            #expect(record.json == json, "round \(round): the fetched file was lost")
+            #expect(record.failures <= 200)
+        }
+    }
+
     @Test("a corrupt cache file is reported, set aside as .damaged, and the others still read")
     func corruptCacheFileSetAside() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-aasa-cache-\(UUID().uuidString)")

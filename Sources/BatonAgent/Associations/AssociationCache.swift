@@ -1,4 +1,7 @@
 import BatonRegistry
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -72,8 +75,32 @@ public struct AssociationCache: Sendable {
 
     /// Records the outcome of a fetch of `domain` at `now` and returns the record written: a success replaces the
     /// JSON and its times; a failure keeps the last good JSON (it counts until it expires) and counts the failure.
+    ///
+    /// The read and the write hold the cache folder's lock (`flock` on `.lock`): `baton aasa fetch` and the agent
+    /// both record here, and without it a failure the agent records could put back the record it read just before
+    /// another process stored a fresh file, losing that file.
     @discardableResult
     public func record(_ domain: String, _ result: Result<AssociationFetcher.Fetched, AssociationFetchError>, policy: AssociationPolicy, now: Date) throws -> AssociationRecord {
+        try withLock { try updateRecord(domain, result, policy: policy, now: now) }
+    }
+
+    /// The lock file's name in the cache folder (a dot: never read as a record).
+    static let lockFileName = ".lock"
+
+    /// Runs `body` holding an exclusive `flock` on the cache folder's lock file. Opened read-only, so taking the lock
+    /// writes nothing the agent's folder watcher would report.
+    func withLock<T>(_ body: () throws -> T) throws -> T {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let lockPath = folder.appendingPathComponent(Self.lockFileName).path
+        let descriptor = open(lockPath, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw BatonAgentError(.stateUnwritable, "cannot open \(lockPath)") }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw BatonAgentError(.stateUnwritable, "cannot lock \(lockPath)") }
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
+    private func updateRecord(_ domain: String, _ result: Result<AssociationFetcher.Fetched, AssociationFetchError>, policy: AssociationPolicy, now: Date) throws -> AssociationRecord {
         var record = (try? read(domain)) ?? nil ?? AssociationRecord(domain: domain)
         record.lastAttempt = now
         switch result {
