@@ -52,7 +52,7 @@ public struct SyncedFolder: Sendable, Hashable {
 /// This device's synced folders, and the mapping of `file:` URLs to the form they travel in and back (C9).
 ///
 /// A `file:` URL inside a folder travels as `baton-folder://ID/relative/path` (each segment percent-encoded:
-/// docs/PROTOCOL.md §3.2); the continuing device turns it into its own path of folder `ID`. URLs outside every folder
+/// docs/PROTOCOL.md §3.1); the continuing device turns it into its own path of folder `ID`. URLs outside every folder
 /// travel unchanged. Pure: the file system is consulted only through the `resolve` function a caller passes.
 public struct SyncedFolders: Sendable, Hashable {
     /// The folders by id.
