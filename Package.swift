@@ -54,8 +54,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
-        // sd-bus from libsystemd: the session D-Bus, for desktop notifications of what is nearby (issue 16).
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // sd-bus from libsystemd: the session D-Bus, for desktop notifications of what is nearby (issue 16). Loaded
+        // with dlopen at run time (issue 24), so building needs no libsystemd-dev and running no libsystemd0.
+        .target(name: "CSystemd"),
         // The per-device agent: state on disk, sessions, pairing.
         .target(
             name: "BatonAgent",

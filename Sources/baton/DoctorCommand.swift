@@ -132,6 +132,9 @@ struct DoctorCommand: AsyncParsableCommand {
         else {
             return Check(name: "notifications", level: .ok, detail: "no session bus here: offers are not shown on a desktop (`baton nearby` lists them)")
         }
+        if let why = NotificationServer.libraryUnavailable() {
+            return Check(name: "notifications", level: .warn, detail: why, advice: "apt-get install libsystemd0 (then restart the agent); `baton nearby` lists offers meanwhile")
+        }
         // sd-bus blocks: ask on a thread of its own, not on Swift's cooperative pool.
         let found: Result<NotificationServer?, BatonAgentError> = await withCheckedContinuation { waiter in
             Thread.detachNewThread { waiter.resume(returning: Result { () throws(BatonAgentError) in try NotificationServer.find(onBusAt: address) }) }

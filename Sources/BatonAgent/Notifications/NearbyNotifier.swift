@@ -44,6 +44,10 @@ final class NearbyNotifier: Sendable {
             )
             return await waitForCancellation()
         }
+        if let why = NotificationServer.libraryUnavailable() {
+            logger.info("desktop notifications: \(why); none shown")
+            return await waitForCancellation()
+        }
         let bus: NotificationBus
         do {
             bus = try NotificationBus(address: address) { [self] event in handle(event) }

@@ -141,7 +141,7 @@ final class NotificationBus: @unchecked Sendable {
             processIncoming()
             if !finishing { waitForWork() }
         }
-        if let bus { sd_bus_flush(bus) }
+        if let bus { baton_sd_bus_flush(bus) }
         disconnect()
         close(wakeDescriptor)
         let waiter = finish.withLockedValue { state in
@@ -177,17 +177,17 @@ final class NotificationBus: @unchecked Sendable {
             var slot: OpaquePointer?
             // No sender in the rule: the server's unique name is not known before it answers, and a restarted server
             // has another. Ids not ours are ignored by the state machine.
-            result = sd_bus_match_signal(opened, &slot, nil, Self.path, Self.service, member, handler, me)
+            result = baton_sd_bus_match_signal(opened, &slot, nil, Self.path, Self.service, member, handler, me)
             if let slot { subscribed.append(slot) }
         }
         if result >= 0 {
             var slot: OpaquePointer?
-            result = sd_bus_add_match(opened, &slot, Self.ownerChangedRule, Self.nameOwnerChanged, me)
+            result = baton_sd_bus_add_match(opened, &slot, Self.ownerChangedRule, Self.nameOwnerChanged, me)
             if let slot { subscribed.append(slot) }
         }
         guard result >= 0 else {
-            for slot in subscribed { sd_bus_slot_unref(slot) }
-            sd_bus_flush_close_unref(opened)
+            for slot in subscribed { baton_sd_bus_slot_unref(slot) }
+            baton_sd_bus_flush_close_unref(opened)
             return onEvent(.connectFailed(Self.error("cannot listen for the notification server's signals", result)))
         }
         bus = opened
@@ -196,9 +196,9 @@ final class NotificationBus: @unchecked Sendable {
     }
 
     private func disconnect() {
-        for slot in slots { sd_bus_slot_unref(slot) }
+        for slot in slots { baton_sd_bus_slot_unref(slot) }
         slots = []
-        if let bus { sd_bus_flush_close_unref(bus) }
+        if let bus { baton_sd_bus_flush_close_unref(bus) }
         bus = nil
     }
 
@@ -211,44 +211,44 @@ final class NotificationBus: @unchecked Sendable {
     private func notify(token: UInt64, replacing: UInt32?, _ notice: NearbyNotifications.Notice) {
         guard let bus else { return onEvent(.notifyFailed(token: token, .refused, "not connected")) }
         var message: OpaquePointer?
-        var result = sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "Notify")
+        var result = baton_sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "Notify")
         guard result >= 0, let message else {
             return onEvent(.notifyFailed(token: token, .refused, "cannot make the call (\(-result))"))
         }
-        defer { sd_bus_message_unref(message) }
+        defer { baton_sd_bus_message_unref(message) }
         var replacesID = replacing ?? 0
         var expireTimeout: Int32 = -1  // the server's default
         result = Self.append(notice.appName, to: message)
-        if result >= 0 { result = sd_bus_message_append_basic(message, Self.type("u"), &replacesID) }
+        if result >= 0 { result = baton_sd_bus_message_append_basic(message, Self.type("u"), &replacesID) }
         for text in [notice.icon, notice.summary, notice.body] where result >= 0 {
             result = Self.append(text, to: message)
         }
-        if result >= 0 { result = sd_bus_message_open_container(message, Self.type("a"), "s") }
+        if result >= 0 { result = baton_sd_bus_message_open_container(message, Self.type("a"), "s") }
         for action in notice.actions where result >= 0 { result = Self.append(action, to: message) }
-        if result >= 0 { result = sd_bus_message_close_container(message) }
-        if result >= 0 { result = sd_bus_message_open_container(message, Self.type("a"), "{sv}") }
-        if result >= 0 { result = sd_bus_message_close_container(message) }
-        if result >= 0 { result = sd_bus_message_append_basic(message, Self.type("i"), &expireTimeout) }
+        if result >= 0 { result = baton_sd_bus_message_close_container(message) }
+        if result >= 0 { result = baton_sd_bus_message_open_container(message, Self.type("a"), "{sv}") }
+        if result >= 0 { result = baton_sd_bus_message_close_container(message) }
+        if result >= 0 { result = baton_sd_bus_message_append_basic(message, Self.type("i"), &expireTimeout) }
         guard result >= 0 else {
             return onEvent(.notifyFailed(token: token, .refused, "cannot build the call (\(-result))"))
         }
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         var reply: OpaquePointer?
-        result = sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply)
+        result = baton_sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply)
         defer {
-            sd_bus_error_free(&error)
-            if let reply { sd_bus_message_unref(reply) }
+            baton_sd_bus_error_free(&error)
+            if let reply { baton_sd_bus_message_unref(reply) }
         }
         guard result >= 0, let reply else {
             let named = error.name.map { String(cString: $0) } ?? "errno \(-result)"
             let failure: NearbyNotifications.NotifyFailure =
-                sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0 ? .noServer : .refused
+                baton_sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0 ? .noServer : .refused
             onEvent(.notifyFailed(token: token, failure, named))
-            if sd_bus_is_open(bus) <= 0 { lost(result) }
+            if baton_sd_bus_is_open(bus) <= 0 { lost(result) }
             return
         }
         var id: UInt32 = 0
-        guard sd_bus_message_read_basic(reply, Self.type("u"), &id) > 0 else {
+        guard baton_sd_bus_message_read_basic(reply, Self.type("u"), &id) > 0 else {
             return onEvent(.notifyFailed(token: token, .refused, "the answer to Notify has no id"))
         }
         onEvent(.notified(token: token, id: id))
@@ -258,26 +258,26 @@ final class NotificationBus: @unchecked Sendable {
         guard let bus else { return }
         var message: OpaquePointer?
         guard
-            sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "CloseNotification")
+            baton_sd_bus_message_new_method_call(bus, &message, Self.service, Self.path, Self.service, "CloseNotification")
                 >= 0, let message
         else { return }
-        defer { sd_bus_message_unref(message) }
+        defer { baton_sd_bus_message_unref(message) }
         var closing = id
-        guard sd_bus_message_append_basic(message, Self.type("u"), &closing) >= 0 else { return }
+        guard baton_sd_bus_message_append_basic(message, Self.type("u"), &closing) >= 0 else { return }
         // Nothing waits for the answer: the server's NotificationClosed says it went.
-        _ = sd_bus_message_set_expect_reply(message, 0)
-        let result = sd_bus_send(bus, message, nil)
-        if result < 0, sd_bus_is_open(bus) <= 0 { lost(result) }
+        _ = baton_sd_bus_message_set_expect_reply(message, 0)
+        let result = baton_sd_bus_send(bus, message, nil)
+        if result < 0, baton_sd_bus_is_open(bus) <= 0 { lost(result) }
     }
 
     /// Handles every message read (signals go to the handlers); notices a connection that ended.
     private func processIncoming() {
         while let bus {
-            let result = sd_bus_process(bus, nil)
+            let result = baton_sd_bus_process(bus, nil)
             if result < 0 { return lost(result) }
             if result == 0 { break }
         }
-        if let bus, sd_bus_is_open(bus) <= 0 { lost(-ECONNRESET) }
+        if let bus, baton_sd_bus_is_open(bus) <= 0 { lost(-ECONNRESET) }
     }
 
     /// Sleeps until the bus has something to read (or a timeout of its own) or a command is queued.
@@ -285,13 +285,13 @@ final class NotificationBus: @unchecked Sendable {
         var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
         var timeout: Int32 = -1
         if let bus {
-            let descriptor = sd_bus_get_fd(bus)
-            let events = sd_bus_get_events(bus)
+            let descriptor = baton_sd_bus_get_fd(bus)
+            let events = baton_sd_bus_get_events(bus)
             if descriptor >= 0, events >= 0 {
                 descriptors.append(pollfd(fd: descriptor, events: Int16(events), revents: 0))
             }
             var until: UInt64 = 0
-            if sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
+            if baton_sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
                 var now = timespec()
                 clock_gettime(CLOCK_MONOTONIC, &now)
                 let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
@@ -311,8 +311,8 @@ final class NotificationBus: @unchecked Sendable {
         guard let message, let userdata else { return 0 }
         var id: UInt32 = 0
         var key: UnsafePointer<CChar>?
-        guard sd_bus_message_read_basic(message, type("u"), &id) > 0,
-            sd_bus_message_read_basic(message, type("s"), &key) > 0, let key
+        guard baton_sd_bus_message_read_basic(message, type("u"), &id) > 0,
+            baton_sd_bus_message_read_basic(message, type("s"), &key) > 0, let key
         else { return 0 }
         Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue().onEvent(
             .actionInvoked(id: id, key: String(cString: key))
@@ -324,8 +324,8 @@ final class NotificationBus: @unchecked Sendable {
         guard let message, let userdata else { return 0 }
         var id: UInt32 = 0
         var reason: UInt32 = 0
-        guard sd_bus_message_read_basic(message, type("u"), &id) > 0,
-            sd_bus_message_read_basic(message, type("u"), &reason) > 0
+        guard baton_sd_bus_message_read_basic(message, type("u"), &id) > 0,
+            baton_sd_bus_message_read_basic(message, type("u"), &reason) > 0
         else { return 0 }
         Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue().onEvent(.closed(id: id, reason: reason))
         return 0
@@ -341,9 +341,9 @@ final class NotificationBus: @unchecked Sendable {
         var name: UnsafePointer<CChar>?
         var old: UnsafePointer<CChar>?
         var new: UnsafePointer<CChar>?
-        guard sd_bus_message_read_basic(message, type("s"), &name) > 0,
-            sd_bus_message_read_basic(message, type("s"), &old) > 0,
-            sd_bus_message_read_basic(message, type("s"), &new) > 0, let name, let old, let new,
+        guard baton_sd_bus_message_read_basic(message, type("s"), &name) > 0,
+            baton_sd_bus_message_read_basic(message, type("s"), &old) > 0,
+            baton_sd_bus_message_read_basic(message, type("s"), &new) > 0, let name, let old, let new,
             String(cString: name) == service
         else { return 0 }
         let bus = Unmanaged<NotificationBus>.fromOpaque(userdata).takeUnretainedValue()
@@ -353,17 +353,20 @@ final class NotificationBus: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`).
-    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when it cannot be made or started.
+    /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`); libsystemd
+    /// is loaded first, if it was not.
+    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when libsystemd cannot be loaded, or the connection cannot be
+    ///   made or started.
     static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
+        if let why = NotificationServer.libraryUnavailable() { throw BatonAgentError(.busUnavailable, why) }
         var opened: OpaquePointer?
-        var result = sd_bus_new(&opened)
+        var result = baton_sd_bus_new(&opened)
         guard result >= 0, let opened else { throw error("cannot make a bus connection", result) }
-        result = sd_bus_set_address(opened, address)
-        if result >= 0 { result = sd_bus_set_bus_client(opened, 1) }
-        if result >= 0 { result = sd_bus_start(opened) }
+        result = baton_sd_bus_set_address(opened, address)
+        if result >= 0 { result = baton_sd_bus_set_bus_client(opened, 1) }
+        if result >= 0 { result = baton_sd_bus_start(opened) }
         guard result >= 0 else {
-            sd_bus_flush_close_unref(opened)
+            baton_sd_bus_flush_close_unref(opened)
             throw error("cannot connect to the session bus at \(address)", result)
         }
         return opened
@@ -383,7 +386,7 @@ final class NotificationBus: @unchecked Sendable {
     }
 
     private static func append(_ text: String, to message: OpaquePointer) -> Int32 {
-        text.withCString { sd_bus_message_append_basic(message, type("s"), $0) }
+        text.withCString { baton_sd_bus_message_append_basic(message, type("s"), $0) }
     }
 
     private static func error(_ what: String, _ result: Int32) -> BatonAgentError {
