@@ -11,6 +11,8 @@
 #                                         built by SwiftPM, as it needs GRDB: minutes the first time)
 #                                         (Fuzz/SearchQueryFuzzer.swift)
 #   scripts/fuzz.sh syncthing [SECONDS]  Syncthing's config.xml and synced-folder URLs from other devices (Fuzz/SyncthingConfigFuzzer.swift)
+#   scripts/fuzz.sh beacon [SECONDS]     the pairing beacon anyone on the LAN can send, and the list built from them
+#                                         (Fuzz/PairingBeaconFuzzer.swift)
 #   scripts/fuzz.sh frames [SECONDS]      frames with data frames allowed, the messages in them, and stream flow control
 #                                         (Fuzz/FrameFuzzer.swift; built by SwiftPM, as it needs NIO: minutes the first time)
 #
@@ -18,7 +20,7 @@
 # its committed seed corpus, keeps what it learns in Fuzz/.work/ (ignored by git), and leaves any crashing input in
 # the crashes/ folder there. Exits non-zero when the fuzzer found a crash, a leak or a slow input (> 5 s).
 set -euo pipefail
-target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|search-index|syncthing|frames [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh plist|messages|associations|association-cache|browser|search-query|search-index|syncthing|beacon|frames [SECONDS]}"
 seconds="${2:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 core=("$root"/Sources/BatonCore/*.swift "$root"/Sources/BatonCore/*/*.swift)
@@ -62,6 +64,14 @@ syncthing)
     sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Folders/SyncedFolders.swift"
         "$protocol/Folders/SyncthingConfig.swift" "$root/Fuzz/SyncthingConfigFuzzer.swift")
     ;;
+beacon)
+    work="$root/Fuzz/.work/beacon"
+    seeds="$root/Fuzz/corpus-beacon"
+    # The beacon codec and the sightings list need nothing but the module's error type (no swift-crypto, no BatonCore).
+    protocol="$root/Sources/BatonProtocol"
+    sources=("$protocol/BatonProtocolError.swift" "$protocol/Account/PairingBeacon.swift"
+        "$protocol/Account/PairingBeaconSightings.swift" "$root/Fuzz/PairingBeaconFuzzer.swift")
+    ;;
 search-query)
     work="$root/Fuzz/.work/search-query"
     seeds="$root/Fuzz/corpus-search-query"
@@ -93,7 +103,7 @@ search-index)
     seeds="$root/Fuzz/corpus-search-index"
     ;;
 *)
-    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query, search-index, syncthing or frames" >&2
+    echo "unknown fuzz target $target: plist, messages, associations, association-cache, browser, search-query, search-index, syncthing, beacon or frames" >&2
     exit 64
     ;;
 esac

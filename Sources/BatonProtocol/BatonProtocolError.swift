@@ -45,6 +45,11 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         public static let syncthingConfigMalformed = Code("syncthingConfigMalformed")
         /// A Syncthing `config.xml` over one of ``SyncthingConfigLimits`` (size, folders, attribute length).
         public static let syncthingConfigTooLarge = Code("syncthingConfigTooLarge")
+        /// A datagram on the discovery port that is not a pairing beacon (an advert, say): ignore it.
+        public static let notPairingBeacon = Code("notPairingBeacon")
+        /// A pairing beacon (it starts with the magic) that is cut short, too long, or names port 0 or a name a
+        /// beacon may not carry (``PairingBeacon``).
+        public static let invalidPairingBeacon = Code("invalidPairingBeacon")
     }
 
     /// What kind of failure this is.
