@@ -58,6 +58,11 @@ public struct BatonAgentError: Error, Sendable, Hashable, CustomStringConvertibl
         /// The session D-Bus cannot be reached, refused us, or went away (desktop notifications, issue 16: never
         /// fatal, the agent runs on without them).
         public static let busUnavailable = Code("busUnavailable")
+        /// No interface here carries multicast, or the discovery port cannot be bound: `baton pair --find` cannot
+        /// look for devices (pair by address instead).
+        public static let multicastUnavailable = Code("multicastUnavailable")
+        /// `baton pair --find` heard no device waiting to pair.
+        public static let noDeviceFound = Code("noDeviceFound")
     }
 
     /// What kind of failure this is.

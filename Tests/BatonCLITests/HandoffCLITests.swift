@@ -42,7 +42,7 @@ final class HandoffWorld {
 
     /// `waiting` and `connecting` pair, both confirming.
     func pair(_ waiting: String, _ connecting: String) throws {
-        let wait = try Background(baton: ["pair", "--port", "0", "--yes", "--state", state(waiting)], log: root.appendingPathComponent("pair-\(connecting).log"))
+        let wait = try Background(baton: ["pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--state", state(waiting)], log: root.appendingPathComponent("pair-\(connecting).log"))
         defer { wait.stop() }
         let line = try #require(wait.line { $0.contains("on port") })
         let port = try #require(line.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .punctuationCharacters)) }.first)
