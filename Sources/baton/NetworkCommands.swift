@@ -176,23 +176,25 @@ struct PairCommand: AsyncParsableCommand {
         }
         let announcing = !noAnnounce && !Self.isLoopback(host)
         let interfaces = PairingBeaconAnnouncer.interfaces()
-        let findable = announcing && !(interfaces.v4.isEmpty && interfaces.v6.isEmpty)
         say(
             "Waiting for a device to pair on port \(listener.port); on the other device run: "
-                + (findable ? "baton pair --find (on this network) or " : "") + "baton pair THIS-HOST:\(listener.port)"
+                + (announcing ? "baton pair --find (on this network) or " : "") + "baton pair THIS-HOST:\(listener.port)"
         )
         var announcer: Task<Void, Never>?
-        if findable {
+        if announcing {
             var nonce = [UInt8](repeating: 0, count: PairingBeacon.nonceLength)
             var random = SystemRandomNumberGenerator()
             for index in nonce.indices { nonce[index] = random.next() }
             let beacon = try PairingBeacon(nonce: nonce, displayName: identity.name, port: UInt16(listener.port))
             let names = Set(interfaces.v4 + interfaces.v6).sorted()
-            say("Announcing \"\(beacon.name)\" on \(names.joined(separator: ", ")) (UDP \(discoveryPort), every second while waiting).")
+            if names.isEmpty {
+                // Announced from the first round an interface carries multicast (Wi-Fi joined while waiting).
+                say("Not announcing yet: no network interface here is up with multicast; until one is, the other device needs this device's address.")
+            } else {
+                say("Announcing \"\(beacon.name)\" on \(names.joined(separator: ", ")) (UDP \(discoveryPort), every second while waiting).")
+            }
             let sender = PairingBeaconAnnouncer(beacon: beacon, discoveryPort: discoveryPort)
             announcer = Task { await sender.run { say("warning: \($0)") } }
-        } else if announcing {
-            say("Not announcing: no network interface here carries multicast; the other device needs this device's address.")
         }
         defer { announcer?.cancel() }
         var outcome: AccountFlows.PairingResult?
