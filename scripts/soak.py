@@ -83,7 +83,7 @@ class World:
         for name in ("laptop", "desktop"):
             self.run("init", "--name", name, "--state", self.state(name)).check_returncode()
         port = free_port()
-        waiting = self.background([self.baton, "pair", "--port", str(port), "--yes", "--state", self.state("laptop")], "pair.log")
+        waiting = self.background([self.baton, "pair", "--host", "127.0.0.1", "--port", str(port), "--yes", "--state", self.state("laptop")], "pair.log")
         if not self.wait_for("pair.log", "on port"):
             raise SystemExit("pairing did not start: " + self.log("pair.log"))
         self.run("pair", f"127.0.0.1:{port}", "--yes", "--state", self.state("desktop")).check_returncode()
