@@ -169,8 +169,13 @@ let package = Package(
         // Examples/Notes.app runs `notes`. The editor, document and app as a library, so they can be tested.
         .target(name: "NotesKit", dependencies: ["Baton"], path: "Examples/NotesKit"),
         .executableTarget(name: "notes", dependencies: ["Baton", "NotesKit"], path: "Examples/notes"),
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton"], exclude: ["Fixtures"]),
-        .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry"]),
+        // What tests need from outside the package (programs, Python modules, root) and the Debian packages that bring
+        // it, as Swift Testing traits: a test whose need is missing is skipped naming the package, or fails under
+        // BATON_TEST_REQUIRE_ALL=1 (issue 24; scripts/test-deps.sh installs them all). Not a test target, so every test
+        // target can use it.
+        .target(name: "BatonTestSupport", path: "Tests/Support"),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton", "BatonTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry", "BatonTestSupport"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -180,12 +185,13 @@ let package = Package(
                 "BatonAgent",
                 "BatonClient",
                 "BatonRegistry",
+                "BatonTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent", "BatonTestSupport"]),
         // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
         .testTarget(
             name: "AppleShapedTests",
@@ -197,7 +203,7 @@ let package = Package(
         // them so `swift test` builds them first.
         .testTarget(
             name: "BatonCLITests",
-            dependencies: ["baton", "baton-agent", "notes", "BatonCore", "BatonProtocol"],
+            dependencies: ["baton", "baton-agent", "notes", "BatonCore", "BatonProtocol", "BatonTestSupport"],
             exclude: ["Fixtures"]
         ),
     ]

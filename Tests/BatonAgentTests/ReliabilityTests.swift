@@ -1,5 +1,6 @@
 @testable import BatonAgent
 import BatonCore
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -33,9 +34,9 @@ struct ReliabilityTests {
         #expect(link?.code == .notOwned)
     }
 
-    @Test("item 3: a runtime folder another user made first is refused, and so is a socket another user listens on")
+    // Only root can make files as another user.
+    @Test("item 3: a runtime folder another user made first is refused, and so is a socket another user listens on", .requires(.root, .python3))
     func anotherUsersFolder() async throws {
-        guard getuid() == 0 else { return }  // Only root can make files as another user.
         let base = Self.folder()
         defer { try? FileManager.default.removeItem(atPath: base) }
         mkdir(base, 0o777)
@@ -48,7 +49,7 @@ struct ReliabilityTests {
         // An agent-like listener run by user 65534: clients refuse it before saying anything.
         let socketPath = base + "/agent.sock"
         let listener = Process()
-        listener.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        listener.executableURL = try Requirement.python3.executable()
         listener.arguments = [
             "-c",
             "import os,socket,time; os.setgid(65534); os.setuid(65534); s=socket.socket(socket.AF_UNIX); s.bind('\(socketPath)'); s.listen(); print('up', flush=True); import sys; sys.stdin.read()",

@@ -1,5 +1,6 @@
 import BatonCore
 import BatonProtocol
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,10 @@ func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -
 
 @Suite("Three devices on loopback: pair, invite, converge, remove", .serialized)
 struct AccountNetworkCLITests {
-    @Test("A pairs with B, B invites C, all converge; A removes C; C is refused everywhere and cannot read the new key's seals")
+    @Test(
+        "A pairs with B, B invites C, all converge; A removes C; C is refused everywhere and cannot read the new key's seals",
+        .requires(.openssl)
+    )
     func threeDevices() async throws {
         try await startingProcesses {
             let root = try Baton.temporaryDirectory()
@@ -29,7 +33,7 @@ struct AccountNetworkCLITests {
             }
 
             // A waits to pair; B connects. Both must show the same code.
-            let waiting = try Background(baton: ["pair", "--port", "0", "--yes", "--state", states[0]], log: root.appendingPathComponent("pair-a.log"))
+            let waiting = try Background(baton: ["pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--state", states[0]], log: root.appendingPathComponent("pair-a.log"))
             background.append(waiting)
             let portLine = try #require(waiting.line { $0.contains("on port") })
             let pairPort = try #require(portLine.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .punctuationCharacters)) }.first)

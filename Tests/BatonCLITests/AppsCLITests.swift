@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -111,7 +112,7 @@ struct AppsCLITests {
 
 @Suite("baton aasa check on signed files")
 struct SignedAasaCLITests {
-    @Test("a file signed with openssl verifies for its domain and is refused for another")
+    @Test("a file signed with openssl verifies for its domain and is refused for another", .requires(.openssl))
     func signed() async throws {
         try await startingProcesses {
             let directory = try Baton.temporaryDirectory()

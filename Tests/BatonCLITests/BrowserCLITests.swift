@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -53,7 +54,7 @@ extension HandoffWorld {
             try Data("<html><head><title>\(title)</title></head><body>\(file)</body></html>".utf8).write(to: www.appendingPathComponent(file))
         }
         let server = try Background(
-            URL(fileURLWithPath: "/usr/bin/python3"), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
+            try Requirement.python3.executable(), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", www.path],
             log: root.appendingPathComponent("http.log")
         )
         background.append(server)
@@ -274,13 +275,13 @@ struct BrowserCLITests {
         }
     }
 
-    @Test("the extension's Chromium id is the one its manifest key gives, and the one install allows")
+    @Test("the extension's Chromium id is the one its manifest key gives, and the one install allows", .requires(.python3))
     func extensionID() async throws {
         try await startingProcesses {
             let manifest = Baton.packageRoot.appendingPathComponent("Browser/extension/manifest.json").path
             let python = try Baton.run(
                 ["-c", "import json,base64,hashlib,sys; k=base64.b64decode(json.load(open(sys.argv[1]))['key']); print(''.join(chr(97+int(c,16)) for c in hashlib.sha256(k).hexdigest()[:32]))", manifest],
-                executable: URL(fileURLWithPath: "/usr/bin/python3")
+                executable: try Requirement.python3.executable()
             )
             #expect(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "lkmiafdnghlcnikjkhphablnjalajmkh", "\(python.output)")
         }

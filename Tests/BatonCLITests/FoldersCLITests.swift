@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -157,7 +158,7 @@ struct FoldersCLITests {
         }
     }
 
-    @Test("baton folders syncthing --config: the folders of a config written by the real `syncthing generate`, under their ids")
+    @Test("baton folders syncthing --config: the folders of a config written by the real `syncthing generate`, under their ids", .requires(.syncthing))
     func syncthingFolders() async throws {
         try await startingProcesses {
             let root = try Baton.temporaryDirectory()
@@ -165,8 +166,8 @@ struct FoldersCLITests {
             let home = root.appendingPathComponent("home")
             try FileManager.default.createDirectory(at: home.appendingPathComponent("Sync"), withIntermediateDirectories: true)
             let generate = Process()
-            generate.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            generate.arguments = ["syncthing", "generate", "--home", root.appendingPathComponent("st").path]
+            generate.executableURL = try Requirement.syncthing.executable()
+            generate.arguments = ["generate", "--home", root.appendingPathComponent("st").path]
             generate.environment = ProcessInfo.processInfo.environment.merging(["HOME": home.path]) { $1 }
             generate.standardOutput = FileHandle.nullDevice
             generate.standardError = FileHandle.nullDevice

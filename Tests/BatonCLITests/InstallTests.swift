@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -5,23 +6,36 @@ import Testing
 /// passes `systemd-analyze verify`, and `--uninstall` removes exactly what it wrote, never the account.
 @Suite("Install for the current user (issue 16)", .serialized)
 struct InstallTests {
-    @Test("install into a temporary prefix: baton runs, finds ShopSnap and Notes, the unit verifies; uninstall keeps the account")
+    /// HOME and the XDG folders inside `root`, for install.sh and the installed baton.
+    static func environment(_ root: URL) -> [String: String] {
+        [
+            "HOME": root.appendingPathComponent("home").path,
+            "XDG_DATA_HOME": root.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": root.appendingPathComponent("config").path,
+        ]
+    }
+
+    /// Runs scripts/install.sh with `arguments`.
+    static func script(_ arguments: [String], environment: [String: String]) throws -> Baton.Result {
+        try Baton.run(
+            [Baton.packageRoot.appendingPathComponent("scripts/install.sh").path] + arguments,
+            environment: environment, executable: URL(fileURLWithPath: "/bin/bash")
+        )
+    }
+
+    /// The binaries this build made, what install.sh installs.
+    static var binaries: String { Baton.executable.deletingLastPathComponent().path }
+
+    @Test("install into a temporary prefix: baton runs, finds ShopSnap and Notes; uninstall keeps the account")
     func installAndUninstall() async throws {
         try await startingProcesses {
             let root = try Baton.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: root) }
-            let environment = [
-                "HOME": root.appendingPathComponent("home").path,
-                "XDG_DATA_HOME": root.appendingPathComponent("data").path,
-                "XDG_CONFIG_HOME": root.appendingPathComponent("config").path,
-            ]
+            let environment = Self.environment(root)
             let prefix = root.appendingPathComponent("prefix").path
-            let binaries = Baton.executable.deletingLastPathComponent().path
+            let binaries = Self.binaries
             func script(_ arguments: [String]) throws -> Baton.Result {
-                try Baton.run(
-                    [Baton.packageRoot.appendingPathComponent("scripts/install.sh").path] + arguments,
-                    environment: environment, executable: URL(fileURLWithPath: "/bin/bash")
-                )
+                try Self.script(arguments, environment: environment)
             }
             let installed = try script(["--prefix", prefix, "--binaries", binaries, "--no-enable", "--name", "installed"])
             #expect(installed.status == 0, "\(installed.output)")
@@ -39,12 +53,6 @@ struct InstallTests {
             let devices = try Baton.run(["devices", "--offline"], environment: environment, executable: baton)
             #expect(devices.stdout.contains("installed"), "\(devices.output)")
 
-            // systemd's own check of the unit, where systemd-analyze is installed.
-            if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
-                let verify = try Baton.run(["verify", unit], environment: environment, executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"))
-                #expect(verify.status == 0, "\(verify.output)")
-            }
-
             let removed = try script(["--prefix", prefix, "--uninstall"])
             #expect(removed.status == 0, "\(removed.output)")
             #expect(!FileManager.default.fileExists(atPath: baton.path) && !FileManager.default.fileExists(atPath: unit))
@@ -52,6 +60,22 @@ struct InstallTests {
             #expect(FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/baton/identity.plist"), "the account is kept")
             // A second uninstall has nothing to do, and says so.
             #expect(try script(["--uninstall"]).stdout.contains("Nothing to remove"))
+        }
+    }
+
+    @Test("the user unit install.sh writes passes systemd's own check (systemd-analyze verify)", .requires(.systemdAnalyze))
+    func unitVerifies() async throws {
+        try await startingProcesses {
+            let root = try Baton.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let environment = Self.environment(root)
+            let prefix = root.appendingPathComponent("prefix").path
+            let installed = try Self.script(["--prefix", prefix, "--binaries", Self.binaries, "--no-enable", "--name", "verified"], environment: environment)
+            try #require(installed.status == 0, "\(installed.output)")
+            let unit = root.appendingPathComponent("config/systemd/user/baton-agent.service").path
+            let verify = try Baton.run(["verify", unit], environment: environment, executable: try Requirement.systemdAnalyze.executable())
+            #expect(verify.status == 0, "\(verify.output)")
+            #expect(try Self.script(["--prefix", prefix, "--uninstall"], environment: environment).status == 0)
         }
     }
 }

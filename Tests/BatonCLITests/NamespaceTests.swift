@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -8,24 +9,6 @@ final class NamespaceLAN {
 
     let prefix: String
     private var processes: [Background] = []
-
-    /// Why this machine cannot build namespace LANs (not root, no iproute2, no bridges...), or nil when it can.
-    static let unavailable: String? = {
-        guard getuid() == 0 else { return "needs root (uid is \(getuid()))" }
-        guard let check = try? NamespaceLAN.command(script, ["check"]) else { return "cannot run \(script.path)" }
-        switch check.status {
-        case 0: return nil
-        case 77: return check.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        default: return "netns.sh check failed with status \(check.status): \(check.output)"
-        }
-    }()
-
-    /// Cancels (skips) the running test, saying why, when the machine cannot build namespace LANs.
-    static func skipUnlessAvailable() throws {
-        guard let reason = unavailable else { return }
-        print("NamespaceTests skipped: \(reason)")
-        try Test.cancel("network namespaces unavailable: \(reason)")
-    }
 
     /// A prefix for one test: `tag` plus this process id, so two test runs on one machine do not collide (1-6 chars).
     static func prefix(_ tag: String) -> String {
@@ -252,14 +235,13 @@ final class NamespaceWorld {
     }
 }
 
-/// Several hosts on one LAN, each in its own network namespace with its own agent (`scripts/netns.sh`). Needs root;
-/// skipped with the reason when the machine cannot build namespaces.
-@Suite("Multi-host LANs in network namespaces", .serialized)
+/// Several hosts on one LAN, each in its own network namespace with its own agent (`scripts/netns.sh`). Needs root
+/// (and iproute2, procps); skipped, saying so, where the machine cannot build namespaces.
+@Suite("Multi-host LANs in network namespaces", .serialized, .requires(.networkNamespaces))
 struct NamespaceTests {
     @Test("discovery crosses interfaces (C1, C2): three hosts on a bridge find each other by multicast alone")
     func multicastDiscovery() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
             try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()
@@ -289,7 +271,6 @@ struct NamespaceTests {
     @Test("an IPv6-only LAN (C1, C2): link-local multicast alone, then a scoped link-local --peer, find and hand off")
     func ipv6LinkLocalDiscovery() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
             try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()
@@ -332,7 +313,6 @@ struct NamespaceTests {
     @Test("with multicast blocked, nothing is found without --peer, and --peer still works")
     func blockedMulticastWithPeers() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
             try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()
@@ -374,7 +354,6 @@ struct NamespaceTests {
     @Test("a device outside the account on the same LAN gets the adverts but cannot open them (C1)")
     func strangerSeesNothing() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
             try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()
@@ -407,7 +386,6 @@ struct NamespaceTests {
     @Test("a continuation stream between two hosts (F1-F3): ShopSnap's photo goes from h1 to the app launched on h2, whole")
     func photoOverStream() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
             try #require(FileManager.default.isExecutableFile(atPath: NamespaceWorld.shopsnap.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()

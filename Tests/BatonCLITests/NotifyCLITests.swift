@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -10,26 +11,6 @@ final class TestSessionBus {
     private(set) var address = ""
     private(set) var daemon: Background?
     private(set) var server: Background?
-
-    /// The `dbus-daemon` on PATH, if any.
-    static let daemonExecutable: URL? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("dbus-daemon") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
-
-    /// Whether the bus and the server can run here: dbus-daemon, and Debian's python3 with dbus and GLib.
-    static var isAvailable: Bool {
-        guard daemonExecutable != nil else { return false }
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        check.arguments = ["-c", "import dbus, dbus.service, dbus.mainloop.glib; from gi.repository import GLib"]
-        check.standardOutput = FileHandle.nullDevice
-        check.standardError = FileHandle.nullDevice
-        guard (try? check.run()) != nil else { return false }
-        check.waitUntilExit()
-        return check.terminationStatus == 0
-    }
 
     /// A bus at `root/session-bus/bus` and the server on it, started.
     init(in root: URL) throws {
@@ -56,7 +37,7 @@ final class TestSessionBus {
             </busconfig>
             """.utf8
         ).write(to: configuration)
-        let executable = try #require(Self.daemonExecutable)
+        let executable = try Requirement.dbusDaemon.executable()
         let daemon = try Background(
             executable,
             ["--config-file=\(configuration.path)", "--nofork", "--print-address"],
@@ -74,7 +55,7 @@ final class TestSessionBus {
         let script = Baton.packageRoot.appendingPathComponent("Tests/BatonCLITests/Fixtures/notification-server.py")
             .path
         let server = try Background(
-            URL(fileURLWithPath: "/usr/bin/python3"),
+            try Requirement.pythonDBus.executable(),
             [script, address, calls.path],
             log: folder.appendingPathComponent("server.log")
         )
@@ -210,7 +191,7 @@ struct NotifyCLITests {
 
     @Test(
         "C3, C5, A9: one notification per offer (title, device, app, Continue); Continue launches ShopSnap with the list; the offer's end withdraws it",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func notificationContinuesAndCloses() async throws {
         try await startingProcesses {
@@ -272,7 +253,7 @@ struct NotifyCLITests {
 
     @Test(
         "C5: a Continue that fails (the app exits at launch) says why on the notification, replacing it, with Try again",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func failedContinueIsShown() async throws {
         try await startingProcesses {
@@ -296,7 +277,7 @@ struct NotifyCLITests {
 
     @Test(
         "the bus, or the server alone, goes away and comes back: no error, the offer is shown again as new; SIGTERM withdraws it",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func busComesBackAndShutdownWithdraws() async throws {
         try await startingProcesses {
@@ -344,7 +325,7 @@ struct NotifyCLITests {
 
     @Test(
         "dismissed on the desktop: forgotten, not shown again, nothing to close when the offer ends; the app's own icon",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func dismissedIsForgotten() async throws {
         try await startingProcesses {
@@ -374,7 +355,7 @@ struct NotifyCLITests {
 
     @Test(
         "--no-notify: the agent sends nothing to the notification server",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func noNotifySendsNothing() async throws {
         try await startingProcesses {
@@ -395,7 +376,7 @@ struct NotifyCLITests {
 
     @Test(
         "baton doctor names the notification server on the session bus, warns where the bus has none, and is content without a bus",
-        .enabled(if: TestSessionBus.isAvailable, "needs dbus-daemon and Debian's python3-dbus and python3-gi")
+        .requires(.dbusDaemon, .pythonDBus)
     )
     func doctorChecksNotifications() async throws {
         try await startingProcesses {

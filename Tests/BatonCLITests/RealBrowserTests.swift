@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -14,9 +15,6 @@ final class RealBrowser {
     let log: URL
     let profile: URL
     private var port: Int?
-
-    static let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-    static var executable: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
 
     init(executable: String, profile: URL, extensionFolder: URL, home: URL, firstPage: String, display: String? = nil, log: URL) throws {
         self.log = log
@@ -66,7 +64,8 @@ final class RealBrowser {
     func devtools(_ path: String, method: String = "GET") async throws -> String {
         let port = try await devtoolsPort()
         let arguments = ["-s", "-X", method, "--max-time", "5", "http://127.0.0.1:\(port)\(path)"]
-        return try await offPool { try Baton.run(arguments, executable: URL(fileURLWithPath: "/usr/bin/curl")).stdout }
+        let curl = try Requirement.curl.executable()
+        return try await offPool { try Baton.run(arguments, executable: curl).stdout }
     }
 
     /// The page targets: id by title.
@@ -105,12 +104,12 @@ final class VirtualDisplay {
         self.display = display
     }
 
-    /// Xvfb on a free display number, once its socket is there; nil when it cannot start.
-    static func start(log: URL) async -> VirtualDisplay? {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb"),
-            let number = (90..<190).first(where: { !FileManager.default.fileExists(atPath: "/tmp/.X\($0)-lock") })
-        else { return nil }
-        guard let server = try? Background(URL(fileURLWithPath: "/usr/bin/Xvfb"), [":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], log: log) else {
+    /// Xvfb on a free display number, once its socket is there; nil when it cannot start. Where Xvfb is not installed,
+    /// ends the test as skipped, naming the package (failed under BATON_TEST_REQUIRE_ALL=1).
+    static func start(log: URL) async throws -> VirtualDisplay? {
+        let xvfb = try Requirement.xvfb.executable()
+        guard let number = (90..<190).first(where: { !FileManager.default.fileExists(atPath: "/tmp/.X\($0)-lock") }) else { return nil }
+        guard let server = try? Background(xvfb, [":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], log: log) else {
             return nil
         }
         guard await settles(timeout: 5, { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
@@ -128,12 +127,12 @@ final class VirtualDisplay {
 
 /// In the same serialized suite as the other browser tests: at most one of them runs at a time.
 extension BrowserCLITests {
-    @Test("the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; a page continued here opens as a new tab (E2); a killed host is replaced; quitting resigns it")
+    @Test(
+        "the agent's current activity follows Chromium's focused tab; the other device's nearby shows its title; a page continued here opens as a new tab (E2); a killed host is replaced; quitting resigns it",
+        .requires(.chromium, .curl, .python3)
+    )
     func chromiumFollowsTheFocusedTab() async throws {
-        guard let chromium = RealBrowser.executable else {
-            print("skipped: no Chromium at \(RealBrowser.candidates.joined(separator: ", ")) (CI installs the chromium package)")
-            return
-        }
+        let chromium = try Requirement.chromium.executable().path
         let world = try await HandoffWorld.browsing()
         let (home, environment) = world.browserHome()
         let profile = world.root.appendingPathComponent("profile")
@@ -172,10 +171,9 @@ extension BrowserCLITests {
                 }
             }
             if running == nil {
-                screen = await VirtualDisplay.start(log: world.root.appendingPathComponent("xvfb.log"))
+                screen = try await VirtualDisplay.start(log: world.root.appendingPathComponent("xvfb.log"))
                 guard let display = screen?.display else {
-                    print("skipped: headless Chromium did not start the extension's host, and Xvfb cannot start here")
-                    return
+                    try Requirement.xvfb.unusable("headless Chromium did not start the extension's host, and Xvfb cannot start here")
                 }
                 started = Date()
                 running = try launch(display: display)
@@ -183,8 +181,7 @@ extension BrowserCLITests {
             }
             browser = try #require(running)
         } catch let error as RealBrowser.BrowserUnavailable {
-            print("skipped: Chromium cannot start here: \(error)")
-            return
+            try Requirement.chromium.unusable("Chromium cannot start here: \(error)")
         }
         #expect(try await settles(timeout: 15) { try await world.nearbyShows("desktop", "Page Alpha") }, "\(laptop.output)\n\((try? String(contentsOf: browser.log, encoding: .utf8))?.suffix(3000) ?? "")")
         print("figure: Chromium start to the other device's nearby list: \(Int(Date().timeIntervalSince(started) * 1000)) ms")

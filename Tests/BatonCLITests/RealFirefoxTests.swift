@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -13,9 +14,6 @@ import Testing
 final class RealFirefox {
     let process: Process
     let log: URL
-
-    static let candidates = ["/usr/bin/firefox-esr", "/usr/bin/firefox"]
-    static var executable: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
 
     /// What a fresh profile needs to start quietly, offline, with an unsigned add-on from its own folder enabled.
     static let preferences: [(String, String)] = [
@@ -47,7 +45,7 @@ final class RealFirefox {
 
     /// A fresh profile folder: `user.js` with ``preferences``, and `extensionFolder` zipped (by Python's zipfile, the
     /// files at the archive's root) as `extensions/ID.xpi`.
-    static func makeProfile(_ profile: URL, extensionFolder: URL, id: String) throws {
+    static func makeProfile(_ profile: URL, extensionFolder: URL, id: String, python: URL) throws {
         let extensions = profile.appendingPathComponent("extensions")
         try FileManager.default.createDirectory(at: extensions, withIntermediateDirectories: true)
         let userJS = preferences.map { "user_pref(\"\($0.0)\", \($0.1));\n" }.joined()
@@ -60,7 +58,7 @@ final class RealFirefox {
                     if path.is_file(): archive.write(path, path.relative_to(source).as_posix())
             """
         let packed = try Baton.run(
-            ["-c", zip, extensionFolder.path, extensions.appendingPathComponent("\(id).xpi").path], executable: URL(fileURLWithPath: "/usr/bin/python3")
+            ["-c", zip, extensionFolder.path, extensions.appendingPathComponent("\(id).xpi").path], executable: python
         )
         guard packed.status == 0 else { throw RealBrowser.BrowserUnavailable(reason: "cannot pack the .xpi: \(packed.output)") }
     }
@@ -73,7 +71,7 @@ final class RealFirefox {
         self.process = process
         // Through Python, which empties the signal mask and execs Firefox: the test runner blocks SIGTERM on its
         // threads, a child inherits that mask, and Firefox does not unblock it, so it would never see a SIGTERM.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.executableURL = try Requirement.python3.executable()
         process.arguments = [
             "-c", "import os, signal, sys; signal.signal(signal.SIGPIPE, signal.SIG_DFL); signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
             executable, "--headless", "--no-remote", "--profile", profile.path, firstPage,
@@ -134,12 +132,12 @@ final class RealFirefox {
 }
 
 extension BrowserCLITests {
-    @Test("Firefox ESR, headless, with the extension as an unsigned .xpi: the other device's nearby shows its focused tab's title; a page continued here opens as a new tab (E2); quitting resigns it")
+    @Test(
+        "Firefox ESR, headless, with the extension as an unsigned .xpi: the other device's nearby shows its focused tab's title; a page continued here opens as a new tab (E2); quitting resigns it",
+        .requires(.firefox, .python3)
+    )
     func firefoxFollowsTheFocusedTab() async throws {
-        guard let firefox = RealFirefox.executable else {
-            print("skipped: no Firefox at \(RealFirefox.candidates.joined(separator: ", ")) (CI installs the firefox-esr package)")
-            return
-        }
+        let firefox = try Requirement.firefox.executable().path
         let world = try await HandoffWorld.browsing()
         let (home, environment) = world.browserHome()
         let profile = world.root.appendingPathComponent("firefox-profile")
@@ -157,7 +155,8 @@ extension BrowserCLITests {
         #expect(manifest["allowed_extensions"] as? [String] == ["browser@baton.org"])
         #expect(FileManager.default.isExecutableFile(atPath: (manifest["path"] as? String) ?? ""))
         let extensionFolder = home.appendingPathComponent(".local/share/baton/browser-extension")
-        try await offPool { try RealFirefox.makeProfile(profile, extensionFolder: extensionFolder, id: "browser@baton.org") }
+        let python = try Requirement.python3.executable()
+        try await offPool { try RealFirefox.makeProfile(profile, extensionFolder: extensionFolder, id: "browser@baton.org", python: python) }
 
         let site = try await world.servePages(["a.html": "Page Alpha", "c.html": "Page Gamma"])
         let alpha = site + "a.html"
@@ -168,8 +167,7 @@ extension BrowserCLITests {
         defer { browser.kill() }
         let connected = await settles(timeout: 30) { laptop.output.contains("app org.baton.browser connected") || !browser.process.isRunning }
         if !browser.process.isRunning && !laptop.output.contains("app org.baton.browser connected") {
-            print("skipped: Firefox cannot start here (it exited with \(browser.process.terminationStatus)): \(browser.output.suffix(2000))")
-            return
+            try Requirement.firefox.unusable("Firefox cannot start here (it exited with \(browser.process.terminationStatus)): \(browser.output.suffix(2000))")
         }
         try #require(connected, "Firefox did not start the extension's host within 30 s: \(browser.output.suffix(3000))\n\(laptop.output)")
         print("figure: Firefox start to its host connected: \(Int(Date().timeIntervalSince(started) * 1000)) ms")

@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -124,7 +125,7 @@ struct ReliabilityCLITests {
         }
     }
 
-    @Test("item 4: a process that connects and then execs the app's binary, saying hello from a child, is refused")
+    @Test("item 4: a process that connects and then execs the app's binary, saying hello from a child, is refused", .requires(.python3))
     func forkExecImpostorIsRefused() async throws {
         try await startingProcesses {
             let world = try HandoffWorld()
@@ -132,7 +133,7 @@ struct ReliabilityCLITests {
             try world.agent("laptop", apps: try world.sleepingApps())
             let socket = try String(contentsOfFile: world.state("laptop") + "/agent-socket", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             let script = Baton.packageRoot.appendingPathComponent("Tests/BatonCLITests/Fixtures/impostor.py").path
-            let attempt = try Baton.run([script, socket, "com.razeware.ShopSnap", "/bin/sleep"], executable: URL(fileURLWithPath: "/usr/bin/python3"))
+            let attempt = try Baton.run([script, socket, "com.razeware.ShopSnap", "/bin/sleep"], executable: try Requirement.python3.executable())
             #expect(attempt.stdout.contains("refused notPermitted"), "\(attempt.output)")
             #expect(attempt.stdout.contains("when it connected"), "\(attempt.output)")
         }
@@ -207,14 +208,14 @@ struct ReliabilityCLITests {
         }
     }
 
-    @Test("item 7: after bursts of member TLS connections the agent gives its memory back (scripts/idle-connections.py)")
+    @Test("item 7: after bursts of member TLS connections the agent gives its memory back (scripts/idle-connections.py)", .requires(.python3))
     func memoryIsGivenBack() async throws {
         try await startingProcesses {
             let script = Baton.packageRoot.appendingPathComponent("scripts/idle-connections.py").path
             let folder = Baton.executable.deletingLastPathComponent().path
             let run = try Baton.run(
                 [script, "--bin", folder, "--count", "400", "--rounds", "3", "--hold", "1", "--settle", "7", "--slack", "8"],
-                executable: URL(fileURLWithPath: "/usr/bin/python3")
+                executable: try Requirement.python3.executable()
             )
             #expect(run.status == 0, "\(run.output)")
             #expect(run.stdout.contains(": flat"), "\(run.output)")

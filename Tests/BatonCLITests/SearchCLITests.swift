@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -70,7 +71,7 @@ struct SearchCLITests {
         }
     }
 
-    @Test("G1: kill -9 of the agent during a stream of index writes loses at most the write in flight; the file stays an intact index")
+    @Test("G1: kill -9 of the agent during a stream of index writes loses at most the write in flight; the file stays an intact index", .requires(.python3))
     func killDuringWrites() async throws {
         try await startingProcesses {
             let world = try HandoffWorld()
@@ -88,7 +89,7 @@ struct SearchCLITests {
             // What SQLite itself says of the file (Python's sqlite3, another reader): intact.
             let path = world.state("laptop") + "/search.sqlite"
             let check = Process()
-            check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            check.executableURL = try Requirement.python3.executable()
             check.arguments = ["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])", path]
             let output = Pipe()
             check.standardOutput = output

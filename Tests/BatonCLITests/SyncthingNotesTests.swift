@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -5,14 +6,6 @@ import Testing
 /// each host, set up and run by `scripts/syncthing-pair.sh` (read its header).
 final class SyncthingPair {
     static let script = Baton.packageRoot.appendingPathComponent("scripts/syncthing-pair.sh")
-
-    /// Why Syncthing cannot run here (not installed, no curl for its REST API), or nil when it can.
-    static let unavailable: String? = {
-        for program in ["syncthing", "curl"] where !["/usr/bin/", "/bin/", "/usr/local/bin/"].contains(where: { FileManager.default.isExecutableFile(atPath: $0 + program) }) {
-            return "\(program) is not installed (apt-get install syncthing curl)"
-        }
-        return nil
-    }()
 
     let home: URL
     let folder: String
@@ -72,14 +65,12 @@ final class SyncthingPair {
 /// Issue 16's "Show": Notes continued between two hosts whose real Syncthing syncs one folder at different paths. The
 /// agents know the folder by its Syncthing id (`baton folders syncthing`) and rewrite the note's `file:` URL to the
 /// continuing host's path (C9); a note outside the folder keeps its path. Needs root (namespaces) and Syncthing (with
-/// curl); skipped with the reason where one is missing.
-@Suite("Notes between two hosts syncing one folder with Syncthing (issue 16; B6, C9)", .serialized)
+/// curl); skipped, naming what is missing, where one is.
+@Suite("Notes between two hosts syncing one folder with Syncthing (issue 16; B6, C9)", .serialized, .requires(.networkNamespaces, .syncthing, .curl))
 struct SyncthingNotesTests {
     @Test("C9, B6: a note synced by Syncthing opens on host 2 at host 2's path and the same line, once it has arrived; a note outside the folder keeps its path")
     func continueAcrossSyncedFolder() async throws {
         try await startingProcesses {
-            try NamespaceLAN.skipUnlessAvailable()
-            if let reason = SyncthingPair.unavailable { try Test.cancel("Syncthing unavailable: \(reason)") }
             try #require(FileManager.default.isExecutableFile(atPath: HandoffWorld.notes.path), "build the example first: swift build")
             let started = Date()
             let world = try NamespaceWorld()

@@ -1,10 +1,11 @@
 import BatonCore
+import BatonTestSupport
 import Foundation
 import Testing
 
 /// Python's `plistlib` is a second independent implementation: its files must read as the same values here, and
 /// the files Baton writes must read in Python as the values Python itself built.
-@Suite("Interop with Python's plistlib")
+@Suite("Interop with Python's plistlib", .requires(.python3))
 struct PythonInteropTests {
     static let script = Fixtures.packageRoot.appendingPathComponent("Tests/BatonCoreTests/Fixtures/plist_interop.py").path
 
@@ -23,7 +24,8 @@ struct PythonInteropTests {
         let fromBaton = root.appendingPathComponent("baton")
         try FileManager.default.createDirectory(at: fromBaton, withIntermediateDirectories: true)
 
-        let written = try run("python3", [Self.script, "write", fromPython.path])
+        let python = try Requirement.python3.executable().path
+        let written = try run(python, [Self.script, "write", fromPython.path])
         try #require(written.status == 0, "python3 could not write the fixtures: \(written.output)")
 
         for (name, value) in Self.expected.sorted(by: { $0.key < $1.key }) {
@@ -43,7 +45,7 @@ struct PythonInteropTests {
             #expect(error?.code == .tooDeep, "one level past the limit, \(format)")
         }
 
-        let checked = try run("python3", [Self.script, "check", fromBaton.path])
+        let checked = try run(python, [Self.script, "check", fromBaton.path])
         #expect(checked.status == 0, "plistlib disagrees with files Baton wrote:\n\(checked.output)")
         #expect(checked.output.contains("checked 8 files, 0 mismatches"), "\(checked.output)")
     }

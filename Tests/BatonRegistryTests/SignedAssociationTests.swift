@@ -1,4 +1,5 @@
 import BatonRegistry
+import BatonTestSupport
 import Foundation
 import Testing
 import X509
@@ -60,7 +61,7 @@ final class TestPKI: Sendable {
     }
 }
 
-@Suite("Signed apple-app-site-association files (E4, 2014 form)", .serialized)
+@Suite("Signed apple-app-site-association files (E4, 2014 form)", .serialized, .requires(.openssl))
 struct SignedAssociationTests {
     static let pki: Result<TestPKI, Error> = Result { try TestPKI() }
 

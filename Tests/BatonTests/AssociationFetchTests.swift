@@ -1,6 +1,7 @@
 import BatonAgent
 import BatonEmbedded
 import BatonRegistry
+import BatonTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -54,14 +55,19 @@ struct AASAServer: Sendable {
         return (code, String(decoding: (try? Data(contentsOf: output)) ?? Data(), as: UTF8.self))
     }
 
-    /// A started server, or nil (with why) where nginx or openssl is missing: CI installs them (.ci/run).
-    static func start() async throws -> AASAServer? {
+    /// What the server needs (the script runs nginx, makes its PKI with openssl and picks a port with python3): the
+    /// tests that start one carry `.requires(.nginx, .openssl, .python3)`.
+    static let requirements: [Requirement] = [.nginx, .openssl, .python3]
+
+    /// A started server. Where the script finds nginx or openssl missing (exit 77) after all, ends the test as
+    /// skipped, naming the packages (failed under BATON_TEST_REQUIRE_ALL=1).
+    static func start() async throws -> AASAServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-aasa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let (status, output) = try await run("/bin/bash", [script, "start", folder.path, realWorld])
         if status == 77 {
-            print("skipped: \(output.trimmingCharacters(in: .whitespacesAndNewlines))")
-            return nil
+            try? FileManager.default.removeItem(at: folder)
+            try Requirement.unusable(requirements, output.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         guard status == 0, let port = Int(output.split(separator: "\n").last.map(String.init) ?? "") else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the test server did not start: \(output)"])
@@ -69,15 +75,11 @@ struct AASAServer: Sendable {
         return AASAServer(folder: folder, port: port)
     }
 
-    /// Runs `body` with a started server (nothing where nginx is missing), recording what it throws, and stops it.
-    static func with(_ body: (AASAServer) async throws -> Void) async {
-        do {
-            guard let server = try await start() else { return }
-            do { try await body(server) } catch { Issue.record("\(error)") }
-            await server.stop()
-        } catch {
-            Issue.record("\(error)")
-        }
+    /// Runs `body` with a started server, recording what it throws, and stops it.
+    static func with(_ body: (AASAServer) async throws -> Void) async throws {
+        let server = try await start()
+        do { try await body(server) } catch { Issue.record("\(error)") }
+        await server.stop()
     }
 
     func stop() async {
@@ -92,7 +94,7 @@ struct AASAServer: Sendable {
 
 /// Issue 14 parts 1 and 2, end to end: association files fetched over real HTTPS (nginx) and an agent routing web
 /// pages by them (SEMANTICS E3, E4).
-@Suite("Issue 14: association files over HTTPS (E3, E4)")
+@Suite("Issue 14: association files over HTTPS (E3, E4)", .requires(.nginx, .openssl, .python3))
 struct AssociationFetchTests {
     static let wikipedia = "AKK7J2GV64.org.wikimedia.wikipedia"
 
@@ -138,7 +140,7 @@ struct AssociationFetchTests {
 
     @Test("E4: fetched over HTTPS: plain, root fallback, signed; refused: redirect, bad CMS signature, 10 MB, untrusted, down; slow times out")
     func fetcherAgainstNginx() async throws {
-        await AASAServer.with { server in
+        try await AASAServer.with { server in
             let all = server.resolve("wiki.example", "root.example", "signed.example", "badsig.example", "redirect.example", "big.example", "slow.example")
             let fetcher = try AssociationFetcher(extraRootFiles: [server.caFile], resolve: all, connectTimeout: .seconds(2), totalTimeout: .seconds(2))
 
@@ -174,7 +176,7 @@ struct AssociationFetchTests {
 
     @Test("E3, E4: an agent fetches what its apps claim (a damaged cache file set aside): approved path to the app, excluded path and unapproved app to the browser; a hanging server does not slow it")
     func agentRoutesByFetchedFiles() async throws {
-        await AASAServer.with { server in
+        try await AASAServer.with { server in
             let apps = AppRegistry(apps: [
                 Self.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"]),
                 Self.app("org.example.impostor", team: "IMPOSTOR00", domains: ["activitycontinuation:root.example"]),
@@ -225,7 +227,7 @@ struct AssociationFetchTests {
 
     @Test("E4: server down with a valid cache: still the app; expired and down: the browser, saying why; a file another program caches is picked up")
     func expiryWhileServerDown() async throws {
-        await AASAServer.with { server in
+        try await AASAServer.with { server in
             let apps = AppRegistry(apps: [Self.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"])])
             var policy = AssociationPolicy()
             // A file that counts 8 s (room for an agent starting on a loaded machine), refetched after 0.4 s.

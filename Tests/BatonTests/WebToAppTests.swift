@@ -1,6 +1,7 @@
 import BatonAgent
 import BatonEmbedded
 import BatonRegistry
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -8,14 +9,14 @@ import Testing
 /// what `baton browse` and `baton browser-host` are) continues on another device into the app whose domain approves
 /// it, by an association file that device's agent fetched over real HTTPS (nginx), else into the browser (E1–E4).
 @MainActor
-@Suite("Web to app across devices: a browser's page into the approved app, else the browser (issue 14: E3, E4)", .serialized)
+@Suite("Web to app across devices: a browser's page into the approved app, else the browser (issue 14: E3, E4)", .serialized, .requires(.nginx, .openssl, .python3))
 struct WebToAppTests {
     @Test("E3, E4: a page the site approves for the app arrives there as NSUserActivityTypeBrowsingWeb with an empty userInfo; an excluded page opens in the browser")
     func browserPageIntoTheApprovedApp() async throws {
         let recording = try RecordingBrowser()
         defer { recording.remove() }
 
-        guard let server = try await AASAServer.start() else { return }
+        let server = try await AASAServer.start()
         do {
             let apps = AppRegistry(apps: [AssociationFetchTests.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"])])
             let resolve = server.resolve("wiki.example")
