@@ -247,7 +247,11 @@ extension Agent: PeerLinkResponder {
         } catch {
             return .failed(app: "", reason: .fetch(.protocolViolation), message: "the state cannot be read: \(error)")
         }
-        let decision = router.route(RouteRequest(activityType: payload.activityType, teamIdentifier: nil, webpageURL: payload.webpageURL))
+        // The team is known only as part of the advert's keyed hash, which named no app here (else the continuation
+        // would have been routed by it): say that, not that the activity has no team (issue 24 part 7).
+        let decision = router.route(
+            RouteRequest(activityType: payload.activityType, teamIdentifier: nil, webpageURL: payload.webpageURL, teamMatchedNoApp: true)
+        )
         state.withLockedValue { $0.continuationRecords[id]?.reason = decision.reason }
         switch decision.target {
         case .nothing:

@@ -16,6 +16,10 @@ public struct RouteRequest: Sendable, Hashable {
     public var title: String?
     /// The bundle identifier of the app that created it: the same app here is preferred over other claimants.
     public var originBundleIdentifier: String?
+    /// The activity has a team, but it is not known here because no app here claims the type for it: an advert
+    /// names its team and type only as a keyed hash (D1, D3), and that hash named no app here. Without a
+    /// ``teamIdentifier`` the reason then says so, rather than that the activity names no team (issue 24 part 7).
+    public var teamMatchedNoApp: Bool
 
     /// A request; only the type is required.
     public init(
@@ -23,13 +27,15 @@ public struct RouteRequest: Sendable, Hashable {
         teamIdentifier: String? = nil,
         webpageURL: URL? = nil,
         title: String? = nil,
-        originBundleIdentifier: String? = nil
+        originBundleIdentifier: String? = nil,
+        teamMatchedNoApp: Bool = false
     ) {
         self.activityType = activityType
         self.teamIdentifier = teamIdentifier
         self.webpageURL = webpageURL
         self.title = title
         self.originBundleIdentifier = originBundleIdentifier
+        self.teamMatchedNoApp = teamMatchedNoApp
     }
 }
 
@@ -158,6 +164,9 @@ public struct ActivityRouter: Sendable {
             return routeWebPage(request)
         }
         guard let team = request.teamIdentifier, !team.isEmpty else {
+            if request.teamMatchedNoApp {
+                return fallback(request, why: "no app here claims \(request.activityType) for the team of the app that made it (D1, D3)")
+            }
             return fallback(request, why: "the activity names no team, and apps continue only their own team's activities (D3)")
         }
         guard let candidates = byTeamAndType[TeamType(team: team, type: request.activityType)], let first = candidates.first else {
