@@ -195,17 +195,21 @@ public final class BatonApplication {
     public var isConnected: Bool { client != nil }
 
     /// Connects to the device's agent as the app `bundleIdentifier` (default: `BATON_BUNDLE_IDENTIFIER`, which the
-    /// agent sets when it launches the app) at `socketPath` (default: `BATON_AGENT_SOCKET`, then the default
-    /// agent's socket). The agent checks that this process runs that app's registered executable.
-    /// - Throws: ``BatonClientError`` when no agent answers or it refuses this process, with its reason.
+    /// agent sets when it launches the app) at `socketPath` (default: `BATON_AGENT_SOCKET`, then the socket the default
+    /// agent announced in `~/.local/share/baton/agent-socket`, then the default agent's socket). The agent checks that
+    /// this process runs that app's registered executable.
+    /// - Throws: ``BatonClientError``: `peerUnreachable` when no agent answers (saying where it looked, from which
+    ///   source, and how to reach an agent started with `--state`), `peerRefused` with the agent's reason, `notOwned`,
+    ///   `timedOut`, `noBundleIdentifier`. Its `description` is one line.
     public func connect(bundleIdentifier: String? = nil, socketPath: String? = nil) async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let bundle = bundleIdentifier ?? environment["BATON_BUNDLE_IDENTIFIER"] else {
             throw BatonClientError(.noBundleIdentifier, "no bundle identifier: pass one to connect(bundleIdentifier:) or set BATON_BUNDLE_IDENTIFIER")
         }
-        let path = socketPath ?? AgentSocket.pathForApps(environment: environment)
+        let location = socketPath.map { AgentSocket.Location(path: $0, source: .given) } ?? AgentSocket.locationForApps(environment: environment)
+        let path = location.path
         disconnect()
-        let client = try await AgentClient.connect(path: path, bundleIdentifier: bundle)
+        let client = try await AgentClient.connect(to: location, bundleIdentifier: bundle)
         self.client = client
         self.bundleIdentifier = bundle
         self.deviceName = client.deviceName

@@ -40,8 +40,23 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
         return AgentSocket.defaultPath(stateFolder: stateFolder, environment: environment)
     }
 
+    /// Connects as ``connect(path:bundleIdentifier:timeout:)`` does to the socket at `location`; when no agent answers
+    /// there, the error also says where the path came from (BATON_AGENT_SOCKET, an `agent-socket` announcement, the
+    /// default) and how to reach an agent started with `--state` (issue 24 part 7).
+    public static func connect(to location: AgentSocket.Location, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
+        do {
+            return try await connect(path: location.path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+        } catch let error as BatonClientError where error.code == .peerUnreachable {
+            let why = AgentSocket.whyUnreachable(location.path)
+            let others = AgentSocket.socketsBeside(location.path)
+            let beside = others.isEmpty ? "" : "; other agents' sockets there: \(others.joined(separator: ", "))"
+            throw BatonClientError(.peerUnreachable, "no agent answers at \(location.path) \(location.origin): \(why); \(location.advice)\(beside)")
+        }
+    }
+
     /// Connects and says hello: as the app `bundleIdentifier`, or as a control client when nil.
-    /// - Throws: ``BatonClientError`` `peerUnreachable` when no agent listens at `path` (with how to start one),
+    /// - Throws: ``BatonClientError`` `peerUnreachable` when no agent listens at `path` (saying whether the socket is
+    ///   missing or nothing listens on it),
     ///   `peerRefused` with the agent's reason when it refuses this process.
     public static func connect(path: String, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
         // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
@@ -61,7 +76,11 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
                 .connect(unixDomainSocketPath: path)
                 .get()
         } catch {
-            throw BatonClientError(.peerUnreachable, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+            // Where the path came from and what to do is the caller's to add (it knows: ``connect(to:bundleIdentifier:timeout:)``).
+            throw BatonClientError(
+                .peerUnreachable,
+                "no agent answers at \(path): \(AgentSocket.whyUnreachable(path)) (is `baton agent` running, with the same --state?)"
+            )
         }
         let owner = try? await PeerCredentials.of(channel).get()
         guard let owner, owner.uid == getuid() else {
