@@ -58,14 +58,21 @@ struct DoctorCommand: AsyncParsableCommand {
         // The agent and its socket.
         let socket = AgentClient.socketPath(stateFolder: store.folder)
         checks.append(Self.socketCheck(socket))
+        // What the running agent sees and does, when it answers: the apps and multicast checks report the agent's own
+        // view (issue 24 part 7: read here with this command's search paths, an agent started with `--apps` or
+        // `--no-multicast` was reported as seeing 1 app and then "0 apps installed", and as multicasting).
+        var agentApps: [AppListing]?
+        var agentStatus: AgentStatus?
         do {
             let client = try await AgentClient.connect(path: socket, bundleIdentifier: nil, timeout: timeout)
+            defer { client.close() }
             client.send(.listApps(request: 1))
             let listed = try await awaitReply(client) { if case .apps(1, let apps) = $0 { apps } else { nil } }
-            client.close()
-            // The built-in browser app (issue 14) is the agent's own, not an installed bundle, and a bundle that did not
-            // load is listed without one: neither is counted, so this and the apps check below agree.
-            let installed = listed.filter { !$0.bundle.isEmpty && $0.bundle != BuiltInBrowser.bundleIdentifier }.count
+            agentApps = listed
+            // An agent older than this command refuses the question: its multicast is then not known, and said so.
+            client.send(.getStatus(request: 2))
+            agentStatus = try? await awaitReply(client) { if case .status(2, let status) = $0 { status } else { nil } }
+            let installed = Self.installed(listed).count
             checks.append(Check(name: "agent", level: .ok, detail: "the agent answers at \(socket) and sees \(installed) installed app\(installed == 1 ? "" : "s")"))
         } catch {
             checks.append(
@@ -75,11 +82,11 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             )
         }
-        checks.append(Self.multicastCheck())
+        checks.append(Self.multicastCheck(agent: agentStatus, agentAnswered: agentApps != nil))
         checks.append(await Self.notificationsCheck())
         if let identity { checks += await peerChecks(store: store, me: identity.id) }
         checks += Self.folderChecks(store)
-        checks += appChecks()
+        checks += agentApps.map { Self.appChecks(listed: $0, folders: agentStatus?.appFolders) } ?? appChecks()
         report(checks)
         if checks.contains(where: { $0.level == .fail }) { throw ExitCode(1) }
     }
@@ -101,8 +108,36 @@ struct DoctorCommand: AsyncParsableCommand {
         return Check(name: "socket", level: .ok, detail: "\(folder) is yours alone (mode 700)")
     }
 
-    /// Which interfaces can carry the adverts' multicast (the agent's own rule: IPv4, or IPv6 link-local).
-    static func multicastCheck() -> Check {
+    /// Multicast as the running agent does it (its `status`), and which interfaces here can carry the adverts' multicast
+    /// (the agent's own rule: IPv4, or IPv6 link-local). "ok" is never said for an agent that does not multicast.
+    static func multicastCheck(agent status: AgentStatus?, agentAnswered: Bool) -> Check {
+        if let status, !status.multicast {
+            return status.multicastDisabled
+                ? Check(
+                    name: "multicast", level: .ok,
+                    detail: "the agent runs with --no-multicast: only unicast to known peers (and each --peer)",
+                    advice: "a device it does not know yet is found only if given as `--peer HOST:PORT`"
+                )
+                : Check(
+                    name: "multicast", level: .warn, detail: "the agent could open no multicast socket: only unicast to known peers (and each --peer)",
+                    advice: "its log says why; give it `--peer HOST:PORT` meanwhile"
+                )
+        }
+        let interfaces = multicastInterfaces()
+        guard !interfaces.isEmpty else {
+            return Check(
+                name: "multicast", level: .warn, detail: "no interface here can multicast",
+                advice: "devices find each other only by unicast: give the agent `--peer HOST:PORT`"
+            )
+        }
+        let list = interfaces.joined(separator: ", ")
+        if status != nil { return Check(name: "multicast", level: .ok, detail: "the agent multicasts its adverts; they can go out on \(list)") }
+        let who = agentAnswered ? "the agent did not say whether it multicasts (an older agent)" : "the agent is not running"
+        return Check(name: "multicast", level: .ok, detail: "adverts can go out on \(list) (\(who))")
+    }
+
+    /// The interfaces that can carry the adverts' multicast, with the families on each ("eth0 (IPv4, IPv6)").
+    static func multicastInterfaces() -> [String] {
         var names: [String: Set<String>] = [:]
         for device in (try? System.enumerateDevices()) ?? [] where device.multicastSupported {
             switch device.address {
@@ -114,14 +149,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 continue
             }
         }
-        guard !names.isEmpty else {
-            return Check(
-                name: "multicast", level: .warn, detail: "no interface here can multicast",
-                advice: "devices find each other only by unicast: give the agent `--peer HOST:PORT`"
-            )
-        }
-        let list = names.keys.sorted().map { "\($0) (\(names[$0, default: []].sorted().joined(separator: ", ")))" }
-        return Check(name: "multicast", level: .ok, detail: "adverts can go out on \(list.joined(separator: ", "))")
+        return names.keys.sorted().map { "\($0) (\(names[$0, default: []].sorted().joined(separator: ", ")))" }
     }
 
     /// Desktop notifications of what is nearby (issue 16 part 2): the session bus the agent would use, and the
@@ -207,10 +235,33 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// The installed apps, and every bundle that did not load with why.
+    /// The apps the agent lists that are installed bundles: not the built-in browser app (issue 14: the agent's own),
+    /// not a bundle that did not load (listed without a bundle identifier).
+    static func installed(_ listed: [AppListing]) -> [AppListing] {
+        listed.filter { !$0.bundle.isEmpty && $0.bundle != BuiltInBrowser.bundleIdentifier }
+    }
+
+    /// The installed apps as the running agent sees them (what it launches and routes to), and every bundle that did
+    /// not load with why: the same count as the agent check, whatever this command's own search paths.
+    static func appChecks(listed: [AppListing], folders: [String]?) -> [Check] {
+        let apps = installed(listed)
+        let from = folders.map { $0.isEmpty ? "" : " (the agent reads \($0.joined(separator: ", ")))" } ?? ""
+        var checks = [Check(name: "apps", level: .ok, detail: "\(apps.count) app\(apps.count == 1 ? "" : "s") installed\(from)")]
+        for app in apps where !app.problem.isEmpty {
+            checks.append(Check(name: "app \(app.bundle)", level: .warn, detail: "\(app.name): \(app.problem)", advice: "`baton apps inspect` on its bundle says which key"))
+        }
+        for problem in listed where problem.bundle.isEmpty {
+            checks.append(Check(name: "app", level: .warn, detail: problem.problem, advice: "fix the bundle, or remove it; `baton plist lint` checks an Info.plist"))
+        }
+        return checks
+    }
+
+    /// The installed apps read from the folders here (the agent is not running), and every bundle that did not load
+    /// with why.
     func appChecks() -> [Check] {
         let registry = apps.registry()
-        var checks = [Check(name: "apps", level: .ok, detail: "\(registry.apps.count) app\(registry.apps.count == 1 ? "" : "s") installed")]
+        let from = " (read from \(apps.searchPaths.map(\.path).joined(separator: ", ")); the agent is not running)"
+        var checks = [Check(name: "apps", level: .ok, detail: "\(registry.apps.count) app\(registry.apps.count == 1 ? "" : "s") installed\(from)")]
         for app in registry.apps where !app.isIdentityResolved || app.teamIdentifier == nil || app.executableURL == nil {
             let what = app.executableURL == nil ? "has no executable to launch" : "has no resolved team identity: it continues nothing"
             checks.append(Check(name: "app \(app.bundleIdentifier)", level: .warn, detail: "\(app.bundleURL.path) \(what)", advice: "`baton apps inspect \(app.bundleURL.path)` says which key"))

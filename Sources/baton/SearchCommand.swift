@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonAgent
 import BatonAgentCommand
+import BatonClient
 import BatonProtocol
 import BatonRegistry
 import BatonSearch
@@ -70,17 +71,17 @@ struct SearchCommand: AsyncParsableCommand {
         } catch let error as SearchError {
             throw CommandLineError(Self.explain(error, path: path))
         }
-        let registry = apps.registry()
+        let installed = await installedApps()
         if json {
-            return printJSON(["query": query, "results": results.map { Self.summary($0, registry: registry) }])
+            return printJSON(["query": query, "results": results.map { Self.summary($0, apps: installed) }])
         }
         guard !results.isEmpty else { return say("No saved activity matches \"\(query)\".") }
         let terminal = isatty(STDOUT_FILENO) == 1
         let (open, close) = terminal ? ("\u{1B}[1m", "\u{1B}[0m") : ("[", "]")
         say("\(results.count) result\(results.count == 1 ? "" : "s") for \"\(query)\":")
         for result in results {
-            let app = registry.app(bundleIdentifier: result.entry.bundleIdentifier)
-            let appText = app.map { "\($0.name) (\($0.bundleIdentifier))" } ?? "\(result.entry.bundleIdentifier) (not installed here)"
+            let bundle = result.entry.bundleIdentifier
+            let appText = installed[bundle].map { "\($0) (\(bundle))" } ?? "\(bundle) (not installed here)"
             let title = result.title.runs.isEmpty ? "(untitled)" : result.title.rendered(open: open, close: close)
             say(String(format: "%6lld  ", result.id) + "\(title)  —  \(appText), saved \(Self.ago(result.savedAt)) ago")
             if !result.snippet.runs.isEmpty { say("        \(result.snippet.rendered(open: open, close: close))") }
@@ -88,7 +89,25 @@ struct SearchCommand: AsyncParsableCommand {
         say("Continue one here: baton search --continue ID")
     }
 
-    static func summary(_ result: SearchResult, registry: AppRegistry) -> [String: Any] {
+    /// The installed apps' names by bundle identifier, as the running agent sees them (it is what continues a result:
+    /// issue 24 part 7, read here with this command's search paths an app the agent had from its `--apps` folder was
+    /// "not installed here"); read from the folders (`--apps-path`, BATON_APPS_PATH, the XDG data folders) when no
+    /// agent answers.
+    func installedApps() async -> [String: String] {
+        let socket = AgentClient.socketPath(stateFolder: state.store.folder)
+        if let client = try? await AgentClient.connect(path: socket, bundleIdentifier: nil, timeout: 1) {
+            defer { client.close() }
+            client.send(.listApps(request: 1))
+            if let listed = try? await awaitReply(client, { if case .apps(1, let apps) = $0 { apps } else { nil } }) {
+                let apps = listed.filter { !$0.bundle.isEmpty }.map { ($0.bundle, $0.name) }
+                return Dictionary(apps) { first, _ in first }
+            }
+        }
+        let apps = apps.registry().apps.map { ($0.bundleIdentifier, $0.name) }
+        return Dictionary(apps) { first, _ in first }
+    }
+
+    static func summary(_ result: SearchResult, apps: [String: String]) -> [String: Any] {
         let entry = result.entry
         var summary: [String: Any] = [
             "id": result.id, "title": result.title.plain, "markedTitle": result.title.rendered(),
@@ -96,7 +115,7 @@ struct SearchCommand: AsyncParsableCommand {
             "app": entry.bundleIdentifier, "activityType": entry.activityType, "keywords": entry.keywords,
             "savedAt": isoTime(result.savedAt), "score": result.score,
         ]
-        summary["appName"] = registry.app(bundleIdentifier: entry.bundleIdentifier)?.name
+        summary["appName"] = apps[entry.bundleIdentifier]
         summary["persistentIdentifier"] = entry.persistentIdentifier
         summary["webpageURL"] = entry.webpageURL
         summary["contentType"] = entry.contentType

@@ -54,6 +54,8 @@ extension Agent: IPCHandler {
             appWork.start { [self] in connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
         case (.control, .listApps(let request)):
             connection.send(.apps(request: request, appListing()))
+        case (.control, .getStatus(let request)):
+            connection.send(.status(request: request, status()))
         case (.app(let bundle, _), .index(let activity, let payload)):
             indexActivity(activity, payload: payload, bundle: bundle, app: connection.appID.value)
         case (.app(let bundle, _), .deleteSaved(let request, let identifiers)):

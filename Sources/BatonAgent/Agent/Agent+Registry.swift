@@ -68,6 +68,17 @@ extension Agent {
         }
     }
 
+    /// What this agent does, for `baton doctor` (issue 24 part 7): multicast or not, and the folders it reads apps
+    /// from (none when its apps are fixed).
+    public func status() -> AgentStatus {
+        let folders = configuration.apps == nil ? (configuration.appFolders ?? AppRegistry.searchPaths()) : []
+        return AgentStatus(
+            multicast: adverts?.multicastIsOn == true,
+            multicastDisabled: configuration.discoveryPort == nil,
+            appFolders: folders.map(\.path)
+        )
+    }
+
     /// The apps this agent sees now, as the command line lists them (`baton apps list --agent`): one listing per
     /// app, and one with an empty bundle per bundle that did not load, saying why.
     public func appListing() -> [AppListing] {

@@ -142,6 +142,29 @@ public struct AppListing: Sendable, Hashable {
     }
 }
 
+/// What a running agent does, as it says when asked (`baton doctor`; issue 24 part 7): how it finds other devices
+/// and where it reads apps from, so the command line reports the agent's own settings rather than guessing them.
+public struct AgentStatus: Sendable, Hashable {
+    /// Whether it sends and hears adverts by multicast on the LAN now; when not, it advertises by unicast to the known
+    /// peers and each `--peer` only.
+    public var multicast: Bool
+    /// Whether multicast was turned off (`baton agent --no-multicast`), rather than unavailable here.
+    public var multicastDisabled: Bool
+    /// The folders it reads app bundles from, in order (its `--apps`, else BATON_APPS_PATH and the XDG data
+    /// folders); empty when its apps are fixed (an embedded agent).
+    public var appFolders: [String]
+
+    /// A status.
+    public init(multicast: Bool, multicastDisabled: Bool, appFolders: [String]) {
+        self.multicast = multicast
+        self.multicastDisabled = multicastDisabled
+        self.appFolders = appFolders
+    }
+
+    /// At most this many folders cross the socket.
+    public static let maximumAppFolders = 256
+}
+
 /// How a continuation ended, for the command line (`baton continue`).
 public struct ContinuationOutcome: Sendable, Hashable {
     /// The app chosen, or "" when none was.
@@ -190,6 +213,8 @@ public enum IPCMessage: Sendable, Hashable {
     case watchNearby
     /// The command line asks which apps the agent sees now.
     case listApps(request: UInt64)
+    /// The command line asks what the agent does (multicast or not, its app folders): `baton doctor`.
+    case getStatus(request: UInt64)
     /// The app's activity `activity` is eligible for search and this is its state now: an encoded ``ActivityPayload``
     /// for the device's search index (G1), sent when it becomes current and whenever its state is saved. No answer.
     case index(activity: UInt64, payload: Data)
@@ -236,6 +261,8 @@ public enum IPCMessage: Sendable, Hashable {
     case nearbyChanged([NearbyItem])
     /// The answer to `listApps`.
     case apps(request: UInt64, [AppListing])
+    /// The answer to `getStatus`.
+    case status(request: UInt64, AgentStatus)
     /// The answer to `deleteSaved`: how many entries went, or why none could (the search index's error).
     case deletedSaved(request: UInt64, count: UInt64, failure: String?)
     /// Another device's app asks for a continuation stream to `activity` (F3): connect again and say
@@ -314,6 +341,15 @@ public enum IPCMessage: Sendable, Hashable {
         case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
         case .listApps(let request): return makeMessage("apps?", ["req": .number(request)])
         case .apps(let request, let apps): return makeMessage("apps", ["req": .number(request), "apps": .array(apps.map(\.propertyList))])
+        case .getStatus(let request): return makeMessage("status?", ["req": .number(request)])
+        case .status(let request, let status):
+            return makeMessage(
+                "status",
+                [
+                    "req": .number(request), "multicast": .bool(status.multicast), "noMulticast": .bool(status.multicastDisabled),
+                    "folders": .array(status.appFolders.prefix(AgentStatus.maximumAppFolders).map { .string(bounded($0, 4_096)) }),
+                ]
+            )
         case .index(let activity, let payload): return makeMessage("index", ["activity": .number(activity), "payload": .data(payload)])
         case .deleteSaved(let request, let identifiers):
             return makeMessage("delete", ["req": .number(request), "ids": identifiers.map { .array($0.map(PropertyList.string)) }])
@@ -400,6 +436,21 @@ public enum IPCMessage: Sendable, Hashable {
             let apps = try fields.array("apps")
             guard apps.count <= 4_096 else { throw fields.missing("apps", "at most 4,096 apps") }
             self = .apps(request: try fields.number("req"), try apps.map(AppListing.init))
+        case "status?": self = .getStatus(request: try fields.number("req"))
+        case "status":
+            let folders = try fields.array("folders")
+            guard folders.count <= AgentStatus.maximumAppFolders else { throw fields.missing("folders", "at most 256 folders") }
+            self = .status(
+                request: try fields.number("req"),
+                AgentStatus(
+                    multicast: try fields.bool("multicast"),
+                    multicastDisabled: try fields.bool("noMulticast"),
+                    appFolders: try folders.map { item in
+                        guard let folder = item.stringValue, folder.utf8.count <= 4_096 else { throw fields.missing("folders", "folders as strings") }
+                        return folder
+                    }
+                )
+            )
         case "index": self = .index(activity: try fields.number("activity"), payload: try fields.data("payload"))
         case "delete":
             var identifiers: [String]?

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+/// What a new app developer met (issue 24 part 7): an agent started with `--apps FOLDER --no-multicast`, and the
+/// command line asked without `--apps-path`, as the guide's first app is run. The commands report what that agent
+/// sees and does, not what they would find with their own search paths.
+@Suite("The app developer's door: doctor and search report the running agent's apps and multicast (issue 24)", .serialized)
+struct AppDeveloperCLITests {
+    @Test("doctor: the agent's app count and the apps check agree, and --no-multicast is said as such; search names the agent's app")
+    func agentsViewWins() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            try world.device("laptop")
+            let apps = try world.apps("laptop")
+            // HandoffWorld's agents run with --no-multicast and --apps FOLDER; the commands below get no --apps-path,
+            // and BATON_APPS_PATH names an empty folder, so reading the folders themselves they would find no app.
+            try world.agent("laptop", apps: apps)
+            let empty = world.root.appendingPathComponent("no-apps")
+            try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+            let environment = ["BATON_APPS_PATH": empty.path, "XDG_DATA_HOME": empty.path, "XDG_DATA_DIRS": empty.path]
+
+            let doctor = try Baton.run(["doctor", "--json", "--state", world.state("laptop"), "--timeout", "2"], environment: environment)
+            let checks = try DoctorCLITests.checks(doctor)
+            #expect(checks["agent"]?["detail"]?.hasSuffix("sees 1 installed app") == true, "\(checks)")
+            #expect(checks["apps"]?["detail"]?.hasPrefix("1 app installed") == true, "\(checks)")
+            #expect(checks["apps"]?["detail"]?.contains(apps) == true, "the agent's folder is named: \(checks)")
+            let multicast = checks["multicast"]?["detail"] ?? ""
+            #expect(multicast.contains("the agent runs with --no-multicast: only unicast to known peers"), "\(checks)")
+            #expect(!multicast.contains("adverts can go out"), "\(checks)")
+
+            // G1: ShopSnap saves its list for search; `baton search` names the app the agent has, not "not installed here".
+            let list = try world.shopSnap(on: "laptop", ["list", "Milk"])
+            defer { list.stop() }
+            var found = Baton.Result(status: 1, stdout: "", stderr: "")
+            let saved = eventually(timeout: 10) {
+                found = (try? Baton.run(["search", "milk", "--state", world.state("laptop")], environment: environment)) ?? found
+                return found.stdout.contains("1 result")
+            }
+            #expect(saved, "\(found.output)")
+            #expect(found.stdout.contains("ShopSnap (com.razeware.ShopSnap)"), "\(found.output)")
+            #expect(!found.stdout.contains("not installed here"), "\(found.output)")
+        }
+    }
+}
