@@ -8,8 +8,9 @@ import Testing
 ///   missing Swift Testing reports the test as skipped with the package (`➜ Test x() skipped: "needs nginx (apt-get
 ///   install nginx-light)"`), never as passed with its body not run;
 /// - a test that learns only while running that it cannot go on (a browser that cannot start here) calls
-///   ``unusable(_:sourceLocation:)`` or ``require(sourceLocation:)``, which cancel it (`Test.cancel`, reported as
-///   skipped) with the same words.
+///   ``unusable(_:sourceLocation:)`` or ``require(sourceLocation:)``, which cancel it with the same words
+///   (`Test.cancel`: `➜ Test x() was cancelled after 4.6 seconds: "needs Xvfb (apt-get install xvfb): ..."`, a skip,
+///   not a failure).
 ///
 /// `BATON_TEST_REQUIRE_ALL=1` (what CI sets, after `scripts/test-deps.sh` installed everything) turns every such skip
 /// into a failure that says what is missing and which package brings it, so CI runs every test.
