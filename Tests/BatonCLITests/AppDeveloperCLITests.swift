@@ -41,4 +41,50 @@ struct AppDeveloperCLITests {
             #expect(!found.stdout.contains("not installed here"), "\(found.output)")
         }
     }
+
+    @Test("a misspelled delegate method, in an extension declaring the conformance as the guide writes them, is a compiler warning for each delegate protocol")
+    func misspellingsWarn() throws {
+        // The library against which apps compile: the products folder of this build, with its modules and C module maps.
+        let products = Baton.executable.deletingLastPathComponent()
+        let folder = try Baton.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("Misspelled.swift")
+        try Data(
+            """
+            import Baton
+            final class Screen {}
+            extension Screen: UserActivityDelegate {
+                func userActivityWasContinud(_ userActivity: UserActivity) {}
+            }
+            final class Helper {}
+            extension Helper: NSUserActivityDelegate {
+                func userActivityWillSav(_ userActivity: NSUserActivity) {}
+            }
+            final class Delegate {}
+            extension Delegate: BatonApplicationDelegate {
+                func application(_ application: BatonApplication, willContinueUserActivity userActivityType: String) -> Bool { true }
+            }
+
+            """.utf8
+        ).write(to: source)
+        var arguments = ["swiftc", "-typecheck", "-swift-version", "6", "-I", products.appendingPathComponent("Modules").path]
+        let files = FileManager.default
+        for name in try files.contentsOfDirectory(atPath: products.path) where name.hasSuffix(".build") {
+            let map = products.appendingPathComponent(name).appendingPathComponent("module.modulemap").path
+            if files.fileExists(atPath: map) { arguments += ["-Xcc", "-fmodule-map-file=\(map)"] }
+        }
+        let checkouts = products.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("checkouts")
+        for case let path as String in files.enumerator(atPath: checkouts.path) ?? FileManager.DirectoryEnumerator() where path.hasSuffix("/include") {
+            arguments += ["-Xcc", "-I" + checkouts.appendingPathComponent(path).path]
+        }
+        let result = try Baton.run(arguments + [source.path], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        #expect(result.status == 0, "\(result.output)")
+        for (method, requirement) in [
+            ("userActivityWasContinud", "userActivityWasContinued' of protocol 'UserActivityDelegate'"),
+            ("userActivityWillSav", "userActivityWillSave' of protocol 'NSUserActivityDelegate'"),
+            ("application(_:willContinueUserActivity:)", "application(_:willContinueUserActivityWithType:)' of protocol 'BatonApplicationDelegate'"),
+        ] {
+            #expect(result.output.contains("warning: instance method '\(method)' nearly matches defaulted requirement '\(requirement)"), "\(result.output.prefix(2_000))")
+        }
+    }
 }
