@@ -16,7 +16,9 @@ struct DoctorCommand: AsyncParsableCommand {
         abstract: "Check this device: account, agent, socket, multicast, desktop notifications, peers and apps, each with what to do.",
         discussion: """
             Exits 1 when a check fails (the device cannot hand off as it is); warnings are things that limit it \
-            (no other device paired, no interface that can multicast, a peer not answering, an app that does not load).
+            (no other device paired, no interface that can multicast, a peer not answering, an app that does not load). \
+            While the agent answers, the apps and multicast checks report what it sees and does (its --apps folders, \
+            --no-multicast); --apps-path and the usual folders are read only when it does not.
             """
     )
 
