@@ -136,6 +136,9 @@ extension Agent: PeerLinkResponder {
             do {
                 let pid = try Launcher.spawn(executable.path, environment: environment)
                 state.withLockedValue { $0.launched[bundle] = pid }
+                // An app that ends at once can be reaped before it is recorded above, its SIGCHLD spent: look again,
+                // so C5's "ended before it connected" is told now, not at the launch deadline.
+                childBell.ring()
                 log("launched \(bundle) (pid \(pid))")
             } catch {
                 log("cannot launch \(bundle): \(error)")
