@@ -416,4 +416,34 @@ struct NotifyCLITests {
             #expect(Self.problems(desktop).isEmpty, "\(Self.problems(desktop))")
         }
     }
+
+    /// Issue 24 part 1: sd-bus is loaded at run time, so a machine without libsystemd0 builds and runs Baton; here the
+    /// library is named somewhere it is not (`BATON_LIBSYSTEMD`) while a session bus is configured.
+    static let noLibrary = [
+        "BATON_LIBSYSTEMD": "/nonexistent/libsystemd.so.0",
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus",
+    ]
+
+    @Test("without libsystemd the agent runs and continues as before, says why once at info, and baton doctor says why")
+    func noLibsystemdRunsNormally() async throws {
+        try await startingProcesses {
+            let world = try Self.pairedDevices(desktop: Self.noLibrary)
+            _ = try world.shopSnap(on: "laptop", ["list", "Milk"])
+            #expect(try eventually(timeout: 5) { try world.nearby("desktop").stdout.contains("Shopping list") })
+            let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+            #expect(continued.status == 0, "\(continued.output)")
+            let desktop = try #require(world.agents["desktop"])
+            #expect(desktop.waitFor("shopsnap: continued list: Milk") != nil, "\(desktop.output)")
+            let lines = desktop.lines(containing: "desktop notifications")
+            #expect(lines.count == 1, "\(lines)")
+            #expect(lines.first?.contains(" info ") == true && lines.first?.contains("libsystemd") == true, "\(lines)")
+            #expect(Self.problems(desktop).isEmpty, "\(Self.problems(desktop))")
+            let doctor = try Baton.run(
+                ["doctor", "--state", world.state("desktop"), "--timeout", "0.5"],
+                environment: Self.noLibrary
+            )
+            let line = try #require(doctor.stdout.split(separator: "\n").map(String.init).first { $0.contains("notifications:") })
+            #expect(line.hasPrefix("warn") && line.contains("/nonexistent/libsystemd.so.0") && line.contains("libsystemd0"), "\(line)")
+        }
+    }
 }
