@@ -16,6 +16,8 @@
 #                   scripts/lib/debian-root.sh or a C target (Sources/C*/) since its parent (or has no parent
 #                   here); says why it skips
 #   --keep          keep the run's folder (the clone and its .build) instead of removing it
+#   --reuse DIR     use a run folder kept before (its clone and .build: `test` after `demo` builds only the
+#                   tests); kept afterwards too
 #
 # Needs root, debootstrap and the network to the Debian mirror apt uses here (the first time). Fails, non-zero and
 # saying why, when anything fails, including making the root: it never passes without running the demo.
@@ -29,6 +31,7 @@ cache="${BATON_CLEANROOM_CACHE:-/var/cache/baton-cleanroom}"
 if_changed=0
 require_all=0
 keep=0
+reuse=""
 while [ $# -gt 0 ]; do
     case "$1" in
     demo | test) mode="$1"; shift ;;
@@ -37,7 +40,8 @@ while [ $# -gt 0 ]; do
     --cache) cache="${2:?--cache needs a folder}"; shift 2 ;;
     --if-changed) if_changed=1; shift ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --reuse) reuse="${2:?--reuse needs a run folder}"; keep=1; shift 2 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "cleanroom.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -72,7 +76,7 @@ fi
 
 [ -x /opt/swift/usr/bin/swift ] || die "no toolchain at /opt/swift (/opt/swift/usr/bin/swift is missing)"
 [ -d /opt/swift-packages ] || die "no Swift package mirror at /opt/swift-packages"
-command -v chroot >/dev/null 2>&1 || die "chroot is missing"
+command -v chroot >/dev/null 2>&1 || [ -x /usr/sbin/chroot ] || die "chroot is missing (coreutils)"
 
 total_started=$(date +%s)
 root_started=$(date +%s)
@@ -81,7 +85,12 @@ root_seconds=$(( $(date +%s) - root_started ))
 
 # The run's own folder, on disk beside the root (a debug build is a few GB: too much for a tmpfs). It is the root's
 # /tmp and HOME, so the cached root itself is left as it was.
-run="$(mktemp -d "$cache/run.XXXXXX")"
+if [ -n "$reuse" ]; then
+    [ -d "$reuse/baton/.git" ] || die "$reuse holds no clone (baton/.git) to reuse"
+    run="$(cd "$reuse" && pwd)"
+else
+    run="$(mktemp -d "$cache/run.XXXXXX")"
+fi
 finish() {
     local status=$?
     root_cleanup
@@ -127,7 +136,8 @@ started=$(date +%s)
 set +e
 chroot "$root" /usr/bin/env -i "${env_args[@]}" timeout 7200 bash -c "set -u
     echo \"cleanroom-mark start \$(date +%s)\"
-    git clone -q /mnt/origin /tmp/baton && cd /tmp/baton && git checkout -q $commit || exit 2
+    { [ -d /tmp/baton/.git ] || git clone -q /mnt/origin /tmp/baton; } && cd /tmp/baton \
+        && git fetch -q /mnt/origin && git checkout -q $commit || exit 2
     echo \"cleanroom-mark cloned \$(date +%s)\"
     $inside" > "$run/out.log" 2>&1
 status=$?
