@@ -44,6 +44,9 @@ extension Requirement {
     /// systemd's own check of the user unit scripts/install.sh writes.
     public static let systemdAnalyze = Requirement("systemd-analyze", programs: ["systemd-analyze"], packages: ["systemd"])
 
+    /// nftables' `nft`: a firewall rule, in a test's own network namespace, that makes the agent's sends fail (EPERM).
+    public static let nftables = Requirement("nft", programs: ["nft"], packages: ["nftables"])
+
     /// Root, for what only root may do (make files as another user). No package brings it.
     public static let root = Requirement("root", packages: [], advice: "run the tests as root") { _ in
         getuid() == 0 ? nil : "the tests run as uid \(getuid())"

@@ -42,8 +42,9 @@ extension Agent {
     }
 
     /// Re-advertises the current activity every `advertInterval`, expires silent nearby entries, and renews
-    /// multicast memberships when the interfaces change (re-advertising at once then). Sleeps until the earliest of
-    /// those is due; with nothing current and nothing nearby, only the interface check wakes it, every
+    /// multicast memberships when the interfaces change (re-advertising at once then; checked every round while
+    /// sends fail). Sleeps until the earliest of those is due; with nothing current and nothing nearby, only the
+    /// interface check wakes it, every
     /// ``membershipCheckInterval`` and only with multicast on (issue 11 part 8).
     func advertLoop() async {
         let interval = UInt64(configuration.advertInterval * 1000)
@@ -63,7 +64,9 @@ extension Agent {
             await advertBell.wait(timeout: wait)
             guard !Task.isCancelled else { return }
             var networkChanged = false
-            if multicast, Self.uptimeMilliseconds() >= nextMembershipCheck {
+            // While sends fail (a link down, say), the interfaces are checked every round, not every 10 s: the
+            // moment the link is back its groups are joined and the advert goes out (issue 25 item 1).
+            if multicast, Self.uptimeMilliseconds() >= nextMembershipCheck || adverts?.isFailing == true {
                 nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
                 networkChanged = adverts?.refreshMemberships(log: { [logger] line in logger.info("\(line)") }) ?? false
                 if networkChanged { log("network interfaces changed: advertising again") }

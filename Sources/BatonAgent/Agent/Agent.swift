@@ -238,7 +238,8 @@ public final class Agent: @unchecked Sendable {
                     port: port,
                     discoveryPort: configuration.discoveryPort,
                     group: loop,
-                    log: { [logger] line in logger.info("\(line)") }
+                    log: { [logger] line in logger.info("\(line)") },
+                    warn: { [logger] line in logger.warning("\(line)") }
                 ) { [weak self] datagram, source in
                     self?.receiveAdvert(datagram, from: source)
                 }

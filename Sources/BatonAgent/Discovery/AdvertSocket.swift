@@ -1,12 +1,19 @@
 import BatonProtocol
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The UDP side of discovery (ISSUE 5 part 2): sends sealed adverts and hands arriving datagrams to the agent.
 ///
@@ -16,10 +23,16 @@ import NIOPosix
 /// (IPv6 only) joined to the link-local IPv6 group on every interface with a link-local address. A LAN without
 /// IPv4, or whose switches drop IPv4 multicast, still finds its devices. An IPv6 link-local group is one group
 /// per link, so adverts are sent once per interface, scoped to it; the receiver learns the sender's scoped
-/// address (`fe80::1%eth0`) and dials it back there. Memberships are renewed when the interfaces change.
+/// address (`fe80::1%eth0`) and dials it back there. Memberships are renewed when the interfaces change: an
+/// interface that goes (a link down takes its IPv6 link-local address) is left, and joined again when it is back.
 ///
-/// `@unchecked Sendable`: its channels and addresses are `let`s set when it opens; the memberships, the only thing
-/// that changes, are under their lock (`joined`).
+/// Failures (issue 25 item 1): each socket is opened here (``AdvertSender``) and NIO reads from a duplicate of it,
+/// while adverts are sent with `sendto` on the original, so a failed send (a firewall's EPERM, a link that is down)
+/// never closes anything; it is logged once (``AdvertSocketHealth/SendFailures``). A socket that closes anyway is
+/// reopened with backoff (``AdvertSocketHealth/ReopenBackoff``), its memberships joined again.
+///
+/// `@unchecked Sendable`: the sockets, their health and the memberships change under their locks (`slots`,
+/// `sendHealth`, `joined`); the rest are `let`s.
 final class AdvertSocket: @unchecked Sendable {
     /// The IPv4 group adverts go to (administratively scoped, RFC 2365).
     static let group = "239.77.11.1"
@@ -34,84 +47,221 @@ final class AdvertSocket: @unchecked Sendable {
         var v6: [String: NIONetworkDevice] = [:]
 
         static func == (lhs: Memberships, rhs: Memberships) -> Bool {
-            Set(lhs.v4.keys) == Set(rhs.v4.keys) && lhs.v6.mapValues(\.interfaceIndex) == rhs.v6.mapValues(\.interfaceIndex)
+            Set(lhs.v4.keys) == Set(rhs.v4.keys)
+                && lhs.v6.mapValues(\.interfaceIndex) == rhs.v6.mapValues(\.interfaceIndex)
         }
 
         var isEmpty: Bool { v4.isEmpty && v6.isEmpty }
     }
 
-    let unicast: Channel
-    let multicast: Channel?
-    let multicast6: Channel?
+    /// Which of the three sockets.
+    enum Kind: String, Sendable, CaseIterable {
+        case unicast
+        case multicast4 = "IPv4 multicast"
+        case multicast6 = "IPv6 multicast"
+    }
+
+    /// One open socket: NIO's channel reading it, and the descriptor adverts are sent from.
+    struct Open {
+        let channel: Channel
+        let sender: AdvertSender
+    }
+
+    /// Each socket while open (a kind that never opened, such as multicast with `--no-multicast`, is absent), and
+    /// its reopening state.
+    struct Slot {
+        let address: SocketAddress
+        var open: Open?
+        var backoff = AdvertSocketHealth.ReopenBackoff()
+    }
+
+    let slots: NIOLockedValueBox<[Kind: Slot]>
+    let sendHealth = NIOLockedValueBox(AdvertSocketHealth.SendFailures())
+    let joined = NIOLockedValueBox(Memberships())
+    /// Set by ``close()``: a channel closing then is no failure.
+    let closing = NIOLockedValueBox(false)
+    let loop: EventLoop
+    let log: @Sendable (String) -> Void
+    let warn: @Sendable (String) -> Void
+    let receive: @Sendable (Data, SocketAddress) -> Void
     /// The IPv4 group on the discovery port, when its socket is open.
     let group4Address: SocketAddress?
     /// The IPv6 group on the discovery port (unscoped: ``scoped(_:interface:)`` names the interface), when its
     /// socket is open.
     let group6Address: SocketAddress?
-    let joined = NIOLockedValueBox(Memberships())
 
-    private init(unicast: Channel, multicast: Channel?, multicast6: Channel?, discoveryPort: Int) {
-        self.unicast = unicast
-        self.multicast = multicast
-        self.multicast6 = multicast6
-        group4Address = multicast == nil ? nil : try? SocketAddress(ipAddress: Self.group, port: discoveryPort)
-        group6Address = multicast6 == nil ? nil : try? SocketAddress(ipAddress: Self.group6, port: discoveryPort)
+    private init(
+        slots: [Kind: Slot],
+        discoveryPort: Int,
+        loop: EventLoop,
+        log: @escaping @Sendable (String) -> Void,
+        warn: @escaping @Sendable (String) -> Void,
+        receive: @escaping @Sendable (Data, SocketAddress) -> Void
+    ) {
+        self.slots = NIOLockedValueBox(slots)
+        self.loop = loop
+        self.log = log
+        self.warn = warn
+        self.receive = receive
+        group4Address = slots[.multicast4] == nil ? nil : try? SocketAddress(ipAddress: Self.group, port: discoveryPort)
+        group6Address =
+            slots[.multicast6] == nil ? nil : try? SocketAddress(ipAddress: Self.group6, port: discoveryPort)
     }
 
     /// Whether adverts go to a group at all (either family's socket opened).
-    var multicastIsOn: Bool { multicast != nil || multicast6 != nil }
+    var multicastIsOn: Bool { group4Address != nil || group6Address != nil }
 
     /// The event loop every advert socket runs on.
-    var eventLoop: EventLoop { unicast.eventLoop }
+    var eventLoop: EventLoop { loop }
+
+    /// Whether the last round of sends had failures (the advert loop then checks the interfaces each round, so a
+    /// link that comes back is joined and advertised on at once).
+    var isFailing: Bool { sendHealth.withLockedValue { $0.since != nil } }
 
     /// Opens the sockets. `receive` is called on an event loop with each datagram of the right size and its source.
+    /// `warn` says what went wrong (a send failing, a socket closing); `log` the rest.
     static func open(
         host: String,
         port: Int,
         discoveryPort: Int?,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         log: @escaping @Sendable (String) -> Void,
+        warn: (@Sendable (String) -> Void)? = nil,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> AdvertSocket {
         // Every advert socket on one loop: a send to all of them makes no hop between loops.
         let loop = group.next()
-        func bootstrap() -> DatagramBootstrap {
-            DatagramBootstrap(group: loop)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+        var slots: [Kind: Slot] = [:]
+        var opened: [Kind: Open] = [:]
+        do {
+            let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+            let open = try await Self.openSocket(address, kind: .unicast, loop: loop, receive: receive)
+            opened[.unicast] = open
+            // The address with the port it got (`--port 0`): a reopened socket binds there again.
+            slots[.unicast] = Slot(address: open.channel.localAddress ?? address)
+        } catch {
+            throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port) + "/udp (adverts)", error)
+        }
+        if let discoveryPort {
+            do {
+                let address = try SocketAddress(ipAddress: "0.0.0.0", port: discoveryPort)
+                let open = try await Self.openSocket(address, kind: .multicast4, loop: loop, receive: receive)
+                opened[.multicast4] = open
+                slots[.multicast4] = Slot(address: open.channel.localAddress ?? address)
+            } catch {
+                log("IPv4 multicast discovery off: cannot bind 0.0.0.0:\(discoveryPort)/udp: \(error)")
+            }
+            do {
+                // IPv6 only: the IPv4 socket above takes the IPv4 datagrams for this port.
+                let address = try SocketAddress(ipAddress: "::", port: discoveryPort)
+                let open = try await Self.openSocket(address, kind: .multicast6, loop: loop, receive: receive)
+                opened[.multicast6] = open
+                slots[.multicast6] = Slot(address: open.channel.localAddress ?? address)
+            } catch {
+                log("IPv6 multicast discovery off: cannot bind [::]:\(discoveryPort)/udp: \(error)")
+            }
+            if slots[.multicast4] == nil, slots[.multicast6] == nil {
+                log("multicast discovery off; unicast to known peers only")
+            }
+        }
+        let socket = AdvertSocket(
+            slots: slots,
+            discoveryPort: discoveryPort ?? 0,
+            loop: loop,
+            log: log,
+            warn: warn ?? log,
+            receive: receive
+        )
+        for (kind, open) in opened { socket.adopt(open, kind: kind) }
+        socket.refreshMemberships(log: log)
+        return socket
+    }
+
+    /// Opens one socket: bound here, read by NIO from a duplicate of it.
+    static func openSocket(
+        _ address: SocketAddress,
+        kind: Kind,
+        loop: EventLoop,
+        receive: @escaping @Sendable (Data, SocketAddress) -> Void
+    ) async throws -> Open {
+        let sender = try AdvertSender.bound(to: address, v6Only: kind == .multicast6)
+        do {
+            let copy = try sender.duplicate()
+            let channel = try await DatagramBootstrap(group: loop)
                 .channelOption(.maxMessagesPerRead, value: 16)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(DatagramReceiver(receive: receive))
                     }
                 }
-        }
-        let unicast: Channel
-        do {
-            unicast = try await bootstrap().bind(host: host, port: port).get()
+                .withBoundSocket(copy).get()
+            return Open(channel: channel, sender: sender)
         } catch {
-            throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port) + "/udp (adverts)", error)
+            sender.close()
+            throw error
         }
-        var multicast: Channel?
-        var multicast6: Channel?
-        if let discoveryPort {
-            do {
-                multicast = try await bootstrap().bind(host: "0.0.0.0", port: discoveryPort).get()
-            } catch {
-                log("IPv4 multicast discovery off: cannot bind 0.0.0.0:\(discoveryPort)/udp: \(error)")
-            }
-            do {
-                // IPv6 only: the IPv4 socket above takes the IPv4 datagrams for this port.
-                multicast6 = try await bootstrap()
-                    .channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
-                    .bind(host: "::", port: discoveryPort).get()
-            } catch {
-                log("IPv6 multicast discovery off: cannot bind [::]:\(discoveryPort)/udp: \(error)")
-            }
-            if multicast == nil, multicast6 == nil { log("multicast discovery off; unicast to known peers only") }
+    }
+
+    /// Keeps `open` as the `kind` socket, and watches its channel: one that closes while the agent runs is
+    /// reopened with backoff.
+    private func adopt(_ open: Open, kind: Kind) {
+        slots.withLockedValue { $0[kind]?.open = open }
+        open.channel.closeFuture.whenComplete { [weak self] _ in self?.closedByItself(kind, channel: open.channel) }
+    }
+
+    /// A channel closed: unless the agent is closing, warn once and try again after the backoff.
+    private func closedByItself(_ kind: Kind, channel: Channel) {
+        guard !closing.withLockedValue({ $0 }) else { return }
+        let now = Self.uptime()
+        let next: UInt64? = slots.withLockedValue { slots in
+            guard let open = slots[kind]?.open, open.channel === channel else { return nil }
+            open.sender.close()
+            slots[kind]?.open = nil
+            return slots[kind]?.backoff.closed(at: now)
         }
-        let socket = AdvertSocket(unicast: unicast, multicast: multicast, multicast6: multicast6, discoveryPort: discoveryPort ?? 0)
-        socket.refreshMemberships(log: log)
-        return socket
+        guard let next else { return }
+        warn(
+            "adverts: the \(kind.rawValue) socket closed by itself; reopening it (first in \(AdvertSocketHealth.ReopenBackoff.firstDelay / 1000) s, then backing off to \(AdvertSocketHealth.ReopenBackoff.longestDelay / 1000) s)"
+        )
+        scheduleReopen(kind, at: next)
+    }
+
+    private func scheduleReopen(_ kind: Kind, at time: UInt64) {
+        let wait = Int64(time.subtractingSaturated(Self.uptime()))
+        loop.scheduleTask(in: .milliseconds(wait)) { [weak self] in
+            guard let self else { return }
+            Task { await self.reopen(kind) }
+        }
+    }
+
+    /// One attempt to reopen `kind`'s socket; on failure, the next is scheduled (and not logged: the warning was).
+    private func reopen(_ kind: Kind) async {
+        guard !closing.withLockedValue({ $0 }), let address = slots.withLockedValue({ $0[kind]?.address }) else {
+            return
+        }
+        do {
+            let open = try await Self.openSocket(address, kind: kind, loop: loop, receive: receive)
+            guard !closing.withLockedValue({ $0 }) else {
+                open.channel.close(promise: nil)
+                open.sender.close()
+                return
+            }
+            let closedFor = slots.withLockedValue { $0[kind]?.backoff.reopened(at: Self.uptime()) }
+            adopt(open, kind: kind)
+            // A new socket has no memberships: join every interface again.
+            joined.withLockedValue { joined in
+                if kind == .multicast4 { joined.v4 = [:] }
+                if kind == .multicast6 { joined.v6 = [:] }
+            }
+            refreshMemberships(log: log)
+            log(
+                "adverts: the \(kind.rawValue) socket is open again (closed for \(String(format: "%.1f", Double(closedFor ?? 0) / 1000)) s)"
+            )
+        } catch {
+            if let next = slots.withLockedValue({ $0[kind]?.backoff.reopenFailed(at: Self.uptime()) }) {
+                scheduleReopen(kind, at: next)
+            }
+        }
     }
 
     /// The interfaces that can carry multicast now: with an IPv4 address, and with an IPv6 link-local address.
@@ -131,28 +281,38 @@ final class AdvertSocket: @unchecked Sendable {
         return found
     }
 
-    /// Joins the groups on interfaces that appeared; returns whether anything changed (a network change: the
-    /// caller re-advertises at once).
+    /// The `kind` socket's channel, when it is open and can join groups.
+    private func multicastChannel(_ kind: Kind) -> MulticastChannel? {
+        slots.withLockedValue { $0[kind]?.open?.channel } as? MulticastChannel
+    }
+
+    /// Joins the groups on interfaces that appeared and leaves them on interfaces that went (a link that went down
+    /// lost its IPv6 link-local address; when it is back it is joined afresh); returns whether anything changed (a
+    /// network change: the caller re-advertises at once).
     @discardableResult
     func refreshMemberships(log: @escaping @Sendable (String) -> Void) -> Bool {
         guard multicastIsOn else { return false }
+        let multicast = multicastChannel(.multicast4)
+        let multicast6 = multicastChannel(.multicast6)
         var current = Self.multicastInterfaces()
         if multicast == nil { current.v4 = [:] }
         if multicast6 == nil { current.v6 = [:] }
         let previous = joined.withLockedValue { $0 }
         guard current != previous else { return false }
-        if let multicast = multicast as? MulticastChannel, let group = group4Address {
+        if let multicast, let group = group4Address {
+            for (name, device) in previous.v4 where current.v4[name] == nil {
+                multicast.leaveGroup(group, device: device, promise: nil)
+            }
             for (name, device) in current.v4 where previous.v4[name] == nil {
-                multicast.joinGroup(group, device: device).whenComplete { result in
-                    if case .failure(let error) = result { log("multicast on \(name): cannot join \(Self.group): \(error)") }
-                }
+                Self.join(multicast, group, device: device, name: name, log: log)
             }
         }
-        if let multicast6 = multicast6 as? MulticastChannel, let group = group6Address {
+        if let multicast6, let group = group6Address {
+            for (name, device) in previous.v6 where current.v6[name]?.interfaceIndex != device.interfaceIndex {
+                multicast6.leaveGroup(group, device: device, promise: nil)
+            }
             for (name, device) in current.v6 where previous.v6[name]?.interfaceIndex != device.interfaceIndex {
-                multicast6.joinGroup(group, device: device).whenComplete { result in
-                    if case .failure(let error) = result { log("multicast on \(name): cannot join \(Self.group6): \(error)") }
-                }
+                Self.join(multicast6, group, device: device, name: name, log: log)
             }
         }
         joined.withLockedValue { $0 = current }
@@ -160,22 +320,71 @@ final class AdvertSocket: @unchecked Sendable {
         return true
     }
 
+    /// Joins `group` on one interface; one already joined (the kernel kept it over a link down and up) is fine.
+    private static func join(
+        _ channel: MulticastChannel,
+        _ group: SocketAddress,
+        device: NIONetworkDevice,
+        name: String,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        channel.joinGroup(group, device: device).whenComplete { result in
+            if case .failure(let error) = result, (error as? IOError)?.errnoCode != EADDRINUSE {
+                log("multicast on \(name): cannot join \(group.ipAddress ?? "the group"): \(error)")
+            }
+        }
+    }
+
     /// Sends one datagram to each address, and to the groups when multicast is on: the IPv4 group once, the IPv6
-    /// link-local group once on each interface.
+    /// link-local group once on each interface. A send that fails is logged (once, until all work again) and
+    /// changes nothing else: the next advert is tried as usual.
     func send(_ datagram: Data, to addresses: [SocketAddress]) {
-        let buffer = ByteBuffer(bytes: datagram)
+        let bytes = [UInt8](datagram)
+        let senders = slots.withLockedValue { $0.mapValues { $0.open?.sender } }
+        var failures: [AdvertSocketHealth.SendFailures.Failure] = []
+        var attempted = 0
+        func send(_ kind: Kind, to address: SocketAddress, name: String) {
+            guard let sender = senders[kind] ?? nil else { return }  // closed: reopening
+            attempted += 1
+            if let error = sender.send(bytes, to: address) {
+                failures.append(
+                    .init(
+                        destination: name,
+                        error: "\(String(cString: strerror(error.errnoCode))), errno \(error.errnoCode)"
+                    )
+                )
+            }
+        }
         for address in addresses {
-            unicast.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+            send(
+                .unicast,
+                to: address,
+                name: address.hostText.map { Agent.joinHostPort($0, address.port ?? 0) } ?? "\(address)"
+            )
         }
         let memberships = joined.withLockedValue { $0 }
-        if let multicast, !memberships.v4.isEmpty, let group = group4Address {
-            multicast.writeAndFlush(AddressedEnvelope(remoteAddress: group, data: buffer), promise: nil)
+        if !memberships.v4.isEmpty, let group = group4Address {
+            send(.multicast4, to: group, name: Self.group)
         }
-        if let multicast6, let group = group6Address {
-            for device in memberships.v6.values {
+        if let group = group6Address {
+            for (name, device) in memberships.v6 {
                 guard let scoped = Self.scoped(group, interface: device.interfaceIndex) else { continue }
-                multicast6.writeAndFlush(AddressedEnvelope(remoteAddress: scoped, data: buffer), promise: nil)
+                send(.multicast6, to: scoped, name: "\(Self.group6)%\(name)")
             }
+        }
+        // A round that sent nothing (no interface, no peer) says nothing about whether sending works.
+        guard attempted > 0 else { return }
+        let report = sendHealth.withLockedValue { $0.round(failures: failures, at: Self.uptime()) }
+        switch report {
+        case .started(let new):
+            let list = new.map { "\($0.destination) (\($0.error))" }.joined(separator: ", ")
+            warn("adverts: cannot send to \(list); the sockets stay open and each advert is tried again")
+        case .recovered(let failed, let milliseconds):
+            log(
+                "adverts: sending again (\(failed) sends failed over \(String(format: "%.1f", Double(milliseconds) / 1000)) s)"
+            )
+        case nil:
+            break
         }
     }
 
@@ -187,11 +396,23 @@ final class AdvertSocket: @unchecked Sendable {
         return SocketAddress(raw, host: "")
     }
 
-    /// Closes every socket.
+    /// Uptime milliseconds: the clock of the health machines.
+    static func uptime() -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds / 1_000_000
+    }
+
+    /// Closes every socket (for good: nothing reopens after this).
     func close() {
-        unicast.close(promise: nil)
-        multicast?.close(promise: nil)
-        multicast6?.close(promise: nil)
+        closing.withLockedValue { $0 = true }
+        let open = slots.withLockedValue { slots in
+            let open = slots.values.compactMap(\.open)
+            for kind in slots.keys { slots[kind]?.open = nil }
+            return open
+        }
+        for socket in open {
+            socket.channel.close(promise: nil)
+            socket.sender.close()
+        }
     }
 }
 
