@@ -153,6 +153,17 @@ struct AdvertRecoveryNamespaceTests {
             )
             #expect(up.status == 0, "\(up.output)")
             let resumed = try Self.expectRecovered(setup, sockets: before, what: "after link down/up")
+            // The link took its IPv6 link-local address, so the agent left the group there; back, it joined again
+            // (the IPv4 membership the kernel keeps across down and up).
+            let igmp6 = try setup.lan.run(1, ["cat", "/proc/net/igmp6"]).stdout
+            #expect(
+                igmp6.split(separator: "\n").contains {
+                    $0.contains("eth0") && $0.contains("ff020000000000000000007700110001")
+                },
+                "ff02::77:11:1 joined on eth0: \(igmp6)"
+            )
+            let igmp = try setup.lan.run(1, ["cat", "/proc/net/igmp"]).stdout
+            #expect(igmp.contains("010B4DEF"), "239.77.11.1 joined on eth0: \(igmp)")
 
             let output = setup.agent.output
             let failed = output.split(separator: "\n").filter { $0.contains("adverts: cannot send") }
@@ -162,6 +173,8 @@ struct AdvertRecoveryNamespaceTests {
                 "and one line when it works again: \(output)"
             )
             #expect(!output.contains("socket closed"), "no socket closed: \(output)")
+            #expect(!output.contains("cannot join"), "rejoined without complaint: \(output)")
+            #expect(output.contains("network interfaces changed"), "the interface change was seen: \(output)")
             print(
                 "AdvertRecoveryNamespaceTests[link]: adverts reached h2 again \(String(format: "%.2f", resumed ?? -1)) s after link-up; logged: \(failed)"
             )
