@@ -34,6 +34,7 @@ packages=(
     "systemd|have systemd-analyze|systemd-analyze verify of the user unit install.sh writes (InstallTests)"
     "iproute2|have ip && have bridge|multi-host LANs of network namespaces, as root (NamespaceTests, SyncthingNotesTests; scripts/netns.sh)"
     "procps|have sysctl|the namespaces' sysctls (scripts/netns.sh)"
+    "nftables|have nft|an nft rule in a test namespace that makes adverts fail with EPERM (AdvertRecoveryNamespaceTests)"
     "libsqlite3-dev|[ -f /usr/include/sqlite3.h ]|building: GRDB links the system SQLite (one of the toolchain's documented packages)"
 )
 
