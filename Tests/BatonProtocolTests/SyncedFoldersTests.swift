@@ -108,6 +108,19 @@ struct SyncedFoldersTests {
         #expect(Self.laptop.travelling(inside).absoluteString == "baton-folder://docs/b.txt")
     }
 
+    @Test("issue 25 item 7, C9: only the lower-case scheme is the travel form, the bytes the continuing agent looks for")
+    func schemeCaseMatchesTheAgentsByteCheck() throws {
+        // The continuing agent decodes a state only when it holds the bytes `baton-folder:`; a parser that took other
+        // cases would resolve (or refuse) URLs that agent never looked at. Other cases are ordinary URLs.
+        for text in ["BATON-FOLDER://docs/a.txt", "Baton-Folder://docs/plans/2026.txt", "BATON-FOLDER://docs/../../etc/passwd"] {
+            let url = try #require(URL(string: text))
+            #expect(Self.desktop.arriving(url) == .unchanged, "\(text)")
+            let arrived = Self.desktop.arriving(.url(url))
+            #expect(arrived.value == .url(url) && arrived.documents.isEmpty && arrived.invalid.isEmpty, "\(text)")
+        }
+        #expect(Self.desktop.arriving(URL(string: "baton-folder://docs/a.txt")!) != .unchanged)
+    }
+
     @Test("C9: names with spaces, percent signs, '#', '?' and non-ASCII letters are percent-encoded and arrive intact")
     func percentEncoding() throws {
         for name in ["a b.txt", "100%.txt", "what?#.txt", "Grüße/été 2026.md", "semi;colon&amp=1", "%2F.txt"] {

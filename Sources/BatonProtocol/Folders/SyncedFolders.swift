@@ -174,7 +174,10 @@ public struct SyncedFolders: Sendable, Hashable {
     public func arriving(_ url: URL) -> Arrival {
         let text = url.absoluteString
         let prefix = Self.scheme + "://"
-        guard text.utf8.count > prefix.utf8.count, text.lowercased().hasPrefix(prefix) else { return .unchanged }
+        // Exactly the lower-case scheme the originating agent writes (PROTOCOL §3.1): the continuing agent looks
+        // for these bytes before it decodes a state at all, so a parser that also took `BATON-FOLDER://` would
+        // read, as a file in a folder, a URL the agent never checked (issue 25 item 7; C9).
+        guard text.utf8.count > prefix.utf8.count, text.utf8.starts(with: prefix.utf8) else { return .unchanged }
         let rest = text.dropFirst(prefix.count)
         let id = String(rest.prefix { $0 != "/" })
         guard (try? SyncedFolder.validate(id: id)) != nil else { return .invalid(why: "\"\(id)\" is not a folder id") }
