@@ -1,6 +1,84 @@
 import GRDB
 
 extension SearchIndex {
+    /// One object of a database's schema as `sqlite_master` lists it (its page number aside).
+    struct SchemaObject: Hashable, Sendable, CustomStringConvertible {
+        var type: String
+        var name: String
+        var table: String
+        var sql: String?
+
+        var description: String { "\(type) \(name)" }
+    }
+
+    /// The objects of the schema ``migrator`` makes (tables, indexes, triggers, the FTS5 table and its shadow tables,
+    /// GRDB's migration table), read from an in-memory database made with it: what every index file must hold,
+    /// exactly (issue 25 item 6).
+    static let expectedSchema: Result<Set<SchemaObject>, SearchError> = {
+        do {
+            let reference = try DatabaseQueue()
+            try migrator.migrate(reference)
+            return .success(try reference.read(schema))
+        } catch {
+            return .failure(SearchError(.database, "Cannot make the search index's reference schema: \(error)."))
+        }
+    }()
+
+    /// Every object in `db`'s schema. Reading `sqlite_master` runs nothing the file defines.
+    static func schema(_ db: Database) throws -> Set<SchemaObject> {
+        var objects = Set<SchemaObject>()
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master") {
+            objects.insert(
+                SchemaObject(
+                    type: try row.checked("type") ?? "",
+                    name: try row.checked("name") ?? "",
+                    table: try row.checked("tbl_name") ?? "",
+                    sql: try row.checked("sql")
+                )
+            )
+        }
+        return objects
+    }
+
+    /// Checks, before anything is written or read through the file's own tables, that its schema is nothing or
+    /// exactly ours (issue 25 item 6). A file of the same user may have been written by anything: a trigger planted in
+    /// it would run inside our saves (a recursive CTE ran 30 million steps per save), a view or an extra table is not
+    /// ours to query, and a missing FTS table makes every search fail. Such a file is ``SearchError/Code/damaged``,
+    /// as garbage is, so an agent sets it aside and starts an empty index.
+    ///
+    /// A file with other objects and GRDB's migration table (a real table, so reading it runs nothing) listing a
+    /// migration this Baton does not know is ``SearchError/Code/newerSchema`` instead. When a migration is added,
+    /// the schema of each earlier version must be accepted here too (and migrated). An empty file is accepted only
+    /// when `allowingEmpty` (on open, before the migrations make the schema).
+    static func verifySchema(_ db: Database, path: String, allowingEmpty: Bool) throws {
+        let found = try schema(db)
+        if found.isEmpty && allowingEmpty { return }
+        let expected = try expectedSchema.get()
+        if found == expected { return }
+        let hasMigrations = found.contains { $0.type == "table" && $0.name == "grdb_migrations" }
+        if hasMigrations, try migrator.hasBeenSuperseded(db) {
+            throw SearchError(
+                .newerSchema,
+                "The search index at \(path) was written by a newer version of Baton; update Baton, or remove the file to start an empty index."
+            )
+        }
+        let extra = found.subtracting(expected).map(\.description).sorted()
+        let missing = expected.subtracting(found).map(\.description).sorted()
+        var differences: [String] = []
+        if !extra.isEmpty { differences.append("not ours: \(list(extra))") }
+        if !missing.isEmpty { differences.append("missing or changed: \(list(missing))") }
+        throw SearchError(
+            .damaged,
+            "The search index at \(path) is damaged: its schema is not the one Baton makes (\(differences.joined(separator: "; "))). Remove it (and its -wal and -shm files) to start a new, empty index; the account and paired devices are not affected, only saved search entries are lost."
+        )
+    }
+
+    /// At most five names, then how many more: the names come from the file.
+    private static func list(_ names: [String]) -> String {
+        let shown = names.prefix(5).map { $0.count > 80 ? String($0.prefix(80)) + "…" : $0 }
+        return shown.joined(separator: ", ") + (names.count > 5 ? " and \(names.count - 5) more" : "")
+    }
+
     /// The schema, one migration per change (SEMANTICS G1). Never edit a registered migration: add another.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()

@@ -41,18 +41,21 @@ public final class SearchIndex: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(Self.busyTimeout)
         configuration.label = "BatonSearch"
+        // The file may be written by any program of this user (issue 25 item 6): no connection trusts its schema
+        // (functions its triggers, views and indexes call must be innocuous, and no virtual table may be used from
+        // them) until the schema has been checked to be exactly ours.
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA trusted_schema = OFF")
+        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
-            let migrator = Self.migrator
-            try pool.write { db in
-                if try migrator.hasBeenSuperseded(db) {
-                    throw SearchError(
-                        .newerSchema,
-                        "The search index at \(path) was written by a newer version of Baton; update Baton, or remove the file to start an empty index."
-                    )
-                }
-            }
-            try migrator.migrate(pool)
+            // Before the migrations write anything: a schema that is not exactly ours (a planted trigger, view or
+            // table, the FTS table gone) is damage, and nothing the file defines has run yet.
+            try pool.read { db in try Self.verifySchema(db, path: path, allowingEmpty: true) }
+            try Self.migrator.migrate(pool)
+            // Our own triggers keep activities_fts in step, which an untrusted schema may not do: the writer trusts
+            // it, and every write checks first that it is still exactly ours (``write(_:)``). Readers never do.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA trusted_schema = ON") }
         } catch {
             throw Self.searchError(error, path: path)
         }
@@ -331,9 +334,15 @@ public final class SearchIndex: Sendable {
         }
     }
 
+    /// Runs `body` in a write transaction, after checking the schema is still exactly ours: another program may
+    /// change the file while it is open, and a trigger it plants would run inside our writes (issue 25 item 6).
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let path = self.path
         do {
-            return try await pool.write(body)
+            return try await pool.write { db in
+                try Self.verifySchema(db, path: path, allowingEmpty: false)
+                return try body(db)
+            }
         } catch let error as CancellationError {
             throw error  // the caller's task was cancelled: not the index's failure
         } catch {

@@ -1,0 +1,94 @@
+import BatonSearch
+import Foundation
+import GRDB
+import Testing
+
+/// A search index file written by another program of the same user (issue 25 item 6; SEMANTICS G1): its schema is
+/// checked on open, and what is read out of it is bounded.
+@Suite("A hostile search.sqlite (issue 25 item 6, G1)")
+struct HostileIndexFileTests {
+    /// A trigger that counts to 30 million (seconds of work) into a table of its own on every save.
+    static let plantedTrigger = """
+        CREATE TABLE planted (steps INTEGER);
+        CREATE TRIGGER planted_after_insert AFTER INSERT ON activities BEGIN
+            INSERT INTO planted SELECT count(*) FROM (
+                WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 30000000) SELECT n FROM c);
+        END;
+        """
+
+    /// Makes a real index at `path` with one entry, then changes its schema through SQLite as another program would.
+    static func plant(_ sql: String, at path: String) async throws {
+        do {
+            let index = try SearchIndex(path: path)
+            try await index.save(SearchIndexTests.entry("Milk and eggs"), now: SearchIndexTests.now)
+        }
+        let other = try DatabaseQueue(path: path)
+        try await other.write { db in try db.execute(sql: sql) }
+        try other.close()
+    }
+
+    @Test("issue 25 item 6: a planted trigger and table make the file damaged; set aside, a fresh index saves at once and the trigger never runs")
+    func plantedTriggerIsSetAside() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            try await Self.plant(Self.plantedTrigger, at: path)
+            let error = #expect(throws: SearchError.self) { _ = try SearchIndex(path: path) }
+            #expect(error?.code == .damaged, "\(String(describing: error))")
+            #expect(error?.message.contains("trigger planted_after_insert") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("table planted") == true)
+            // What an agent does with a damaged file (Agent+Search openIndex), timed: open and save in well under 1 s.
+            let started = ContinuousClock.now
+            try SearchIndex.setAside(at: path)
+            let index = try SearchIndex(path: path)
+            try await index.save(SearchIndexTests.entry("Fresh milk"), now: SearchIndexTests.now)
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .milliseconds(500), "open and save took \(elapsed)")
+            #expect(try await index.search("milk", now: SearchIndexTests.now).map(\.entry.title) == ["Fresh milk"])
+            // The old file is kept for a look, and its trigger never ran.
+            let old = try DatabaseQueue(path: path + ".damaged")
+            #expect(try await old.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM planted") } == 0)
+        }
+    }
+
+    @Test("issue 25 item 6: a trigger planted while the index is open is refused by the next save as damage, and never runs")
+    func triggerPlantedWhileOpen() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            let index = try SearchIndex(path: path)
+            try await index.save(SearchIndexTests.entry("Milk and eggs"), now: SearchIndexTests.now)
+            let other = try DatabaseQueue(path: path)
+            try await other.write { db in try db.execute(sql: Self.plantedTrigger) }
+            let started = ContinuousClock.now
+            let error = await #expect(throws: SearchError.self) {
+                try await index.save(SearchIndexTests.entry("Bread"), now: SearchIndexTests.now)
+            }
+            #expect(error?.code == .damaged, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .milliseconds(500))
+            #expect(try await other.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM planted") } == 0)
+        }
+    }
+
+    @Test("issue 25 item 6: an extra view, an extra index, or the FTS table missing is damage too; our own file reopens")
+    func otherSchemasAreDamaged() async throws {
+        let changes = [
+            "CREATE VIEW everything AS SELECT * FROM activities",
+            "CREATE INDEX activities_title ON activities(title)",
+            "DROP TABLE activities_fts",
+            "CREATE TRIGGER quiet AFTER DELETE ON totals BEGIN SELECT 1; END",
+        ]
+        for change in changes {
+            try await withFolder { folder in
+                let path = folder + "/search.sqlite"
+                try await Self.plant(change, at: path)
+                let error = #expect(throws: SearchError.self, "\(change)") { _ = try SearchIndex(path: path) }
+                #expect(error?.code == .damaged, "\(change): \(String(describing: error))")
+            }
+        }
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            try await Self.plant("SELECT 1", at: path)
+            let index = try SearchIndex(path: path)
+            #expect(try await index.search("milk", now: SearchIndexTests.now).count == 1)
+        }
+    }
+}
