@@ -1,4 +1,5 @@
 @testable import BatonAgent
+import BatonCore
 import BatonProtocol
 import Foundation
 import Testing
@@ -64,5 +65,46 @@ struct SyncedFolderFilesTests {
         } throws: { error in
             (error as? BatonAgentError)?.code == .stateCorrupt && "\(error)".contains("folders.plist")
         }
+    }
+
+    @Test("issue 25 item 7, C9, security: a synced folder at / or through '..' is refused by the store, on the command line and in folders.plist")
+    func rootAndDotDotRefused() throws {
+        let root = try Self.temporary()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("a/b"), withIntermediateDirectories: true)
+        let store = AccountStore(folder: root.appendingPathComponent("state"))
+        func refusedAsInvalid(_ work: () throws -> Void) -> Bool {
+            do {
+                try work()
+                return false
+            } catch {
+                return (error as? BatonAgentError)?.code == .invalidFolder
+            }
+        }
+        // The store: the root, however spelled.
+        for path in ["/", "//", "/a/..", "/tmp/../../"] {
+            #expect(refusedAsInvalid { try store.addSyncedFolder(SyncedFolder(id: "all", path: path)) }, "\(path)")
+        }
+        #expect(try store.syncedFolders().isEmpty, "nothing was written")
+        // As typed (`baton folders add`, Syncthing's paths): `..` anywhere, and a path that resolves to the root.
+        let cwd = root.appendingPathComponent("a/b").path
+        for typed in ["..", "../b", "\(root.path)/a/../a", "/", "/."] {
+            #expect(refusedAsInvalid { _ = try FolderPath.resolve(typed, currentDirectory: cwd, home: nil) }, "\(typed)")
+        }
+        #expect(try FolderPath.resolve("b", currentDirectory: root.appendingPathComponent("a").path, home: nil) == cwd)
+        // A hand-edited folders.plist naming the root, or a path through '..', is refused naming the folder.
+        for path in ["/", "/home/../etc"] {
+            let document: PropertyList = ["v": 1, "folders": ["all": .string(path)]]
+            try FileManager.default.createDirectory(at: store.folder, withIntermediateDirectories: true)
+            try AtomicFile.store(try BinaryPropertyListEncoder.encode(document), at: store.foldersURL)
+            #expect {
+                try store.syncedFolders()
+            } throws: { error in
+                (error as? BatonAgentError)?.code == .stateCorrupt && "\(error)".contains("\"all\"")
+            }
+        }
+        try FileManager.default.removeItem(at: store.foldersURL)
+        try store.addSyncedFolder(SyncedFolder(id: "docs", path: cwd))
+        #expect(try store.syncedFolders().folders.map(\.path) == [cwd])
     }
 }

@@ -35,13 +35,18 @@ extension AccountStore {
             guard let path = value.stringValue, let folder = try? SyncedFolder(id: id, path: path) else {
                 throw BatonAgentError(.stateCorrupt, "\(foldersURL.path): folder \"\(id)\" is damaged; `baton folders remove` it and add it again")
             }
+            if let why = FolderPath.refusal(path) {
+                throw BatonAgentError(.stateCorrupt, "\(foldersURL.path): folder \"\(id)\" is refused: \(why); `baton folders remove \(id)` and add the folder itself")
+            }
             folders.add(folder)
         }
         return folders
     }
 
     /// Adds `folder` (replacing one with its id), under the state lock.
+    /// - Throws: ``BatonAgentError`` `invalidFolder` for the root folder (``FolderPath/refusal(_:)``).
     public func addSyncedFolder(_ folder: SyncedFolder) throws {
+        if let why = FolderPath.refusal(folder.path) { throw BatonAgentError(.invalidFolder, "folder \"\(folder.id)\": \(why)") }
         try updateSyncedFolders { $0.add(folder) }
     }
 
@@ -71,6 +76,7 @@ public enum FolderPath {
     /// `path` made absolute (against `currentDirectory`; a leading `~` is `home`), with symbolic links resolved.
     /// - Throws: ``BatonAgentError`` `invalidFolder` when the path does not exist or is not a folder.
     public static func resolve(_ path: String, currentDirectory: String, home: String?) throws -> String {
+        if let why = refusal(path) { throw BatonAgentError(.invalidFolder, why) }
         var absolute = path
         if path == "~" || path.hasPrefix("~/") {
             guard let home else { throw BatonAgentError(.invalidFolder, "\(path): no home folder to expand ~ in (HOME is not set)") }
@@ -84,7 +90,22 @@ public enum FolderPath {
         guard FileStatus(path: resolved)?.kind == .directory else {
             throw BatonAgentError(.invalidFolder, "\(absolute): not a folder")
         }
+        if let why = refusal(resolved) { throw BatonAgentError(.invalidFolder, "\(path): \(why)") }
         return resolved
+    }
+
+    /// Why `path` cannot be a synced folder, or nil when it can (issue 25 item 7; C9). The root: every file of this
+    /// device would travel as a folder file, and on a continuing device any path a peer names would be opened. A
+    /// `..` segment: the folder named is not the one the text seems to name (and in `folders.plist` or Syncthing's
+    /// configuration, a path that climbs could end at the root); the folder itself is named instead.
+    public static func refusal(_ path: String) -> String? {
+        if path.split(separator: "/", omittingEmptySubsequences: true).contains("..") {
+            return "\"\(path)\" goes through '..': name the synced folder itself (e.g. ~/Documents/Shared)"
+        }
+        if path.hasPrefix("/"), SyncedFolders.lexicallyStandardized(path) == "/" {
+            return "/ cannot be a synced folder (every file of this device would be in it): name the folder that is synced"
+        }
+        return nil
     }
 
     /// `path` with every symbolic link resolved (`realpath(3)`), or nil when it does not exist.
