@@ -16,7 +16,8 @@ extension AasaCommand {
                 chain to the system's roots or a --cacert. A CMS-signed file (the 2014 form) is verified too. The result \
                 goes to the cache in the state folder, which a running agent picks up at once. Exits 1 with the error's \
                 code (connectFailed, untrusted, tlsFailed, timedOut, redirected, tooLarge, httpStatus, badSignature, \
-                malformed) when the file cannot be had.
+                malformed, reservedName) when the file cannot be had. Names under the TLDs RFC 6761 reserves (.example, \
+                .test, .invalid, .localhost) are never looked up: reach a test server for one with --resolve.
                 """
         )
 

@@ -256,4 +256,31 @@ struct AssociationScheduleTests {
             _ = try? channel.finish()
         }
     }
+
+    @Test("issue 25 item 7, E4: names under RFC 6761's reserved TLDs are never looked up unless --resolve names them")
+    func reservedNamesNeverFetched() async throws {
+        for name in ["shopsnap.example", "a.b.TEST", "shop.invalid.", "app.localhost", "example", "localhost"] {
+            #expect(AssociationFetcher.reservedTLD(of: name) != nil, "\(name)")
+        }
+        for name in ["example.com", "shopsnap.example.org", "test.dev", "localhost.net"] {
+            #expect(AssociationFetcher.reservedTLD(of: name) == nil, "\(name)")
+        }
+        // No rule: refused before any lookup or connection, with its own code and the way to reach a test server.
+        let plain = try AssociationFetcher(connectTimeout: .seconds(2), totalTimeout: .seconds(3))
+        for name in ["shopsnap.example", "Shop.Test."] {
+            await #expect {
+                _ = try await plain.fetch(name)
+            } throws: { error in
+                let failure = error as? AssociationFetchError
+                return failure?.code == .reservedName && failure?.message.contains("--resolve") == true
+            }
+        }
+        // A rule naming the domain: it is fetched from there (nothing listens on port 1, so the connection fails).
+        let ruled = try AssociationFetcher(resolve: [ResolveRule(domain: "shopsnap.example", port: 1, address: "127.0.0.1")], connectTimeout: .seconds(2), totalTimeout: .seconds(3))
+        await #expect {
+            _ = try await ruled.fetch("shopsnap.example")
+        } throws: { error in
+            (error as? AssociationFetchError)?.code == .connectFailed
+        }
+    }
 }

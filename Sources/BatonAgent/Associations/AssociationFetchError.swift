@@ -33,9 +33,12 @@ public struct AssociationFetchError: Error, Sendable, Hashable, CustomStringConv
         public static let malformed = Code("malformed")
         /// A cache file that cannot be read back (it is reported, set aside and fetched again).
         public static let cacheCorrupt = Code("cacheCorrupt")
+        /// A name under a TLD reserved by RFC 6761 (`.example`, `.test`, `.invalid`, `.localhost`) that no
+        /// `--resolve` rule names: such a name is never looked up (issue 25 item 7).
+        public static let reservedName = Code("reservedName")
 
         /// Every code, for decoding a stored one.
-        static let all: [Code] = [.connectFailed, .tlsFailed, .untrusted, .timedOut, .redirected, .tooLarge, .httpStatus, .badSignature, .malformed, .cacheCorrupt]
+        static let all: [Code] = [.connectFailed, .tlsFailed, .untrusted, .timedOut, .redirected, .tooLarge, .httpStatus, .badSignature, .malformed, .cacheCorrupt, .reservedName]
 
         /// The code named `name`, or `malformed` for a name this version does not know.
         static func named(_ name: String) -> Code { all.first { $0.name == name } ?? .malformed }

@@ -70,6 +70,12 @@ public struct AssociationFetcher: Sendable {
     public func fetch(_ domain: String, now: Date = Date()) async throws -> Fetched {
         let domain = domain.lowercased()
         let rule = resolve.first { $0.domain == domain }
+        if rule == nil, let tld = Self.reservedTLD(of: domain) {
+            throw AssociationFetchError(
+                .reservedName,
+                "\(domain) is under .\(tld), reserved by RFC 6761: it names no real site and is never looked up; to fetch it from a test server, name it with --resolve \(domain):PORT:ADDRESS"
+            )
+        }
         var firstFailure: AssociationFetchError?
         for path in Self.paths {
             let request = HTTPSClient.Request(host: domain, path: path, connectTo: rule.map { ($0.address, $0.port) })
@@ -113,6 +119,18 @@ public struct AssociationFetcher: Sendable {
             throw AssociationFetchError(code, "\(url) is not a usable association file: \(error)")
         }
         return Fetched(url: url, json: json, association: association, signed: signed, maxAge: Self.maxAge(response.headers))
+    }
+
+    /// The top-level domains RFC 6761 reserves: names under them are made up (documentation, tests, the local
+    /// host), so no resolver should be asked for them (SEMANTICS E4 fetches real sites only).
+    public static let reservedTLDs: Set<String> = ["example", "test", "invalid", "localhost"]
+
+    /// The reserved TLD `domain` is under (or is), or nil; a trailing dot is the same name.
+    public static func reservedTLD(of domain: String) -> String? {
+        var name = Substring(domain.lowercased())
+        if name.hasSuffix(".") { name = name.dropLast() }
+        guard let last = name.split(separator: ".", omittingEmptySubsequences: false).last, reservedTLDs.contains(String(last)) else { return nil }
+        return String(last)
     }
 
     /// The system's CA bundle and the extra roots, as one PEM text.
