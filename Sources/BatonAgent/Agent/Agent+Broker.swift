@@ -83,10 +83,11 @@ extension Agent {
         let (fetch, actions) = state.withLockedValue { state -> (HandoffBroker.FetchID, [HandoffBroker.Action]) in
             let fetch = HandoffBroker.FetchID(state.nextFetch)
             state.nextFetch += 1
-            // C9: the state leaves with file URLs in synced folders in travel form (Agent+Folders).
+            // C9: the state leaves with file URLs in synced folders in travel form (Agent+Folders), and its web URLs
+            // without their user and password (issue 25 item 7; A5: OfferedURLs).
             let reply: @Sendable (SessionMultiplexer.Reply) -> Void = { [self] answer in
                 guard case .payload(let data) = answer else { return reply(answer) }
-                reply(.payload(travelling(data)))
+                reply(.payload(OfferedURLs.withoutCredentials(travelling(data))))
             }
             // F1: the device given the state may then ask for streams to the activity, while its app runs it.
             if let peer, let current = state.broker.current, current.sequence == sequence {
