@@ -23,6 +23,9 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
         public static let timedOut = Code("timedOut")
         /// The app on the originating device did not give its state within the deadline (C8).
         public static let appNotAnswering = Code("appNotAnswering")
+        /// The app on the originating device answered that it cannot give its state (its `userActivityWillSave`
+        /// or state callback failed, or the activity is gone there): at once, unlike ``appNotAnswering``.
+        public static let saveFailed = Code("saveFailed")
         /// The app on the originating device quit before giving its state.
         public static let appGone = Code("appGone")
         /// The activity is no longer offered (resigned, invalidated, replaced, expired).
@@ -78,6 +81,7 @@ public struct ContinuationError: Error, Sendable, Hashable, CustomStringConverti
             case .fetch(.timedOut): self = .timedOut
             case .fetch(.appNotAnswering): self = .appNotAnswering
             case .fetch(.appGone): self = .appGone
+            case .fetch(.saveFailed): self = .saveFailed
             case .fetch(.notCurrent): self = .notCurrent
             case .fetch(.notEligible): self = .notEligible
             case .fetch(.tooLarge): self = .tooLarge
@@ -127,6 +131,9 @@ extension ContinuationError: CustomNSError, LocalizedError {
         case .peerGone, .agentGone, .notConnected: CocoaError.Code.userActivityConnectionUnavailable.rawValue
         case .timedOut, .appNotAnswering: CocoaError.Code.userActivityRemoteApplicationTimedOut.rawValue
         case .tooLarge: CocoaError.Code.userActivityHandoffUserInfoTooLarge.rawValue
+        // The app answered, without its state: Apple's "the data could not be retrieved" (4608), not the timeout
+        // (4610) an app that never answered gets (issue 25 item 4).
+        case .saveFailed: CocoaError.Code.userActivityHandoffFailed.rawValue
         default: CocoaError.Code.userActivityHandoffFailed.rawValue
         }
     }

@@ -223,11 +223,14 @@ struct HandoffBrokerContinuationTests {
             var broker = Self.broker()
             var actions: [HandoffBroker.Action] = []
             var nextID: UInt64 = 1
+            var noApp: Set<UInt64> = []
             for _ in 0..<12 {
                 let id = ID(UInt64.random(in: 1...max(1, nextID), using: &generator))
                 switch Int.random(in: 0..<12, using: &generator) {
                 case 0:
-                    let route: HandoffBroker.Route = [Self.running(), Self.notRunning(), .byPayload][Int.random(in: 0..<3, using: &generator)]
+                    let routes: [HandoffBroker.Route] = [Self.running(), Self.notRunning(), .byPayload, .noApp(message: "none")]
+                    let route = routes[Int.random(in: 0..<routes.count, using: &generator)]
+                    if case .noApp = route { noApp.insert(nextID) }
                     actions += broker.continueAsked(ID(nextID), route: route)
                     nextID += 1
                 case 1: actions += broker.appConnected(Self.notes, bundle: "com.example.Notes")
@@ -248,16 +251,27 @@ struct HandoffBrokerContinuationTests {
             var endings: [UInt64: Int] = [:]
             var finished: [UInt64: Int] = [:]
             var gone: Set<UInt64> = []
+            var delivered: Set<UInt64> = []
             for action in actions {
                 switch action {
+                case .fetch(let id), .launch(let id, _):
+                    // Issue 25 item 4: routed before fetching; no app means nothing is fetched (nor launched).
+                    #expect(!noApp.contains(id.value), "continuation \(id) without an app was fetched or launched")
+                case .deliver(_, let id, _) where noApp.contains(id.value):
+                    Issue.record("continuation \(id) without an app was delivered")
                 case .tellWillContinue(_, let id, _):
                     #expect(!told.contains(id.value), "told once")
                     told.insert(id.value)
                 case .deliver(_, let id, _), .tellFailed(_, let id, _, _, _):
                     #expect(told.contains(id.value), "an ending only after willContinue")
                     endings[id.value, default: 0] += 1
+                    if case .deliver = action { delivered.insert(id.value) }
                 case .finished(let id, let outcome):
                     finished[id.value, default: 0] += 1
+                    // A8 (issue 25 item 4): the agent confirms to the originating device on a successful ending,
+                    // so one comes only after the app has the state.
+                    if outcome.failure == nil { #expect(delivered.contains(id.value), "continuation \(id) succeeded before its deliver") }
+                    if noApp.contains(id.value), outcome.failure != .fetch(.cancelled) { #expect(outcome.failure == .noApp) }
                     if outcome.failure == .fetch(.appGone) { gone.insert(id.value) }
                 default:
                     break
@@ -270,5 +284,14 @@ struct HandoffBrokerContinuationTests {
             #expect(finished.values.allSatisfy { $0 == 1 }, "every continuation finishes once")
             #expect(Set(finished.keys) == Set(1..<nextID), "and every one finishes")
         }
+    }
+
+    @Test("issue 25 item 4, D1: no app for the advertised type and no web page: noApp at once, nothing fetched, nobody told")
+    func noAppBeforeFetching() {
+        var broker = Self.broker()
+        let actions = broker.continueAsked(ID(1), route: .noApp(message: "no app on this device continues com.example.notes.edit (D1, D3)"))
+        #expect(actions == [.finished(ID(1), HandoffBroker.Outcome(app: "", failure: .noApp, message: "no app on this device continues com.example.notes.edit (D1, D3)"))])
+        #expect(broker.continuations.isEmpty)
+        #expect(broker.fetchReplied(ID(1), payload: Self.state).isEmpty, "a late state goes nowhere")
     }
 }

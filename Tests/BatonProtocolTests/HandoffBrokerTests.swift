@@ -122,7 +122,7 @@ struct HandoffBrokerTests {
         var (broker, current) = Self.current()
         _ = broker.fetchAsked(.init(1), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now)
         #expect(broker.saveAnswered(save: 1, from: Self.other, payload: Data()).isEmpty, "not the app asked")
-        #expect(broker.saveFailed(save: 1, from: Self.notes, text: "no document") == [.cancelTimer(save: 1), .reply(.init(1), .failed(.appNotAnswering, "the app could not give its state: no document"))])
+        #expect(broker.saveFailed(save: 1, from: Self.notes, text: "no document") == [.cancelTimer(save: 1), .reply(.init(1), .failed(.saveFailed, "com.example.Notes on laptop could not give its state: no document"))])
         _ = broker.fetchAsked(.init(2), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now)
         let huge = Data(count: ActivityPayload.maximumEncodedSize + 1)
         let replies = broker.saveAnswered(save: 2, from: Self.notes, payload: huge)
@@ -159,5 +159,47 @@ struct HandoffBrokerTests {
         _ = broker.fetchAsked(.init(1), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now)
         #expect(broker.stop() == [.cancelTimer(save: 1), .reply(.init(1), .failed(.appGone, "the agent on laptop is stopping")), .goodbye(current)])
         #expect(broker.stop().isEmpty)
+    }
+
+    // MARK: Issue 25 item 4: A8 only after the other device's app has the state
+
+    @Test("issue 25 item 4, A8: with a confirming device, the state leaves without continued; the app hears it on the confirmation, once")
+    func continuedOnlyWhenConfirmed() {
+        var (broker, current) = Self.current()
+        _ = broker.fetchAsked(.init(1), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now, confirmingAsker: "desktop")
+        let payload = Data("state".utf8)
+        #expect(broker.saveAnswered(save: 1, from: Self.notes, payload: payload) == [.cancelTimer(save: 1), .reply(.init(1), .payload(payload))], "no continued as the state leaves")
+        #expect(broker.unconfirmedHandoffs == 1)
+        #expect(broker.peerContinued(asker: "phone", sequence: current.sequence).isEmpty, "another device's confirmation is not this one's")
+        #expect(broker.peerContinued(asker: "desktop", sequence: current.sequence + 1).isEmpty, "nor one for another advert")
+        #expect(broker.peerContinued(asker: "desktop", sequence: current.sequence) == [.tellContinued(app: Self.notes, activity: 7)])
+        #expect(broker.peerContinued(asker: "desktop", sequence: current.sequence).isEmpty, "told once")
+        #expect(broker.unconfirmedHandoffs == 0)
+    }
+
+    @Test("issue 25 item 4, A8: a device that fetched and never confirms (its app failed) leaves nothing told; what it leaves is bounded and goes with the app")
+    func unconfirmedIsBounded() {
+        var (broker, current) = Self.current()
+        for fetch in 1...UInt64(HandoffBroker.maximumUnconfirmed + 10) {
+            _ = broker.fetchAsked(.init(fetch), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now, confirmingAsker: "device \(fetch)")
+            let answered = broker.saveAnswered(save: fetch, from: Self.notes, payload: Data("s".utf8))
+            #expect(!answered.contains(.tellContinued(app: Self.notes, activity: 7)))
+        }
+        #expect(broker.unconfirmedHandoffs == HandoffBroker.maximumUnconfirmed)
+        #expect(broker.peerContinued(asker: "device 1", sequence: current.sequence).isEmpty, "the oldest was dropped")
+        #expect(broker.peerContinued(asker: "device 42", sequence: current.sequence) == [.tellContinued(app: Self.notes, activity: 7)])
+        _ = broker.appGone(Self.notes)
+        #expect(broker.unconfirmedHandoffs == 0, "nothing kept for an app that is gone")
+    }
+
+    @Test("issue 25 item 4, C8: a save the app refuses at once is saveFailed, not appNotAnswering's timeout, and nobody hears continued")
+    func refusedSave() {
+        var (broker, current) = Self.current()
+        _ = broker.fetchAsked(.init(1), sequence: current.sequence, deadlineMilliseconds: 1_000, now: Self.now, confirmingAsker: "desktop")
+        let refused = broker.saveFailed(save: 1, from: Self.notes, text: "the note was deleted")
+        #expect(refused == [.cancelTimer(save: 1), .reply(.init(1), .failed(.saveFailed, "com.example.Notes on laptop could not give its state: the note was deleted"))])
+        #expect(broker.deadlinePassed(save: 1).isEmpty, "one reply")
+        #expect(broker.peerContinued(asker: "desktop", sequence: current.sequence).isEmpty, "nothing was sent, nothing to tell")
+        #expect(FetchFailure(rawValue: "saveFailed") == .saveFailed && FetchFailure.saveFailed != .appNotAnswering)
     }
 }

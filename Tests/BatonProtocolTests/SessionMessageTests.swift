@@ -711,4 +711,33 @@ struct SessionVectorTests {
             #expect(try reread(BinaryPropertyListDecoder.decode(Data(documented.dropFirst(4)), limits: Support.frameLimits)) == plist)
         }
     }
+
+    /// Issue 25 item 4 (A8; docs/PROTOCOL.md §6): `fetch` with `confirm`, and the `continued` notice.
+    /// plistlib reads them as `{'confirm': True, 'deadline': 1000, 'id': 7, 'seq': 1800000000000, 't': 'fetch'}` and
+    /// `{'seq': 1800000000000, 't': 'continued'}`.
+    static let fetchConfirming =
+        "0000006d62706c6973743030d50103050709020406080a57636f6e6669726d0958646561646c696e651103e852696410"
+        + "075373657113000001a3185c5000517455666574636808131b1c25282b2d313a3c000000000000010100000000000000"
+        + "0b00000000000000000000000000000042"
+    static let continued =
+        "0000004b62706c6973743030d2010302045373657113000001a3185c5000517459636f6e74696e756564080d111a1c00"
+        + "00000000000101000000000000000500000000000000000000000000000026"
+
+    @Test("issue 25 item 4: fetch with confirm and the continued notice encode to the documented frames; without confirm, fetch's frame is as before")
+    func confirmationVectors() throws {
+        let vectors: [(SessionMessage, String)] = [
+            (.fetch(id: 7, sequence: 1_800_000_000_000, deadlineMilliseconds: 1_000, confirms: true), Self.fetchConfirming),
+            (.continued(sequence: 1_800_000_000_000), Self.continued),
+            (.fetch(id: 7, sequence: 1_800_000_000_000, deadlineMilliseconds: 1_000, confirms: false), Self.fetch),
+        ]
+        for (message, expected) in vectors {
+            let frame = try Support.frame(message.propertyList)
+            #expect(Support.hex(frame) == expected)
+            let documented = Support.bytes(hex: expected)
+            #expect(try SessionMessage(BinaryPropertyListDecoder.decode(Data(documented.dropFirst(4)), limits: Support.frameLimits)) == message)
+        }
+        #expect(SessionMessage.continued(sequence: 1).id == nil, "a notice: an older reader ignores it")
+        var older = SessionMultiplexer()
+        #expect(try older.receive(.unknown(type: "continued", id: nil)) == .ignore, "as an older agent reads it")
+    }
 }

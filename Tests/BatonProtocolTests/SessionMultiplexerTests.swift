@@ -15,7 +15,7 @@ struct SessionMultiplexerTests {
     static func reply(to request: Request) -> Reply {
         switch request {
         case .sync(let roster, let port): .synced(roster: roster + Data("+merged".utf8), agentPort: port.map { $0 + 1 })
-        case .fetch(let sequence, _): .payload(Data("state of \(sequence)".utf8))
+        case .fetch(let sequence, _, _): .payload(Data("state of \(sequence)".utf8))
         case .describe(let sequence): .summary(ActivitySummary(activityType: "type \(sequence)", title: nil, bundleIdentifier: "b", team: "T", webpageHost: nil))
         case .openStream(_, let window): .streamOpened(window: window)
         case .ping: .pong
@@ -209,7 +209,7 @@ struct SessionMultiplexerTests {
             let message: SessionMessage =
                 switch request {
                 case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
-                case .fetch(let sequence, let deadline): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline)
+                case .fetch(let sequence, let deadline, let confirms): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms)
                 case .describe(let sequence): .describe(id: id, sequence: sequence)
                 case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
                 case .ping: .ping(id: id)
@@ -286,6 +286,8 @@ struct SessionMultiplexerTests {
                 let index = try #require(ends[end].pending.firstIndex { $0.0 == id })
                 ends[end].pending.remove(at: index)
                 ends[end].stoppedByPeer.insert(id)
+            case .continued:
+                Issue.record("no continued notice is sent here")
             case .respond(let refusal):
                 let id = try #require(refusal.id)
                 ends[end].refused.insert(id)
@@ -331,7 +333,7 @@ struct SessionMultiplexerTests {
                     moves.append {
                         let (id, request) = ends[end].pending.remove(at: Int(random.next() % UInt64(ends[end].pending.count)))
                         var reply = Self.reply(to: request)
-                        if case .fetch(let sequence, _) = request, sequence % 5 == 0 { reply = .failed(.notCurrent, "\(sequence)") }
+                        if case .fetch(let sequence, _, _) = request, sequence % 5 == 0 { reply = .failed(.notCurrent, "\(sequence)") }
                         let answer = ends[end].multiplexer.answer(id, with: reply)
                         let message = try #require(answer)
                         #expect(message == Self.message(id, reply))
@@ -366,7 +368,7 @@ struct SessionMultiplexerTests {
                 let request = try #require(me.asked[id])
                 if ends[peer].refused.contains(id) {
                     guard case .failed(.protocolViolation, _) = reply else { Issue.record("refusal of \(id) arrived as \(reply)"); continue }
-                } else if case .fetch(let sequence, _) = request, sequence % 5 == 0 {
+                } else if case .fetch(let sequence, _, _) = request, sequence % 5 == 0 {
                     #expect(reply == .failed(.notCurrent, "\(sequence)"))
                 } else {
                     #expect(reply == Self.reply(to: request), "request \(id) got its own reply")

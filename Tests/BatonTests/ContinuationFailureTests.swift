@@ -42,6 +42,8 @@ struct ContinuationFailureTests {
             (.peerGone, .userActivityConnectionUnavailable), (.timedOut, .userActivityRemoteApplicationTimedOut),
             (.appNotAnswering, .userActivityRemoteApplicationTimedOut), (.tooLarge, .userActivityHandoffUserInfoTooLarge),
             (.launchFailed, .userActivityHandoffFailed), (.noApp, .userActivityHandoffFailed),
+            // Issue 25 item 4: an app that refused at once is not a timeout.
+            (.saveFailed, .userActivityHandoffFailed),
         ]
         for (code, cocoa) in expected {
             let error = ContinuationError(code, "why") as Error as NSError

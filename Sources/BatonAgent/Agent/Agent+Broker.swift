@@ -72,12 +72,14 @@ extension Agent {
     }
 
     /// A fetch from another device (C4): the broker asks the app and answers exactly once (the state, or why not),
+    /// and tells the app `continued` (A8) when `peer`, which `confirms`, says its app has the state (issue 25 item 4),
     /// through `reply`, from the thread that has the answer: the app socket's loop for a save, a timer's for the
     /// deadline. Returns what the link calls when the other device gives up (C6 there).
     func answerFetch(
         sequence: UInt64,
         deadlineMilliseconds: UInt64,
         for peer: DeviceID? = nil,
+        confirms: Bool = false,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
         let (fetch, actions) = state.withLockedValue { state -> (HandoffBroker.FetchID, [HandoffBroker.Action]) in
@@ -98,7 +100,11 @@ extension Agent {
             } else {
                 state.fetchWaiters[fetch] = reply
             }
-            return (fetch, state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now()))
+            let asker = confirms ? peer.map { "\($0)" } : nil
+            return (
+                fetch,
+                state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now(), confirmingAsker: asker)
+            )
         }
         perform(actions)
         // The other device gave up (C6 there): the broker forgets the save and answers the waiter.

@@ -29,8 +29,8 @@ extension Agent: PeerLinkResponder {
             }
             reply(.summary(summary))
             return {}
-        case .fetch(let sequence, let deadlineMilliseconds):
-            return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, for: link.peer, reply: reply)
+        case .fetch(let sequence, let deadlineMilliseconds, let confirms):
+            return answerFetch(sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, for: link.peer, confirms: confirms, reply: reply)
         case .openStream:
             // PeerLink hands stream requests to respondToStream(id:...), which needs the request's id.
             reply(.failed(.protocolViolation, "a stream request without its id"))
@@ -39,6 +39,12 @@ extension Agent: PeerLinkResponder {
             reply(.pong)
             return {}
         }
+    }
+
+    /// The peer's app has the state of our activity advertised with `sequence` (its `continued` notice): our app
+    /// hears `continued` now (A8; issue 25 item 4).
+    func peerContinued(sequence: UInt64, on link: PeerLink) {
+        broker { $0.peerContinued(asker: "\(link.peer)", sequence: sequence) }
     }
 
     /// A peer's roster sync: merged into the state folder, answered with the roster as merged.
@@ -104,6 +110,13 @@ extension Agent: PeerLinkResponder {
                         let running = state.apps[routed.bundle].flatMap { $0.channel.isActive ? $0.appID : nil }
                         route = .app(bundle: routed.bundle, activityType: routed.decision.deliveredActivityType ?? routed.type, running: running)
                         reason = routed.decision.reason
+                    } else if !entry.advert.flags.contains(.hasWebpageURL) {
+                        // Issue 25 item 4: no app claims the hash and there is no web page to fall back on (E1-E3),
+                        // so no state could go anywhere: fail now, before the originating app is asked for it.
+                        let summary = state.summaries[entry.advert.device].flatMap { $0.describes(entry.advert) ? $0.summary : nil }
+                        let what = summary.map { "\($0.activityType) (from \($0.bundleIdentifier))" } ?? "the activity advertised"
+                        reason = "no app here claims the advertised type hash, and the activity has no web page (D1, D3)"
+                        route = .noApp(message: "no app on this device continues \(what) (D1, D3)")
                     }
                     state.continuationRecords[id] = ContinuationRecord(entry: entry, reason: reason, started: started, waiter: waiter)
                     return state.broker.continueAsked(id, route: route)
@@ -195,7 +208,9 @@ extension Agent: PeerLinkResponder {
     /// save deadline; the network a little more on top.
     func requestFetch(_ id: HandoffBroker.ContinuationID, _ entry: NearbyTable.Entry, on link: PeerLink) -> PeerLink.Cancel {
         let deadline = configuration.saveDeadline
-        let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000))
+        // `confirms`: this agent tells the originating device when the state has reached the app (finish(_:_:)), and
+        // only then is the originating app told `continued` (A8; issue 25 item 4).
+        let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000), confirms: true)
         return link.request(request, timeout: deadline + 1) { [self] reply in
             switch reply {
             case .payload(let data):
@@ -318,6 +333,11 @@ extension Agent: PeerLinkResponder {
         guard let record = state.withLockedValue({ $0.continuationRecords.removeValue(forKey: id) }) else { return }
         record.work?()
         record.launchTimer?.cancel()
+        if outcome.failure == nil, let entry = record.entry {
+            // A8 (issue 25 item 4): the state reached the app (the broker ends a continuation without a failure only
+            // after its `deliver`, or once the browser has the page): now the originating app may hear `continued`.
+            links.existing(entry.advert.device)?.tellContinued(sequence: entry.advert.sequence)
+        }
         record.waiter.resume(
             returning: ContinuationOutcome(
                 app: outcome.app,

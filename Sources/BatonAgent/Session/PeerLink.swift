@@ -45,6 +45,9 @@ protocol PeerLinkResponder: AnyObject, Sendable {
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel
+    /// The peer's app now has the state of the activity advertised with `sequence`, which it fetched with
+    /// `confirms` (the `continued` notice): the originating app is told `continued` now (A8; issue 25 item 4).
+    func peerContinued(sequence: UInt64, on link: PeerLink)
     /// The link ended.
     func linkClosed(_ link: PeerLink)
     /// A link opened, by either side (the agent syncs rosters over it and sweeps it when idle).
@@ -225,6 +228,13 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     /// Sends a message; a peer that has stopped reading is disconnected instead (``Backpressure``), which fails
     /// what waits on the link with peerGone.
+    /// Tells the peer its activity advertised with `sequence` is now in this device's app (the `continued` notice,
+    /// A8): unanswered, and dropped when the link has closed (the peer's app then never hears `continued`).
+    public func tellContinued(sequence: UInt64) {
+        guard !state.withLockedValue({ $0.closed }) else { return }
+        send(.continued(sequence: sequence))
+    }
+
     func send(_ message: SessionMessage) {
         Backpressure.write(message.propertyList, to: channel)
     }
@@ -264,6 +274,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             send(message)
         case .stream(let message):
             streamControl(message)
+        case .continued(let sequence):
+            responder.peerContinued(sequence: sequence, on: self)
         case .ignore:
             break
         }

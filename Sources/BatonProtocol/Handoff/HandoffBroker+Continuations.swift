@@ -29,8 +29,13 @@ extension HandoffBroker {
     public enum Route: Sendable, Hashable {
         /// An app here claims it: `bundle`, delivered as `activityType`; `running` when it is connected now.
         case app(bundle: String, activityType: String, running: AppID?)
-        /// No app claims the advertised hash: fetch the state, then route by what it says (E1-E3).
+        /// No app claims the advertised hash, but the activity has a web page (the advert's `hasWebpageURL`): fetch
+        /// the state, then route by what it says (E1-E3).
         case byPayload
+        /// No app here continues the advertised activity and it has no web page to fall back on: it fails `noApp`
+        /// with `message` before anything is fetched, so the originating app is never asked for its state nor told it
+        /// was continued (A8, D1, D3; issue 25 item 4).
+        case noApp(message: String)
         /// A search result (G2): the state is here already, saved by `bundle`; nothing is fetched. The app is told
         /// `willContinue` and then given the state, launched first when it does not run (C5).
         case saved(bundle: String, activityType: String, running: AppID?, payload: Data)
@@ -114,6 +119,8 @@ extension HandoffBroker {
         case .byPayload:
             ongoing[id] = .fetching(told: nil)
             actions.append(.fetch(id))
+        case .noApp(let message):
+            actions.append(.finished(id, Outcome(app: "", failure: .noApp, message: message)))
         case .saved(let bundle, let type, let running?, let payload):
             actions.append(.tellWillContinue(app: running, id, activityType: type))
             actions += deliver(id, to: running, bundle: bundle, payload: payload)

@@ -107,7 +107,28 @@ public struct HandoffBroker: Sendable {
         var bundle: String
         var activity: UInt64
         var deadlineMilliseconds: UInt64
+        /// The device that asked, when it will confirm that its app has the state (A8; issue 25 item 4).
+        var confirmingAsker: String? = nil
+        var sequence: UInt64 = 0
     }
+
+    /// A state sent to a device that will confirm when its app has it: the activity's app hears `continued` (A8)
+    /// only then.
+    struct HandedOff: Sendable, Hashable {
+        var fetch: FetchID
+        var app: AppID
+        var activity: UInt64
+    }
+
+    /// Which device and which advert a confirmation names.
+    struct HandoffKey: Sendable, Hashable {
+        var asker: String
+        var sequence: UInt64
+    }
+
+    /// The most states kept waiting for their confirmation: a device that fetched and then failed (its app went
+    /// away, a document did not sync) never confirms, and what it leaves here is dropped, oldest first.
+    public static let maximumUnconfirmed = 32
 
     /// This device's name, for the reasons other devices are given.
     public let deviceName: String
@@ -119,6 +140,8 @@ public struct HandoffBroker: Sendable {
     var nextSave: UInt64 = 1
     /// Every fetch in progress, by its save request number.
     var saves: [UInt64: Save] = [:]
+    /// States sent and not yet confirmed as continued, by who asked and for which advert.
+    var handedOff: [HandoffKey: HandedOff] = [:]
     /// Every continuation in progress on this device.
     var ongoing: [ContinuationID: ContinuationState] = [:]
 
@@ -130,6 +153,9 @@ public struct HandoffBroker: Sendable {
 
     /// Fetches waiting for their app now.
     public var savesInProgress: Int { saves.count }
+
+    /// States sent whose continuation is not confirmed yet (bounded by ``maximumUnconfirmed``).
+    public var unconfirmedHandoffs: Int { handedOff.count }
 
     static func hasExpired(_ notice: ActivityNotice, at now: UInt64) -> Bool {
         guard let expiry = notice.expirationDate else { return false }
@@ -175,6 +201,7 @@ public struct HandoffBroker: Sendable {
     /// `app`'s connection ended: its fetches fail (`appGone`), and its current activity goes, since nobody can
     /// give its state any more (A9).
     public mutating func appGone(_ app: AppID) -> [Action] {
+        handedOff = handedOff.filter { $0.value.app != app }
         var actions: [Action] = []
         for (save, waiting) in saves.sorted(by: { $0.key < $1.key }) where waiting.app == app {
             saves[save] = nil
@@ -197,6 +224,7 @@ public struct HandoffBroker: Sendable {
             actions.append(.reply(waiting.fetch, .failed(.appGone, "the agent on \(deviceName) is stopping")))
         }
         saves = [:]
+        handedOff = [:]
         if let ended = current {
             current = nil
             actions.append(.goodbye(ended))
@@ -220,8 +248,17 @@ public struct HandoffBroker: Sendable {
     }
 
     /// Another device asks for the state of the activity advertised under `sequence` (C4), giving the app at most
-    /// `deadlineMilliseconds` (and never more than this device allows).
-    public mutating func fetchAsked(_ fetch: FetchID, sequence: UInt64, deadlineMilliseconds: UInt64, now: UInt64) -> [Action] {
+    /// `deadlineMilliseconds` (and never more than this device allows). `confirmingAsker` names the device when it
+    /// will confirm that its app has the state (``peerContinued(asker:sequence:)``): the app then hears `continued`
+    /// (A8) on that confirmation, not when the state leaves (issue 25 item 4); nil for an older device, which does
+    /// not confirm.
+    public mutating func fetchAsked(
+        _ fetch: FetchID,
+        sequence: UInt64,
+        deadlineMilliseconds: UInt64,
+        now: UInt64,
+        confirmingAsker: String? = nil
+    ) -> [Action] {
         guard let current, current.sequence == sequence else {
             return [.reply(fetch, .failed(.notCurrent, "that activity is no longer current on \(deviceName)"))]
         }
@@ -234,7 +271,15 @@ public struct HandoffBroker: Sendable {
         let deadline = min(saveDeadlineMilliseconds, deadlineMilliseconds)
         let save = nextSave
         nextSave += 1
-        saves[save] = Save(fetch: fetch, app: current.app, bundle: current.bundle, activity: current.activity, deadlineMilliseconds: deadline)
+        saves[save] = Save(
+            fetch: fetch,
+            app: current.app,
+            bundle: current.bundle,
+            activity: current.activity,
+            deadlineMilliseconds: deadline,
+            confirmingAsker: confirmingAsker,
+            sequence: sequence
+        )
         return [.askSave(app: current.app, save: save, activity: current.activity, deadlineMilliseconds: deadline)]
     }
 
@@ -252,15 +297,35 @@ public struct HandoffBroker: Sendable {
                 ),
             ]
         }
-        // A8: the originating app learns that its activity went elsewhere.
-        return [.cancelTimer(save: save), .tellContinued(app: app, activity: waiting.activity), .reply(waiting.fetch, .payload(payload))]
+        guard let asker = waiting.confirmingAsker else {
+            // A8 with an older device, which never confirms: the app learns that its activity went elsewhere as
+            // the state leaves.
+            return [.cancelTimer(save: save), .tellContinued(app: app, activity: waiting.activity), .reply(waiting.fetch, .payload(payload))]
+        }
+        // A8: told only once the other device's app has it (issue 25 item 4); kept until then, bounded.
+        handedOff[HandoffKey(asker: asker, sequence: waiting.sequence)] = HandedOff(fetch: waiting.fetch, app: app, activity: waiting.activity)
+        while handedOff.count > Self.maximumUnconfirmed, let oldest = handedOff.min(by: { $0.value.fetch.value < $1.value.fetch.value }) {
+            handedOff[oldest.key] = nil
+        }
+        return [.cancelTimer(save: save), .reply(waiting.fetch, .payload(payload))]
     }
 
-    /// `app` could not give its state for `save` (its delegate threw, or the activity is gone there).
+    /// The device `asker` confirms that its app has the state it fetched of the activity advertised under
+    /// `sequence`: that activity's app hears `continued` now (A8), once. A confirmation for nothing sent (or already
+    /// confirmed, or dropped) does nothing.
+    public mutating func peerContinued(asker: String, sequence: UInt64) -> [Action] {
+        guard let handed = handedOff.removeValue(forKey: HandoffKey(asker: asker, sequence: sequence)) else { return [] }
+        return [.tellContinued(app: handed.app, activity: handed.activity)]
+    }
+
+    /// `app` answered `save` that it cannot give its state (its delegate threw, or the activity is gone there):
+    /// `saveFailed`, not `appNotAnswering`, since it did answer, and at once (issue 25 item 4). Nothing was
+    /// continued, so the app is not told `continued` (A8).
     public mutating func saveFailed(save: UInt64, from app: AppID, text: String) -> [Action] {
         guard let waiting = saves[save], waiting.app == app else { return [] }
         saves[save] = nil
-        return [.cancelTimer(save: save), .reply(waiting.fetch, .failed(.appNotAnswering, "the app could not give its state: \(text)"))]
+        let why = text.isEmpty ? "" : ": \(text)"
+        return [.cancelTimer(save: save), .reply(waiting.fetch, .failed(.saveFailed, "\(waiting.bundle) on \(deviceName) could not give its state\(why)"))]
     }
 
     /// The deadline of `save` passed before its app answered (C8: `appNotAnswering`, never a hang).

@@ -84,6 +84,12 @@ struct MessageFields {
         return value
     }
 
+    /// An optional boolean: nil when absent, `malformedMessage` when of another type.
+    func optionalBool(_ key: String) throws -> Bool? {
+        guard fields[key] != nil else { return nil }
+        return try bool(key)
+    }
+
     func flag(_ key: String) -> Bool {
         fields[key]?.boolValue ?? false
     }

@@ -14,6 +14,9 @@ public enum FetchFailure: String, Sendable, Hashable, CaseIterable {
     case appNotAnswering
     /// The owning app went away before it answered.
     case appGone
+    /// The owning app answered that it cannot give its state (its delegate threw, or the activity is gone there):
+    /// at once, not a timeout (issue 25 item 4). Older readers see `protocolViolation`.
+    case saveFailed
     /// The activity may not be handed off (`isEligibleForHandoff` is false).
     case notEligible
     /// The payload exceeds the hard limit (A11).
@@ -88,8 +91,15 @@ public enum SessionMessage: Sendable, Hashable {
     /// The answer to a multiplexed `sync`.
     case synced(id: UInt64, roster: Data, agentPort: Int?)
     /// Asks for the state of the activity with this sequence number (C4); the answer may take `deadline`
-    /// milliseconds, which the originating device spends asking its app (B2, B3, A7).
-    case fetch(id: UInt64, sequence: UInt64, deadlineMilliseconds: UInt64)
+    /// milliseconds, which the originating device spends asking its app (B2, B3, A7). `confirms` (the `confirm`
+    /// field, left out when false): the asker will send ``continued(sequence:)`` once its app has the state, and
+    /// the originating app is told `continued` (A8) only then; without it, as soon as the state is sent (issue 25
+    /// item 4, docs/PROTOCOL.md §6).
+    case fetch(id: UInt64, sequence: UInt64, deadlineMilliseconds: UInt64, confirms: Bool = false)
+    /// A notice (no id, no answer): the app on the sender's device now has the state of the activity with this
+    /// sequence, fetched with `confirm` (A8: the originating app is told `continued` now; issue 25 item 4). An older
+    /// reader ignores it, as every notice it does not know.
+    case continued(sequence: UInt64)
     /// Asks what the activity with this sequence number is (app, type, title), for showing it (C3).
     case describe(id: UInt64, sequence: UInt64)
     /// The asking side no longer wants the answer to `id` (C6).
@@ -129,10 +139,10 @@ public enum SessionMessage: Sendable, Hashable {
     public var id: UInt64? {
         switch self {
         case .sync(let id, _, _): id
-        case .synced(let id, _, _), .fetch(let id, _, _), .describe(let id, _), .cancel(let id), .payload(let id, _),
+        case .synced(let id, _, _), .fetch(let id, _, _, _), .describe(let id, _), .cancel(let id), .payload(let id, _),
             .summary(let id, _), .failure(let id, _, _):
             id
-        case .error, .credit, .endOfStream, .resetStream: nil
+        case .error, .credit, .endOfStream, .resetStream, .continued: nil
         case .openStream(let id, _, _), .streamOpened(let id, _), .ping(let id), .pong(let id): id
         case .unknown(_, let id): id
         }
@@ -145,8 +155,10 @@ public enum SessionMessage: Sendable, Hashable {
             makeMessage("sync", ["id": id.map(PropertyList.number), "roster": .data(roster), "agentPort": port.map { .integer(Int64($0)) }])
         case .synced(let id, let roster, let port):
             makeMessage("synced", ["id": .number(id), "roster": .data(roster), "agentPort": port.map { .integer(Int64($0)) }])
-        case .fetch(let id, let sequence, let deadline):
-            makeMessage("fetch", ["id": .number(id), "seq": .number(sequence), "deadline": .number(deadline)])
+        case .fetch(let id, let sequence, let deadline, let confirms):
+            makeMessage("fetch", ["id": .number(id), "seq": .number(sequence), "deadline": .number(deadline), "confirm": confirms ? .bool(true) : nil])
+        case .continued(let sequence):
+            makeMessage("continued", ["seq": .number(sequence)])
         case .describe(let id, let sequence):
             makeMessage("describe", ["id": .number(id), "seq": .number(sequence)])
         case .cancel(let id):
@@ -189,7 +201,13 @@ public enum SessionMessage: Sendable, Hashable {
         case "sync": self = .sync(id: try fields.optionalNumber("id"), roster: try fields.data("roster"), agentPort: try fields.port("agentPort"))
         case "synced": self = .synced(id: try fields.number("id"), roster: try fields.data("roster"), agentPort: try fields.port("agentPort"))
         case "fetch":
-            self = .fetch(id: try fields.number("id"), sequence: try fields.number("seq"), deadlineMilliseconds: try fields.number("deadline"))
+            self = .fetch(
+                id: try fields.number("id"),
+                sequence: try fields.number("seq"),
+                deadlineMilliseconds: try fields.number("deadline"),
+                confirms: try fields.optionalBool("confirm") ?? false
+            )
+        case "continued": self = .continued(sequence: try fields.number("seq"))
         case "describe": self = .describe(id: try fields.number("id"), sequence: try fields.number("seq"))
         case "cancel": self = .cancel(id: try fields.number("id"))
         case "payload": self = .payload(id: try fields.number("id"), payload: try fields.data("payload"))

@@ -13,7 +13,8 @@ public struct SessionMultiplexer: Sendable {
     /// What a request asks for; a reply must be of the matching kind.
     public enum Request: Sendable, Hashable {
         case sync(roster: Data, agentPort: Int?)
-        case fetch(sequence: UInt64, deadlineMilliseconds: UInt64)
+        /// `confirms`: this side will send `continued` once its app has the state (A8; issue 25 item 4).
+        case fetch(sequence: UInt64, deadlineMilliseconds: UInt64, confirms: Bool = false)
         case describe(sequence: UInt64)
         /// Open a continuation stream to the app of the activity with this sequence (F1, docs/PROTOCOL.md §8); the
         /// asker may receive `window` bytes at once.
@@ -48,6 +49,8 @@ public struct SessionMultiplexer: Sendable {
         case respond(SessionMessage)
         /// A continuation stream's control message (`credit`, `eof`, `reset`): for the stream it names.
         case stream(SessionMessage)
+        /// The peer's app has the state of the activity with this sequence, which it fetched with `confirms` (A8).
+        case continued(sequence: UInt64)
         /// A late reply to a request already finished or cancelled: ignore.
         case ignore
     }
@@ -74,7 +77,7 @@ public struct SessionMultiplexer: Sendable {
         let message: SessionMessage =
             switch request {
             case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
-            case .fetch(let sequence, let deadline): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline)
+            case .fetch(let sequence, let deadline, let confirms): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms)
             case .describe(let sequence): .describe(id: id, sequence: sequence)
             case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
             case .ping: .ping(id: id)
@@ -103,8 +106,10 @@ public struct SessionMultiplexer: Sendable {
         case .sync(let id, let roster, let port):
             guard let id else { return .request(id: nil, .sync(roster: roster, agentPort: port)) }
             return try start(id, .sync(roster: roster, agentPort: port))
-        case .fetch(let id, let sequence, let deadline):
-            return try start(id, .fetch(sequence: sequence, deadlineMilliseconds: deadline))
+        case .fetch(let id, let sequence, let deadline, let confirms):
+            return try start(id, .fetch(sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms))
+        case .continued(let sequence):
+            return .continued(sequence: sequence)
         case .describe(let id, let sequence):
             return try start(id, .describe(sequence: sequence))
         case .cancel(let id):
