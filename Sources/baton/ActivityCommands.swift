@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAgent
+import BatonCore
 import Foundation
 
 /// Connects to the agent of `state` as a control client.
@@ -27,14 +28,15 @@ func age(_ milliseconds: UInt64) -> String {
     }
 }
 
-/// The nearby list as a table.
+/// The nearby list as a table. Names and titles come from other devices: their bidirectional controls are removed,
+/// so a title reads in a terminal as it is stored (issue 25 item 7).
 func nearbyTable(_ items: [NearbyItem]) -> String {
     guard !items.isEmpty else { return "Nothing nearby.\n" }
     let rows = items.map { item in
         [
             item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(web page)" : "(no app here)") : item.app,
             item.title ?? item.activityType ?? "(untitled)", age(item.ageMilliseconds),
-        ]
+        ].map { $0.neutralizingBidiControls() }
     }
     let header = ["DEVICE", "ID", "APP", "TITLE", "AGE"]
     let widths = (0..<header.count).map { column in (rows + [header]).map { $0[column].count }.max() ?? 0 }

@@ -284,4 +284,25 @@ struct NearbyNotificationsTests {
         )
         #expect(NotificationServer.sessionBusAddress(environment: [:], exists: { _ in true }) == nil)
     }
+
+    @Test("issue 25 item 7, C3: bidirectional controls in a title or device name never reach a notification")
+    func bidiControlsNeutralized() throws {
+        // "\u{202E}gpj.exe" reads as "exe.jpg"; every control of UAX #9 is removed, the letters all stay.
+        let controls = ["\u{202A}", "\u{202B}", "\u{202C}", "\u{202D}", "\u{202E}", "\u{2066}", "\u{2067}", "\u{2068}", "\u{2069}", "\u{200E}", "\u{200F}", "\u{061C}"]
+        let title = "Invoice " + controls.joined() + "\u{202E}gpj.exe שלום"
+        var machine = Self.connected()
+        var offer = Self.offer(title: title)
+        offer.deviceName = "lap\u{202E}pot"
+        let shown = try #require(Self.notifies(machine.offersChanged([offer])).first)
+        #expect(shown.notice.summary == "Invoice gpj.exe שלום")
+        #expect(shown.notice.body == "From lappot: continue it here in ShopSnap.")
+        _ = machine.notified(token: shown.token, id: 3, now: 1)
+        _ = machine.actionInvoked(id: 3, key: "continue")
+        let failed = try #require(Self.notifies(machine.continueFailed(device: offer.device, message: "no\u{2067}pe")).first)
+        #expect(failed.notice.summary == "Could not continue Invoice gpj.exe שלום")
+        #expect(failed.notice.body == "From lappot: nope")
+        for text in [shown.notice.summary, shown.notice.body, failed.notice.summary, failed.notice.body] {
+            #expect(!text.unicodeScalars.contains { controls.contains(String($0)) }, "\(text.debugDescription)")
+        }
+    }
 }

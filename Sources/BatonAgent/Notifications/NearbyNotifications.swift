@@ -1,3 +1,5 @@
+import BatonCore
+
 /// Which desktop notifications of nearby offers to show, replace and withdraw, and when to reach the session bus: a
 /// pure state machine (issue 16 part 2; SEMANTICS C3: "the person is shown which activities can be continued").
 ///
@@ -41,7 +43,7 @@ public struct NearbyNotifications: Sendable {
             Notice(
                 appName: appName,
                 icon: icon,
-                summary: title,
+                summary: Notice.plain(title),
                 body: Notice.escaped("From \(deviceName): continue it here in \(appName)."),
                 actions: [Notice.continueKey, "Continue", Notice.defaultKey, "Continue"]
             )
@@ -54,7 +56,7 @@ public struct NearbyNotifications: Sendable {
         Notice(
             appName: offer.appName,
             icon: offer.icon,
-            summary: "Could not continue \(offer.title)",
+            summary: Notice.plain("Could not continue \(offer.title)"),
             body: Notice.escaped("From \(offer.deviceName): \(message)"),
             actions: [Notice.continueKey, "Try again"]
         )
@@ -75,10 +77,17 @@ public struct NearbyNotifications: Sendable {
         /// Key, label, key, label, ...
         public var actions: [String]
 
-        /// `&`, `<`, `>` as entities: the body may be read as markup (the specification's `body-markup`).
+        /// Text from other devices (titles, device names) as a summary shows it: without bidirectional controls,
+        /// which could make a title read as something else (U+202E; issue 25 item 7).
+        static func plain(_ text: String) -> String {
+            text.neutralizingBidiControls()
+        }
+
+        /// `&`, `<`, `>` as entities: the body may be read as markup (the specification's `body-markup`); without
+        /// bidirectional controls, as ``plain(_:)``.
         static func escaped(_ text: String) -> String {
             var escaped = ""
-            for character in text {
+            for character in plain(text) {
                 switch character {
                 case "&": escaped += "&amp;"
                 case "<": escaped += "&lt;"
