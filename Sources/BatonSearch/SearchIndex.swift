@@ -208,12 +208,16 @@ public final class SearchIndex: Sendable {
 
     /// The entry with this id, unless it has expired or is gone (G2: what `baton search --continue ID` continues).
     public func entry(id: Int64, now: Date = Date()) async throws -> SearchEntry? {
-        try await read { db in
+        let limits = self.limits
+        return try await read { db in
             try Row.fetchOne(
                 db,
-                sql: "SELECT * FROM activities WHERE id = ? AND (expirationDate IS NULL OR expirationDate > ?)",
+                sql: """
+                    SELECT \(StoredRow.columns(limits)) FROM activities
+                    WHERE id = ? AND (expirationDate IS NULL OR expirationDate > ?)
+                    """,
                 arguments: [id, now.timeIntervalSince1970]
-            ).map { try StoredRow.entry(from: $0) }
+            ).map { try StoredRow.entry(from: $0, limits: limits, db) }
         }
     }
 
@@ -263,20 +267,21 @@ public final class SearchIndex: Sendable {
             match, nowSeconds, limit,
         ]
         let marker = TextMarker(parsed)
+        let limits = self.limits
         return try await read { db in
             let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
                 .map { row -> (id: Int64, ordering: Double) in (try row.required("id"), try row.checked("ordering") ?? 0) }
             guard !ranked.isEmpty else { return [] }
             let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
             let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM activities WHERE id IN (\(list))"),
+                db.cachedStatement(sql: "SELECT \(StoredRow.columns(limits)) FROM activities WHERE id IN (\(list))"),
                 arguments: StatementArguments(ranked.map(\.id))
             )
             var byID: [Int64: Row] = [:]
             for row in rows { byID[try row.required("id")] = row }
             return try ranked.compactMap { ranked -> SearchResult? in
                 guard let row = byID[ranked.id] else { return nil }
-                let entry = try StoredRow.entry(from: row)
+                let entry = try StoredRow.entry(from: row, limits: limits, db)
                 return SearchResult(
                     id: ranked.id,
                     entry: entry,

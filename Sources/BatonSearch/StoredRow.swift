@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 import GRDB
 
@@ -64,21 +65,66 @@ struct StoredRow: Sendable {
         ]
     }
 
-    /// The entry a row of `activities` holds.
-    /// The entry a stored row holds. - Throws: ``SearchError`` `damaged` for a value of the wrong kind.
-    static func entry(from row: Row) throws -> SearchEntry {
-        let keywords = try row.checked("keywords", as: String.self) ?? ""
+    /// The text columns of `activities`: read out cut to ``SearchLimits/maximumTextBytes`` characters.
+    static let textColumns = [
+        "persistentIdentifier", "bundleIdentifier", "activityType", "title", "keywords", "description", "contentType",
+        "relatedUniqueIdentifier", "webpageURL",
+    ]
+
+    /// What to select from `activities` for ``entry(from:limits:_:)``, instead of `*`: bounded by `limits`, as saves
+    /// are (issue 25 item 6). The file may have been written by another program of the same user, with a 40 MB title:
+    /// each text column comes out as at most one character more than ``SearchLimits/maximumTextBytes`` characters (a
+    /// saved one is never longer), and the thumbnail and payload only when within their limits (SQLite reads a blob's
+    /// length without reading the blob). SQLite still reads a long text once to cut it, and frees it with the row.
+    static func columns(_ limits: SearchLimits) -> String {
+        let texts = textColumns.map { "substr(\($0), 1, \(max(1, limits.maximumTextBytes) + 1)) AS \($0)" }
+        return (["id", "savedAt", "expirationDate", "bytes"] + texts + [
+            "CASE WHEN length(thumbnail) <= \(limits.maximumThumbnailBytes) THEN thumbnail END AS thumbnail",
+            "CASE WHEN length(payload) <= \(limits.maximumPayloadBytes) THEN payload END AS payload",
+            "length(payload) AS payload_length",
+        ]).joined(separator: ", ")
+    }
+
+    /// The entry a row selected with ``columns(_:)`` holds; text above the limit is cut and ends in "… (N more
+    /// characters)" (its length asked of `db` apart, so SQLite holds one long text at a time), a thumbnail above its
+    /// limit is left out.
+    ///
+    /// - Throws: ``SearchError`` `damaged` for a value of the wrong kind, or a payload above its limit (no Baton saves
+    ///   one, and a cut payload cannot be continued from).
+    static func entry(from row: Row, limits: SearchLimits, _ db: Database) throws -> SearchEntry {
+        let limit = max(1, limits.maximumTextBytes)
+        func text(_ column: String) throws -> String? {
+            guard let value = try row.checked(column, as: String.self) else { return nil }
+            // SQLite's substr and length count code points.
+            guard value.unicodeScalars.count > limit else { return value }
+            var cut = String.UnicodeScalarView()
+            cut.append(contentsOf: value.unicodeScalars.prefix(limit))
+            let length = try Int.fetchOne(
+                db,
+                sql: "SELECT length(\(column)) FROM activities WHERE id = ?",
+                arguments: [try row.required("id", as: Int64.self)]
+            ) ?? limit
+            return String(cut) + Clipping.note(max(1, length - limit), more: "characters")
+        }
+        let payloadLength = try row.checked("payload_length", as: Int.self) ?? 0
+        if payloadLength > limits.maximumPayloadBytes {
+            throw SearchError(
+                .damaged,
+                "The search index holds a payload of \(payloadLength) bytes, above the \(limits.maximumPayloadBytes) Baton saves; run `baton search --rebuild` to start an empty index."
+            )
+        }
+        let keywords = try text("keywords") ?? ""
         return SearchEntry(
-            persistentIdentifier: try row.checked("persistentIdentifier"),
-            bundleIdentifier: try row.checked("bundleIdentifier") ?? "",
-            activityType: try row.checked("activityType") ?? "",
-            title: try row.checked("title") ?? "",
+            persistentIdentifier: try text("persistentIdentifier"),
+            bundleIdentifier: try text("bundleIdentifier") ?? "",
+            activityType: try text("activityType") ?? "",
+            title: try text("title") ?? "",
             keywords: keywords.isEmpty ? [] : keywords.split(separator: "\n").map(String.init),
-            contentDescription: try row.checked("description"),
-            contentType: try row.checked("contentType"),
+            contentDescription: try text("description"),
+            contentType: try text("contentType"),
             thumbnailData: try row.checked("thumbnail"),
-            relatedUniqueIdentifier: try row.checked("relatedUniqueIdentifier"),
-            webpageURL: try row.checked("webpageURL"),
+            relatedUniqueIdentifier: try text("relatedUniqueIdentifier"),
+            webpageURL: try text("webpageURL"),
             expirationDate: try row.checked("expirationDate", as: Double.self).map(Date.init(timeIntervalSince1970:)),
             payload: try row.checked("payload") ?? Data()
         )

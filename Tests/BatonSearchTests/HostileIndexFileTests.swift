@@ -1,3 +1,4 @@
+import BatonCore
 import BatonSearch
 import Foundation
 import GRDB
@@ -89,6 +90,40 @@ struct HostileIndexFileTests {
             try await Self.plant("SELECT 1", at: path)
             let index = try SearchIndex(path: path)
             #expect(try await index.search("milk", now: SearchIndexTests.now).count == 1)
+        }
+    }
+
+    /// Makes `path` an index with one entry ("Milk and eggs", found by "milk") whose title another program then made
+    /// `size` characters long, its triggers (which would index the long title) put back exactly as they were, so the
+    /// schema is still ours.
+    static func plantLongTitle(_ size: Int, at path: String) async throws {
+        try await plant("SELECT 1", at: path)
+        let other = try DatabaseQueue(path: path)
+        try await other.write { db in
+            let trigger = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'activities_after_update'")
+            try db.execute(sql: "DROP TRIGGER activities_after_update")
+            try db.execute(sql: "UPDATE activities SET title = printf('%.*c', ?, 'x'), description = printf('%.*c', ?, 'y')", arguments: [size, size])
+            try db.execute(sql: try #require(trigger))
+        }
+        try other.close()
+    }
+
+    @Test("issue 25 item 6: a 40 MB title planted in the file comes out cut to the text limit, with how much more it had")
+    func longTitleIsCutOnRead() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            try await Self.plantLongTitle(40_000_000, at: path)
+            let index = try SearchIndex(path: path)
+            let limit = index.limits.maximumTextBytes
+            let results = try await index.search("milk", now: SearchIndexTests.now)
+            let result = try #require(results.first)
+            let more = "… (\(Clipping.grouped(40_000_000 - limit)) more characters)"
+            #expect(result.entry.title == String(repeating: "x", count: limit) + more)
+            #expect(result.entry.contentDescription == String(repeating: "y", count: limit) + more)
+            #expect(result.title.plain.utf8.count < limit + 100)
+            let entry = try #require(try await index.entry(id: result.id, now: SearchIndexTests.now))
+            #expect(entry.title.hasSuffix("… (39,983,616 more characters)"))
+            #expect(entry.bundleIdentifier == "com.example.app")
         }
     }
 }
