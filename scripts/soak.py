@@ -27,14 +27,22 @@ import time
 SAMPLE_SECONDS = 10
 
 
+def rate(text):
+    """A rate per second: 0 (that load off) or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: a rate is 0 (off) or more per second")
+    return value
+
+
 def parse():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=10, help="how long to run (default 10)")
     parser.add_argument("--bin", default=".build/debug", help="folder with the built baton and shopsnap")
     parser.add_argument("--json", help="write the report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the state folders and logs")
-    parser.add_argument("--flood-rate", type=int, default=200, help="forged datagrams per second per agent")
-    parser.add_argument("--churn-rate", type=int, default=20, help="connections opened and dropped per second per port")
+    parser.add_argument("--flood-rate", type=rate, default=200, help="forged datagrams per second per agent (0: none)")
+    parser.add_argument("--churn-rate", type=rate, default=20, help="connections opened and dropped per second per port (0: none)")
     return parser.parse_args()
 
 
@@ -218,6 +226,8 @@ class Soak:
 
     def flood(self):
         """Random 88-byte datagrams at both advert ports."""
+        if self.options.flood_rate <= 0:
+            return  # --flood-rate 0: no flood (issue 25 item 7: 1 / 0 ended this thread)
         sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         interval = 1 / self.options.flood_rate
         while not self.stopping.is_set():
@@ -228,6 +238,8 @@ class Soak:
     def churn(self):
         """Connections opened and dropped: bare TCP, a TLS handshake as a member then silence, and app-socket clients
         that never say hello."""
+        if self.options.churn_rate <= 0:
+            return  # --churn-rate 0: no churn
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
