@@ -55,7 +55,7 @@ extension Agent {
                     record.link = link
                     record.failures = 0
                     record.retryAt = nil
-                    if record.lastOutcome != text { logger.info("\(target): \(text)", metadata: ["peer": "\(target)"]) }
+                    if record.lastOutcome != text { logger.info("\(target): \(Agent.logLine(text))", metadata: ["peer": "\(target)"]) }
                     record.lastOutcome = text
                 case .failed(let text):
                     record.failures += 1
@@ -63,7 +63,7 @@ extension Agent {
                     record.retryAt = DispatchTime.now().uptimeNanoseconds + UInt64(interval * 1e9)
                     record.roster = nil
                     if record.lastOutcome != text {
-                        logger.notice("\(target): \(text); trying again in \(PeerLink.format(interval))", metadata: ["peer": "\(target)"])
+                        logger.notice("\(target): \(Agent.logLine(text)); trying again in \(PeerLink.format(interval))", metadata: ["peer": "\(target)"])
                     }
                     record.lastOutcome = text
                 }
@@ -102,7 +102,7 @@ extension Agent {
                     host: host,
                     dialed: address,
                     store: store,
-                    log: { [logger] line in logger.info("\(line)", metadata: ["peer": "\(address)"]) }
+                    log: { [logger] line in logger.info("\(Agent.logLine(line))", metadata: ["peer": "\(address)"]) }
                 )
                 rosterChanged()
                 let sent = (try? merged.encoded()) ?? roster

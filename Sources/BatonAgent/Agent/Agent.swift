@@ -238,7 +238,7 @@ public final class Agent: @unchecked Sendable {
                     port: port,
                     discoveryPort: configuration.discoveryPort,
                     group: loop,
-                    log: { [logger] line in logger.info("\(line)") },
+                    log: { [logger] line in logger.info("\(Agent.logLine(line))") },
                     warn: { [logger] line in logger.warning("\(line)") }
                 ) { [weak self] datagram, source in
                     self?.receiveAdvert(datagram, from: source)
@@ -286,7 +286,17 @@ public final class Agent: @unchecked Sendable {
     }
 
     func log(_ line: String, _ metadata: Logger.Metadata? = nil) {
-        logger.info("\(line)", metadata: metadata)
+        logger.info("\(Self.logLine(line))", metadata: metadata)
+    }
+
+    /// The most UTF-8 bytes one log line carries. Lines name what peers and files supplied (a document's path in a
+    /// synced folder, an error a peer sent, a title): a peer's 400 KB `baton-folder://` path went whole into one line
+    /// (issue 25 item 6). Far above any line the agent writes of its own.
+    static let logLineBytes = 2_048
+
+    /// `line` cut to ``logLineBytes`` with how many bytes were left out ("… (N more bytes)").
+    static func logLine(_ line: String) -> String {
+        line.clipped(toBytes: logLineBytes)
     }
 
     /// Milliseconds since 1970: the clock adverts carry.
