@@ -158,6 +158,14 @@ extension Agent: IPCHandler {
         if !inProcess {
             let registered = app.executableURL.map(resolvedPath)
             let running = PeerCredentials.executable(of: credentials.pid)
+            // At the descriptor limit `/proc` cannot be read: say so, not that the app is an impostor (issue 25 item 7).
+            if registered != nil, running == nil || connection.process.startTime == nil, Launcher.descriptorsExhausted() {
+                log("\(bundle) (pid \(credentials.pid)) cannot be checked: \(Launcher.tooManyOpenFiles)")
+                connection.refuse("launchFailed", "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
+                // The continuations waiting for this app fail now, naming the cause, not at their deadline.
+                broker { $0.launchedAppEnded(bundle, message: "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)") }
+                return nil
+            }
             guard let registered, let running, running == registered else {
                 connection.refuse(
                     "notPermitted",

@@ -73,10 +73,24 @@ enum Launcher {
         return "was killed by signal \(signal)"
     }
 
+    /// The cause at the descriptor limit, as a continuation's `launchFailed` names it (issue 25 item 7).
+    static let tooManyOpenFiles = "too many open files: the agent has no file descriptors left (raise `ulimit -n`, or look for a leak)"
+
+    /// Whether this process is at its descriptor limit (or the system at its): opening `/dev/null` fails with
+    /// EMFILE or ENFILE. Asked when a check that reads `/proc` fails, so the failure is not taken for an impostor.
+    static func descriptorsExhausted() -> Bool {
+        let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard probe < 0 else {
+            close(probe)
+            return false
+        }
+        return errno == EMFILE || errno == ENFILE
+    }
+
     /// What an errno from starting a process means to a person.
     static func describe(_ code: Int32) -> String {
         switch code {
-        case EMFILE, ENFILE: "the agent has no file descriptors left (raise `ulimit -n`, or look for a leak)"
+        case EMFILE, ENFILE: tooManyOpenFiles
         case EAGAIN: "the user may not start more processes now (the process limit is reached)"
         case ENOMEM: "out of memory"
         case ENOENT: "the executable does not exist"
