@@ -3,6 +3,7 @@
 #
 #   scripts/install.sh [--prefix DIR] [--name NAME] [--no-enable] [--no-build | --binaries DIR]
 #   scripts/install.sh [--prefix DIR] --uninstall
+#   scripts/install.sh --from-tarball baton-VERSION-linux-x86_64.tar.gz [--prefix DIR] [--name NAME] [--no-enable]
 #
 # Builds in release (or takes baton, baton-agent, shopsnap and notes from --binaries DIR, as tests do), then
 # installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps ShopSnap.app and Notes.app
@@ -11,8 +12,33 @@
 # A machine without an account gets one first (`baton init --name NAME`, the host name by default), so the agent has
 # an identity to start with. Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall
 # removes those and nothing else: never the account (identity, roster, invites) or the search index in the same folder.
+# --from-tarball installs the release tarball scripts/package.sh makes (no toolchain needed): the same, plus its
+# manual pages and bash, zsh and fish completions under DIR/share (the tarball's own install.sh does this too).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# --from-tarball FILE: unpack it and run the install.sh inside with the other options (and --binaries, which it adds).
+rest=()
+tarball=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --from-tarball) tarball="${2:?--from-tarball needs a file}"; shift 2 ;;
+    *) rest+=("$1"); shift ;;
+    esac
+done
+if [ -n "$tarball" ]; then
+    [ -f "$tarball" ] || { echo "install.sh: $tarball is not a file" >&2; exit 1; }
+    unpacked="$(mktemp -d)"
+    trap 'rm -rf "$unpacked"' EXIT
+    tar -C "$unpacked" -xzf "$tarball" || { echo "install.sh: could not unpack $tarball" >&2; exit 1; }
+    inner="$(find "$unpacked" -mindepth 2 -maxdepth 2 -name install.sh | head -n 1)"
+    [ -n "$inner" ] || { echo "install.sh: $tarball holds no install.sh (is it a Baton release tarball?)" >&2; exit 1; }
+    # Not exec: the unpacked copy is removed when that install is done.
+    status=0
+    "$inner" ${rest[@]+"${rest[@]}"} || status=$?
+    exit "$status"
+fi
+set -- ${rest[@]+"${rest[@]}"}
 
 prefix="$HOME/.local"
 enable=1
@@ -28,7 +54,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --binaries) binaries="${2:?--binaries needs a folder}"; build=0; shift 2 ;;
     --uninstall) uninstall=1; shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -92,6 +118,16 @@ put "$release/shopsnap" "$apps_dir/ShopSnap.app/shopsnap" 755
 put "$root/Examples/Notes.app/Info.plist" "$apps_dir/Notes.app/Info.plist" 644
 put "$root/Examples/Notes.app/Notes.entitlements" "$apps_dir/Notes.app/Notes.entitlements" 644
 put "$release/notes" "$apps_dir/Notes.app/notes" 755
+# A release tarball (scripts/package.sh) also holds manual pages and completions: under the prefix, where man, bash
+# (for ~/.local: $XDG_DATA_HOME/bash-completion), zsh (site-functions, add it to fpath) and fish look.
+if [ -d "$root/share/man/man1" ]; then
+    for page in "$root"/share/man/man1/*.1.gz; do put "$page" "$prefix/share/man/man1/$(basename "$page")" 644; done
+    for program in baton baton-agent; do
+        put "$root/share/bash-completion/completions/$program" "$prefix/share/bash-completion/completions/$program" 644
+        put "$root/share/zsh/vendor-completions/_$program" "$prefix/share/zsh/site-functions/_$program" 644
+        put "$root/share/fish/vendor_completions.d/$program.fish" "$prefix/share/fish/vendor_completions.d/$program.fish" 644
+    done
+fi
 mkdir -p "$unit_dir"
 sed -e "s|@BIN_DIR@|$bin_dir|g" -e "s|@DATA_HOME@|$data_home|g" "$root/Packaging/baton-agent.service.in" > "$unit"
 chmod 644 "$unit"
