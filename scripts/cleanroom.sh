@@ -106,6 +106,8 @@ root_bind /opt/swift-packages "$root/opt/swift-packages" ro
 root_bind "$clone" "$root/mnt/origin" ro
 root_bind "$run" "$root/tmp"
 chmod 1777 "$run"
+# The tests read ../shared beside the clone (the real-world files), as CI has it: the same, read-only.
+if [ -d "$clone/../shared" ]; then root_bind "$(cd "$clone/../shared" && pwd)" "$root/tmp/shared" ro; fi
 
 # The git configuration that makes github.com URLs read from the mirror, and nothing else of this machine's
 # (no credential helpers, no user name).
@@ -145,7 +147,13 @@ set -e
 ended=$(date +%s)
 
 mark() { awk -v m="$1" '$1 == "cleanroom-mark" && $2 == m { print $3 }' "$run/out.log"; }
-grep -v '^cleanroom-mark ' "$run/out.log" | if [ "$mode" = demo ]; then cat; else tail -n 60; fi
+if [ "$mode" = demo ]; then
+    grep -v '^cleanroom-mark ' "$run/out.log"
+else
+    # The test run's failures and skips, then its end.
+    grep -E '✘|skipped' "$run/out.log" | grep -v '^cleanroom-mark ' | cut -c1-240 || true
+    grep -v '^cleanroom-mark ' "$run/out.log" | tail -n 5
+fi
 cloned="$(mark cloned)"; built="$(mark build)"
 echo
 echo "cleanroom: root $root_seconds s (debootstrap and apt-get when made, 0-1 s when cached)"
