@@ -93,7 +93,7 @@ extension Agent {
         do {
             record = try keeper.cache.record(domain, result, policy: keeper.policy, now: now)
         } catch {
-            logger.warning("cannot cache the association file for \(domain): \(error)")
+            logger.warning("cannot cache the association file for \(domain): \(Agent.logLine("\(error)"))")
             var unsaved = keeper.entries.withLockedValue { $0[domain]?.record } ?? AssociationRecord(domain: domain)
             unsaved.lastAttempt = now
             if case .success(let fetched) = result {
@@ -107,11 +107,11 @@ extension Agent {
         switch result {
         case .success(let fetched):
             let apps = fetched.association.mentionedAppIDs.count
-            logger.info("association file for \(domain) fetched from \(fetched.url)\(fetched.signed ? " (signed)" : ""): \(apps) app\(apps == 1 ? "" : "s"), until \(AssociationKeeper.timestamp(record.expiresAt ?? now))")
+            logger.info("association file for \(domain) fetched from \(Agent.logLine(fetched.url))\(fetched.signed ? " (signed)" : ""): \(apps) app\(apps == 1 ? "" : "s"), until \(AssociationKeeper.timestamp(record.expiresAt ?? now))")
             return keeper.schedule.withLockedValue { $0.fetchSucceeded(domain, fetchedAt: now, expiresAt: record.expiresAt ?? now, now: now) }
         case .failure(let error):
             let still = record.isValid(at: now) ? "; the file fetched before counts until \(AssociationKeeper.timestamp(record.expiresAt ?? now))" : ""
-            logger.warning("association file for \(domain) not fetched: \(error)\(still)")
+            logger.warning("association file for \(domain) not fetched: \(Agent.logLine("\(error)"))\(still)")
             return keeper.schedule.withLockedValue { $0.fetchFailed(domain, now: now) }
         }
     }
