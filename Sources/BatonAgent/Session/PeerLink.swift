@@ -471,9 +471,10 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 
     /// While streams are open, pings a link that has been quiet for ``StreamLimits/keepaliveMilliseconds``; a ping
-    /// unanswered as long again closes the link (every stream then ends with peerGone: a dead peer, F3).
+    /// unanswered as long again closes the link (every stream then ends with peerGone: a dead peer, F3). Quiet is
+    /// looked for every ``StreamLimits/keepaliveCheckMilliseconds``, so that happens within about 4 s (PROTOCOL §8).
     func startKeepalive() {
-        let interval = TimeAmount.milliseconds(Int64(StreamLimits.keepaliveMilliseconds))
+        let interval = TimeAmount.milliseconds(Int64(StreamLimits.keepaliveCheckMilliseconds))
         let start = state.withLockedValue { state -> Bool in
             guard state.keepalive == nil, !state.closed else { return false }
             state.keepalive = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
