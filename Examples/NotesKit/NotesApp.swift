@@ -116,13 +116,23 @@ public final class NotesApp: BatonApplicationDelegate {
     }
 
     /// Notes does not handle the activity itself: the library opens the note (``openContinued(_:)``) and restores it
-    /// (B6). Returning false here is what sends it there.
+    /// (B6). Returning false here is what sends it there. A note whose file is on the other device, outside every
+    /// folder synced with this one (C9, issue 25 item 2), is refused here: the same path on this device is some other
+    /// file, which Notes never reads, titles, advertises or saves for search.
     public func application(
         _ application: BatonApplication,
         continue userActivity: UserActivity,
         restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
     ) -> Bool {
-        false
+        guard case .url(let url) = userActivity.userInfo[NSUserActivityDocumentURLKey], userActivity.isForeignFileURL(url) else {
+            return false
+        }
+        let path = String(url.path(percentEncoded: false).prefix(256))
+        report(
+            "cannot open the note \(path): it is on the device it came from, not in a folder synced here; "
+                + "add its folder on both devices with `baton folders add ID PATH` (C9)"
+        )
+        return true
     }
 
     /// C5, C8: the continuation failed; says why.

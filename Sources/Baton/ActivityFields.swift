@@ -23,6 +23,8 @@ final class ActivityFields: Sendable {
         var referrerURL: URL?
         var contentAttributeSet: [String: PropertyList]?
         var supportsContinuationStreams = false
+        /// The `file:` URLs of another device in a continued activity's `userInfo` (issue 25 item 2); never sent.
+        var foreignFileURLs: Set<URL> = []
     }
 
     private let values: Mutex<Values>

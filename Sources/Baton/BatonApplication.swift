@@ -437,14 +437,29 @@ public final class BatonApplication {
         FileHandle.standardError.write(Data(message.utf8))
     }
 
+    /// Says on standard error that the continued activity's document is a file of the other device, so it was not
+    /// opened (issue 25 item 2); the app's delegate may say more (``UserActivity/foreignFileURLs``).
+    func warnForeignDocument(_ url: URL, activityType: String) {
+        let path = String(url.path(percentEncoded: false).prefix(512))
+        let message = "BatonApplication: the continued \(activityType) activity names the document \(path) on the device it came from, "
+            + "not in a folder synced with this one, so it was not opened (B6, C9); `baton folders add ID PATH` on both devices shares its folder\n"
+        FileHandle.standardError.write(Data(message.utf8))
+    }
+
     /// C5, C7, B6: the delegate first; a document activity it did not handle opens its document.
     func deliver(_ activity: UserActivity) {
         let handled =
             delegate?.application(self, continue: activity) { objects in
                 for object in objects { object.restoreUserActivityState(activity) }
             } ?? false
-        if !handled, case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey], let document = documentOpener?(url) {
-            document.restoreUserActivityState(activity)
+        if !handled, case .url(let url) = activity.userInfo[ActivityDocument.documentURLKey] {
+            if activity.isForeignFileURL(url) {
+                // Issue 25 item 2 (B6, C9): a file on the device the activity came from, not in a folder synced
+                // here. The path here may be any file of this user's: never opened as the document.
+                warnForeignDocument(url, activityType: activity.activityType)
+            } else if let document = documentOpener?(url) {
+                document.restoreUserActivityState(activity)
+            }
         }
         eventSink.yield(.continued(activity))
     }

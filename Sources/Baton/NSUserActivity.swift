@@ -96,6 +96,14 @@ open class NSUserActivity: @unchecked Sendable {
         }
     }
 
+    /// Baton's addition: the `file:` URLs in a continued activity's `userInfo` that name files on the device it
+    /// came from, not in a folder synced here (C9, issue 25 item 2); never open them (docs/GUIDE.md). Empty for an
+    /// activity made here. ``UserActivity/foreignFileURLs``.
+    public var foreignFileURLs: Set<URL> { fields[\.foreignFileURLs] }
+
+    /// Baton's addition: whether `url` is one of ``foreignFileURLs``.
+    public func isForeignFileURL(_ url: URL) -> Bool { foreignFileURLs.contains(url) }
+
     /// Replaces `userInfo`, throwing for a value that is not a property-list type (A3).
     public func setUserInfo(_ values: [AnyHashable: Any]) throws {
         fields[\.userInfo] = try PropertyList.dictionary(from: values)

@@ -122,6 +122,18 @@ public final class UserActivity {
     public internal(set) var isValid = true
     /// The payload format version it arrived in (continuing side), or the current one.
     public internal(set) var payloadVersion = ActivityPayload.currentVersion
+    /// For an activity that arrived by continuation: the `file:` URLs in its `userInfo` (at any depth, the document
+    /// URL included) that did not come through a folder synced with this device (C9, issue 25 item 2). Each names a
+    /// file on the device the activity came from, not here: the library never opens one as a document (B6), and an
+    /// app must not read the path here (it may be another file altogether); see docs/GUIDE.md, "Documents and
+    /// synced folders". The URLs stay unchanged in `userInfo`, as C9 says. Empty for an activity made here.
+    public nonisolated var foreignFileURLs: Set<URL> { fields[\.foreignFileURLs] }
+
+    /// Whether `url` is one of ``foreignFileURLs``: a file on the other device, not readable here.
+    public nonisolated func isForeignFileURL(_ url: URL) -> Bool {
+        foreignFileURLs.contains(url)
+    }
+
     /// For an activity that arrived by continuation: the agent's number for that continuation, and whether the
     /// originating activity supported streams then (F1, F2). Nil for one made here.
     var continuation: (number: UInt64, supportsStreams: Bool)?
@@ -183,6 +195,14 @@ public final class UserActivity {
             )
         )
         payloadVersion = payload.version
+        // The agent handed file URLs of the other device in foreign form: back to the URLs they were, marked.
+        let (userInfo, foreign) = SyncedFolders.unmarkingForeign(.dictionary(payload.userInfo))
+        if !foreign.isEmpty, case .dictionary(let entries) = userInfo {
+            fields.withLock { values in
+                values.userInfo = entries
+                values.foreignFileURLs = foreign
+            }
+        }
     }
 
     /// Sets the web page equivalent (A5).

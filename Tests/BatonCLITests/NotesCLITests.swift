@@ -94,7 +94,14 @@ struct NotesCLITests {
             let started = Date()
             let (world, desktop) = try HandoffWorld.notesOnTwoDevices()
             // One path for both devices: on loopback they share the file system, as two machines share a synced note.
+            // The folder is named on both (C9): a note outside every synced folder is the other device's file, which
+            // the desktop refuses (issue 25 item 2, foreignNoteIsRefused).
             let note = try world.note("Shared/groceries.note").path
+            let shared = world.root.appendingPathComponent("Shared").resolvingSymlinksInPath().path
+            for name in ["laptop", "desktop"] {
+                let added = try Baton.run("folders", "add", "shared", shared, "--state", world.state(name))
+                try #require(added.status == 0, "\(added.output)")
+            }
 
             let notes = try world.notes(on: "laptop", [note, "--line", "3"], ready: "opened \(note) at line 3")
             #expect(try eventually(timeout: 5) { try world.seesNote("desktop", from: "laptop") }, "\(desktop.output)")
@@ -139,9 +146,40 @@ struct NotesCLITests {
             #expect(try eventually(timeout: 5) { try world.seesNote("desktop", from: "laptop") })
             let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
             #expect(continued.status == 0, "the continuation itself succeeds: \(continued.output)")
-            #expect(desktop.waitFor("notes: cannot open \(note): no such file here") != nil, "\(desktop.output)")
+            // A path outside every synced folder is the laptop's file (issue 25 item 2): refused before any look.
+            #expect(desktop.waitFor("notes: cannot open the note \(note): it is on the device it came from, not in a folder synced here") != nil, "\(desktop.output)")
             #expect(desktop.lines(containing: "notes: opened").isEmpty)
             #expect(!FileManager.default.fileExists(atPath: note), "no empty note was made in its place")
+        }
+    }
+
+    @Test("issue 25 item 2, C9, B6: a continued note naming a file outside every synced folder is refused; the desktop's own file at that path is never read, titled, advertised or saved for search")
+    func foreignNoteIsRefused() async throws {
+        try await startingProcesses {
+            let (world, desktop) = try HandoffWorld.notesOnTwoDevices()
+            let apps = try world.notesApps("search-desktop")
+            let note = try world.note("Private/app.note").path
+            _ = try world.notes(on: "laptop", [note, "--line", "2"], ready: "opened \(note) at line 2")
+            // Both devices are this machine: after the laptop's Notes read its note, the path holds a secret, as
+            // the same path on another machine may (a config file, a key).
+            try Data("db_password=hunter2\nsecond line\n".utf8).write(to: URL(fileURLWithPath: note))
+            #expect(try eventually(timeout: 5) { try world.seesNote("desktop", from: "laptop") })
+            let continued = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+            #expect(continued.status == 0, "the continuation reaches Notes: \(continued.output)")
+            let refusal = "notes: cannot open the note \(note): it is on the device it came from, not in a folder synced here; "
+                + "add its folder on both devices with `baton folders add ID PATH`"
+            #expect(desktop.waitFor(refusal) != nil, "\(desktop.output)")
+            #expect(desktop.lines(containing: "notes: opened").isEmpty, "\(desktop.output)")
+            // Long enough for an opened note's advert (every 0.5 s) and its save for search to have happened.
+            Thread.sleep(forTimeInterval: 2)
+            let laptopNearby = try Baton.run("nearby", "--json", "--state", world.state("laptop"))
+            #expect(!laptopNearby.output.contains("hunter2"), "the desktop advertised the secret: \(laptopNearby.output)")
+            let desktopNearby = try Baton.run("nearby", "--json", "--state", world.state("desktop"))
+            #expect(!desktopNearby.output.contains("hunter2"), "\(desktopNearby.output)")
+            #expect(try SearchCLITests.search(world, "desktop", "hunter2", apps: apps).isEmpty, "saved for search on the desktop")
+            #expect(try SearchCLITests.search(world, "desktop", "db_password", apps: apps).isEmpty)
+            #expect(!desktop.output.contains("hunter2"), "\(desktop.output)")
+            #expect(try String(contentsOfFile: note, encoding: .utf8).hasPrefix("db_password=hunter2"), "the file is untouched")
         }
     }
 

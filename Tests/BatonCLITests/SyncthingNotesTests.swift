@@ -68,7 +68,7 @@ final class SyncthingPair {
 /// curl); skipped, naming what is missing, where one is.
 @Suite("Notes between two hosts syncing one folder with Syncthing (issue 16; B6, C9)", .serialized, .requires(.networkNamespaces, .syncthing, .curl))
 struct SyncthingNotesTests {
-    @Test("C9, B6: a note synced by Syncthing opens on host 2 at host 2's path and the same line, once it has arrived; a note outside the folder keeps its path")
+    @Test("C9, B6: a note synced by Syncthing opens on host 2 at host 2's path and the same line, once it has arrived; a note outside the folder is refused as host 1's file (issue 25 item 2)")
     func continueAcrossSyncedFolder() async throws {
         try await startingProcesses {
             try #require(FileManager.default.isExecutableFile(atPath: HandoffWorld.notes.path), "build the example first: swift build")
@@ -152,8 +152,9 @@ struct SyncthingNotesTests {
             third.send("q")
             #expect(third.waitForExit(timeout: 5))
 
-            // C9: a note outside every synced folder arrives with its path unchanged (readable here only because the
-            // namespaces share one file system; on two machines the app would say it cannot open it).
+            // C9: a note outside every synced folder arrives with its path unchanged but marked as host 1's file
+            // (the namespaces share one file system, so the path is readable here): Notes refuses it without reading
+            // it (issue 25 item 2).
             let outsideURL = world.root.appendingPathComponent("h1/home/ann/Desktop/list.note")
             let outside = outsideURL.path
             try FileManager.default.createDirectory(at: outsideURL.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -166,7 +167,11 @@ struct SyncthingNotesTests {
             #expect(try eventually(timeout: 8) { try world.nearby(lan, 2, state: states[1])?.contains { ($0["title"] as? String) == "Outside" } == true })
             let outsideContinued = try lan.run(2, [Baton.executable.path, "continue", "laptop", "--state", states[1]], environment: world.runtime(2))
             #expect(outsideContinued.status == 0, "\(outsideContinued.output)")
-            #expect(agents[1].waitFor("notes: opened \(outside) at line 2") != nil, "C9: unchanged: \(agents[1].output)")
+            #expect(
+                agents[1].waitFor("notes: cannot open the note \(outside): it is on the device it came from, not in a folder synced here") != nil,
+                "C9: foreign, refused: \(agents[1].output)"
+            )
+            #expect(agents[1].lines(containing: "notes: opened \(outside)").isEmpty)
             print(
                 "SyncthingNotesTests: continued to 'opened at line 4' in \(String(format: "%.2f", handedOff)) s; a note continued while "
                     + "Syncthing was paused opened \(String(format: "%.2f", waited)) s after it resumed; "

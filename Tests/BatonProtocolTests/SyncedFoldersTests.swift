@@ -70,9 +70,37 @@ struct SyncedFoldersTests {
         let arrived = Self.desktop.arriving(.dictionary(decoded.userInfo))
         let here = PropertyList.url(URL(fileURLWithPath: "/data/shared/a.txt"))
         #expect(arrived.value["NSUserActivityDocumentURL"] == here)
-        #expect(arrived.value["list"] == .array([here, .string("file:///home/me/Documents/Shared/a.txt"), .dictionary(["deep": .url(outside)])]))
+        let foreign = PropertyList.url(URL(string: "baton-foreign:file:///tmp/b.txt")!)
+        #expect(arrived.value["list"] == .array([here, .string("file:///home/me/Documents/Shared/a.txt"), .dictionary(["deep": foreign])]))
         #expect(arrived.documents.count == 3 && arrived.documents.allSatisfy { $0.relativePath == "a.txt" })
         #expect(arrived.unknown.isEmpty && arrived.invalid.isEmpty)
+        #expect(arrived.foreign == [outside], "the file outside every folder is the other device's (issue 25 item 2)")
+    }
+
+    @Test("issue 25 item 2, C9, B6: a file URL outside every folder arrives in foreign form, at any depth; the library's unmarking gives back the URL as it came and lists it")
+    func foreignFileURLsAreMarked() throws {
+        let secret = URL(fileURLWithPath: "/etc/app/config")
+        let upper = try #require(URL(string: "FILE:///home/me/.ssh/id_ed25519"))
+        let web = try #require(URL(string: "https://example.com/a"))
+        let userInfo: PropertyList = .dictionary([
+            "NSUserActivityDocumentURL": .url(secret),
+            "nested": .array([.set([.url(upper)]), .dictionary(["web": .url(web)])]),
+        ])
+        for folders in [Self.desktop, SyncedFolders()] {
+            let arrived = folders.arriving(userInfo)
+            #expect(Set(arrived.foreign) == [secret, upper], "with \(folders.folders.count) folders")
+            #expect(arrived.value["NSUserActivityDocumentURL"] == .url(URL(string: "baton-foreign:file:///etc/app/config")!))
+            // No file: URL is left in what the app is handed.
+            #expect(!"\(arrived.value)".contains("url(file:"), "\(arrived.value)")
+            let (unmarked, foreign) = SyncedFolders.unmarkingForeign(arrived.value)
+            #expect(unmarked == userInfo, "the app sees the URLs unchanged (C9)")
+            #expect(foreign == [secret, upper])
+        }
+        // A peer cannot make a file URL pass as local by sending the foreign form itself: it stays foreign, and a
+        // foreign form of something other than a file URL stays marked.
+        let forged = try #require(URL(string: "baton-foreign:https://example.com/x"))
+        let (value, foreign) = SyncedFolders.unmarkingForeign(.array([.url(forged)]))
+        #expect(value == .array([.url(forged)]) && foreign == [forged])
     }
 
     @Test("C9: overlapping folders: the longest matching path wins, on both sides")

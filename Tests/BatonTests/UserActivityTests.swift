@@ -58,6 +58,16 @@ final class TwoDevices {
         Issue.record("the nearby list never became \(present ? "non-empty" : "empty")")
     }
 
+    /// A folder synced between the two devices, at the same path on both (one machine): a document in it is a
+    /// file here too (C9), so B6 opens it.
+    func sharedFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-shared-\(UUID().uuidString)").resolvingSymlinksInPath()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.resolvingSymlinksInPath().path
+        for agent in devices.agents { try agent.configuration.store.addSyncedFolder(SyncedFolder(id: "shared", path: path)) }
+        return URL(fileURLWithPath: path)
+    }
+
     /// Continues on the desktop and returns the events up to the one that ends the continuation.
     /// Continues on the desktop, opening a document activity the app does not handle as a ``NoteDocument`` (B6).
     func continueOpeningNote() async -> ([ContinuationEvent], NoteDocument?) {
@@ -267,7 +277,11 @@ struct UserActivityTests {
         recorder.handles = false
         world.desktop.delegate = recorder
         try world.laptop.loadDocumentTypes(fromInfoPlistAt: world.apps.appendingPathComponent("Notes.app/Info.plist"))
-        let url = URL(fileURLWithPath: "/home/me/Shared/list.note")
+        // In a synced folder: a file outside every folder is the other device's, never opened (issue 25 item 2).
+        let folder = try world.sharedFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("list.note")
+        try Data("milk".utf8).write(to: url)
         let document = try NoteDocument(fileURL: url, application: world.laptop)
         #expect(document.activityType == "com.example.notes.document")
         try document.open()
@@ -302,6 +316,45 @@ struct UserActivityTests {
         #expect(appleOpened?.restored.0 == url && appleOpened?.restored.1 == 42)
         apple.close()
         #expect(world.laptop.currentActivity == nil, "closing the document invalidates its activity (B5)")
+        try await world.waitUntilNearby(false)
+        await world.stop()
+    }
+
+    @Test(
+        "issue 25 item 2, B6, C9: a document URL outside every synced folder arrives marked foreign, unchanged in userInfo, and no document is opened",
+        arguments: [false, true]
+    )
+    func foreignDocumentIsNotOpened(withFolders: Bool) async throws {
+        let world = try await TwoDevices()
+        let recorder = Recorder()
+        recorder.handles = false
+        world.desktop.delegate = recorder
+        try world.laptop.loadDocumentTypes(fromInfoPlistAt: world.apps.appendingPathComponent("Notes.app/Info.plist"))
+        // A file this machine has (the two devices share it), outside every synced folder: the laptop's path names
+        // the laptop's file; on the desktop the same path is the desktop's own, here a secret.
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-foreign-\(UUID().uuidString)").resolvingSymlinksInPath()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let secret = root.appendingPathComponent("config.note")
+        try Data("db_password=hunter2\n".utf8).write(to: secret)
+        let folder = withFolders ? try world.sharedFolder() : nil
+        defer { folder.map { try? FileManager.default.removeItem(at: $0) } }
+        let document = try NoteDocument(fileURL: secret, application: world.laptop)
+        try document.open()
+        try await world.waitUntilNearby()
+        let (events, opened) = await world.continueOpeningNote()
+        #expect(opened == nil, "the library asked the app to open a file of the other device: \(String(describing: opened?.fileURL))")
+        #expect(recorder.calls == ["will com.example.notes.document", "continue com.example.notes.document"], "\(recorder.calls)")
+        guard case .continued(let activity) = events.last else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(activity.userInfo[NSUserActivityDocumentURLKey] == .url(secret), "the URL as it came (C9)")
+        #expect(activity.foreignFileURLs == [secret] && activity.isForeignFileURL(secret))
+        #expect(activity.nsUserActivity.isForeignFileURL(secret), "Apple-shaped code sees it too")
+        #expect((activity.nsUserActivity.userInfo?[NSUserActivityDocumentURLKey] as? URL) == secret)
+        #expect(world.desktop.currentActivity == nil, "nothing became current on the desktop")
+        document.close()
         try await world.waitUntilNearby(false)
         await world.stop()
     }

@@ -55,10 +55,14 @@ extension Agent {
         case invalid(message: String)
     }
 
-    /// `data` as it arrived, with URLs in travel form made this device's `file:` URLs. A state without the travel
-    /// form's scheme (always written as ASCII by the originating agent) is passed on without being decoded.
+    /// `data` as it arrived, with URLs in travel form made this device's `file:` URLs, and every other `file:` URL
+    /// in foreign form (`baton-foreign:`, issue 25 item 2): it names a file on the other device, and the app's
+    /// library marks it so (`UserActivity.foreignFileURLs`) and never opens it as a document (B6, C9). Always
+    /// decoded: the peer chooses how its property list writes a URL (UTF-16 hides the bytes `file:`), so a byte
+    /// search could let a `file:` URL through unmarked. A state that does not decode goes on as it is; the app's
+    /// library refuses it (`unreadable`) with the same decoder.
     func arriving(_ data: Data) -> ArrivedState {
-        guard data.firstRange(of: Self.folderScheme) != nil, var payload = try? ActivityPayload(decoding: data) else {
+        guard var payload = try? ActivityPayload(decoding: data) else {
             return .ready(payload: data, missing: [])
         }
         let folders = syncedFolders()
@@ -73,6 +77,8 @@ extension Agent {
             )
         }
         guard case .dictionary(let userInfo) = arrived.value else { return .ready(payload: data, missing: []) }
+        // Nothing to rewrite: the bytes go on as they came.
+        if arrived.documents.isEmpty, arrived.foreign.isEmpty { return .ready(payload: data, missing: []) }
         payload.userInfo = userInfo
         guard let encoded = try? payload.encoded() else {
             return .invalid(message: "the state with this device's file URLs cannot be encoded")
@@ -140,7 +146,6 @@ extension Agent {
     /// How often a document still syncing is looked for.
     static let documentPollInterval = Duration.milliseconds(100)
     static let fileScheme = Array("file:".utf8)
-    static let folderScheme = Array("\(SyncedFolders.scheme):".utf8)
 
     /// `path` with its parent folder's symbolic links resolved (the file itself may be a link, kept as one), or nil
     /// when the parent does not exist.

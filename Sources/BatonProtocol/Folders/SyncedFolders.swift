@@ -225,6 +225,59 @@ public struct SyncedFolders: Sendable, Hashable {
         public var unknown: [UnknownFolderURL] = []
         /// Why URLs were refused (malformed, or leaving their folder); left in travel form in ``value``.
         public var invalid: [String] = []
+        /// `file:` URLs that came through unchanged (in no synced folder of the other device): files there, not
+        /// here. In ``value`` in their foreign form (``foreignMarked(_:)``).
+        public var foreign: [URL] = []
+    }
+
+    // MARK: Foreign file URLs (issue 25 item 2)
+
+    /// The scheme of the form in which the continuing agent hands its app a `file:` URL that did not come through a
+    /// synced folder: `baton-foreign:` followed by the URL as it arrived (`baton-foreign:file:///etc/app.conf`).
+    /// The library turns it back into the `file:` URL and lists it in `UserActivity.foreignFileURLs`; only the agent
+    /// writes it, so a `file:` URL an app receives is one its agent made from a synced folder (or an older agent).
+    public static let foreignScheme = "baton-foreign"
+
+    /// Whether `url` is a `file:` URL (any case of the scheme, as parsers accept it).
+    public static func isFileURL(_ url: URL) -> Bool {
+        url.isFileURL || url.scheme?.lowercased() == "file"
+    }
+
+    /// `url` in its foreign form, `baton-foreign:` + the URL's text; when that does not parse, the text as a string
+    /// (never the `file:` URL itself).
+    public static func foreignMarked(_ url: URL) -> PropertyList {
+        let text = foreignScheme + ":" + url.absoluteString
+        return URL(string: text).map(PropertyList.url) ?? .string(text)
+    }
+
+    /// The `file:` URL a URL in foreign form stands for, or nil when `url` is not in foreign form. A foreign form
+    /// whose rest is not a `file:` URL is returned as it is: still marked, and no file API opens it.
+    public static func unmarkedForeign(_ url: URL) -> URL? {
+        let text = url.absoluteString
+        let prefix = foreignScheme + ":"
+        guard text.lowercased().hasPrefix(prefix) else { return nil }
+        guard let original = URL(string: String(text.dropFirst(prefix.count))), isFileURL(original) else { return url }
+        return original
+    }
+
+    /// `value` with each URL in foreign form turned back into its `file:` URL, at any depth, and those URLs: what
+    /// the library does with a state its agent delivered.
+    public static func unmarkingForeign(_ value: PropertyList) -> (value: PropertyList, foreign: Set<URL>) {
+        var foreign: Set<URL> = []
+        func walk(_ value: PropertyList) -> PropertyList {
+            switch value {
+            case .url(let url):
+                guard let original = unmarkedForeign(url) else { return value }
+                foreign.insert(original)
+                return .url(original)
+            case .array(let items): return .array(items.map(walk))
+            case .dictionary(let entries): return .dictionary(entries.mapValues(walk))
+            case .set(let items): return .set(Set(items.map(walk)))
+            case .string, .integer, .unsignedInteger, .real, .bool, .data, .date, .null, .uuid: return value
+            }
+        }
+        let unmarked = walk(value)
+        return (unmarked, foreign)
     }
 
     /// A URL into a folder this device does not have.
@@ -253,7 +306,11 @@ public struct SyncedFolders: Sendable, Hashable {
         case .url(let url):
             switch arriving(url) {
             case .unchanged:
-                return value
+                // C9, B6 (issue 25 item 2): a file URL that did not come through a synced folder names a file on
+                // the other device; marked, so the library never takes it for a file here.
+                guard Self.isFileURL(url) else { return value }
+                result.foreign.append(url)
+                return Self.foreignMarked(url)
             case .inFolder(let here, let folder, let relative):
                 result.documents.append(ArrivedDocument(url: here, folder: folder, relativePath: relative))
                 return .url(here)
