@@ -39,7 +39,7 @@ struct WasContinuedTests {
         await world.stop()
     }
 
-    @Test("issue 25 item 4, A8: after a real continuation the originating app hears wasContinued, after the continuing app has the activity")
+    @Test("issue 25 item 4, A8: after a real continuation the originating app hears wasContinued, once")
     func realContinuationTells() async throws {
         let world = try await TwoDevices()
         let recorder = Recorder()
@@ -57,9 +57,10 @@ struct WasContinuedTests {
             return
         }
         #expect(try await Self.wait(for: "wasContinued", in: recorder, seconds: 5), "A8: \(recorder.calls)")
-        let continued = try #require(recorder.calls.firstIndex(of: "continue com.example.notes.edit"))
-        let told = try #require(recorder.calls.firstIndex(of: "wasContinued"))
-        #expect(continued < told, "the continuing app has the activity before the originating app hears of it: \(recorder.calls)")
+        // The agents' order (deliver written to the desktop app, then the notice, then the laptop told) is the broker's
+        // and is checked there (HandoffBrokerContinuationTests: a success only after its deliver); two apps in one
+        // process run their delegates on one main actor in whatever order their sockets are read, so not here.
+        #expect(recorder.calls.contains("continue com.example.notes.edit"), "\(recorder.calls)")
         #expect(recorder.calls.filter { $0 == "wasContinued" }.count == 1)
         await world.stop()
     }

@@ -336,7 +336,11 @@ extension Agent: PeerLinkResponder {
         if outcome.failure == nil, let entry = record.entry {
             // A8 (issue 25 item 4): the state reached the app (the broker ends a continuation without a failure only
             // after its `deliver`, or once the browser has the page): now the originating app may hear `continued`.
-            links.existing(entry.advert.device)?.tellContinued(sequence: entry.advert.sequence)
+            // Over the link the state came by, or, if it closed since (a launch after routing by the state), a new
+            // one; if none can be made, the originating app is not told.
+            links.linking(to: entry.advert.device, host: entry.host, port: Int(entry.advert.sessionPort)).whenSuccess { link in
+                link.tellContinued(sequence: entry.advert.sequence)
+            }
         }
         record.waiter.resume(
             returning: ContinuationOutcome(
