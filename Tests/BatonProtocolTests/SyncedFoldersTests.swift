@@ -138,8 +138,9 @@ struct SyncedFoldersTests {
 
     @Test("issue 25 item 7, C9: only the lower-case scheme is the travel form, the bytes the continuing agent looks for")
     func schemeCaseMatchesTheAgentsByteCheck() throws {
-        // The continuing agent decodes a state only when it holds the bytes `baton-folder:`; a parser that took other
-        // cases would resolve (or refuse) URLs that agent never looked at. Other cases are ordinary URLs.
+        // The continuing agent used to decode a state only when it held the bytes `baton-folder:`; a parser that took
+        // other cases resolved (or refused) URLs that agent never looked at. Other cases are ordinary URLs (and since
+        // issue 25 item 2 every state is decoded on arrival).
         for text in ["BATON-FOLDER://docs/a.txt", "Baton-Folder://docs/plans/2026.txt", "BATON-FOLDER://docs/../../etc/passwd"] {
             let url = try #require(URL(string: text))
             #expect(Self.desktop.arriving(url) == .unchanged, "\(text)")
