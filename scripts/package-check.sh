@@ -121,6 +121,12 @@ check() {
     chroot "$copy" /usr/bin/env -i "${env_args[@]}" bash -c "cd /tmp && $install" > "$copy/tmp/install.log" 2>&1 \
         || { tail -n 30 "$copy/tmp/install.log"; die "$name: the install failed in the root"; }
     tail -n 8 "$copy/tmp/install.log"
+    if [ "$name" = deb ]; then
+        # postinst enabled the user unit for every user, as dh_installsystemduser does.
+        [ -L "$copy/etc/systemd/user/default.target.wants/baton-agent.service" ] \
+            || die "deb: the user unit is not enabled (no /etc/systemd/user/default.target.wants/baton-agent.service)"
+        echo "check: deb: baton-agent.service enabled for every user ($(readlink "$copy/etc/systemd/user/default.target.wants/baton-agent.service"))"
+    fi
     chroot "$copy" /usr/bin/env -i "${env_args[@]}" BIN="$bin" SHOPSNAP="$shopsnap" timeout 300 /tmp/handoff.sh \
         || die "$name: the installed Baton did not hand off ShopSnap in the root (output above)"
     root_cleanup
