@@ -59,6 +59,9 @@ package struct TLSPipeline: Sendable {
         configuration.shutdownTimeout = .seconds(1)
         // Peers are checked by the custom callback (pinning); on a server this also makes client certificates required.
         configuration.certificateVerification = .noHostnameVerification
+        // No system store: the account's devices are pinned, never vouched for by a CA. NIOSSL's default loads the
+        // system's CA file, and a machine without ca-certificates failed every session with "unknownError([])".
+        configuration.trustRoots = .certificates([])
         return configuration
     }
 
