@@ -57,7 +57,7 @@ extension Agent: PeerLinkResponder {
                 host: link.channel.remoteAddress?.hostText,
                 dialed: nil,
                 store: store,
-                log: { [logger] line in logger.info("\(line)", metadata: ["peer": "\(link.peer.short)"]) }
+                log: { [logger] line in logger.info("\(Agent.logLine(line))", metadata: ["peer": "\(link.peer.short)"]) }
             )
             rosterChanged()
             return .synced(roster: try store.roster().encoded(), agentPort: port)
