@@ -157,4 +157,4 @@ elif [ "$enable" = 1 ]; then
 else
     echo "Not enabled (--no-enable): systemctl --user enable --now baton-agent starts it now and at every login."
 fi
-echo "Next: \`baton pair\` on one machine (it waits) and \`baton pair ITS-ADDRESS:47811\` on another of yours; compare the codes; then \`baton doctor\`."
+echo "Next: \`baton pair\` on one machine (it waits and announces itself) and \`baton pair --find\` on another of yours on the same network (or \`baton pair ITS-ADDRESS:47811\` elsewhere); compare the codes; then \`baton doctor\`."

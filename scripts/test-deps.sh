@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what every test of `swift test` needs beyond the Swift toolchain (issue 24), with apt-get: only the
+# Installs what every test of `swift test` needs beyond the Swift toolchain (issue 24), and what CI's clean-room
+# check and the packaging scripts need, with apt-get: only the
 # packages that are missing, one `apt-get update`, nothing asked. Running it again does nothing.
 #
 #   scripts/test-deps.sh           install what is missing (as root, or through sudo)
@@ -36,6 +37,9 @@ packages=(
     "procps|have sysctl|the namespaces' sysctls (scripts/netns.sh)"
     "nftables|have nft|an nft rule in a test namespace that makes adverts fail with EPERM (AdvertRecoveryNamespaceTests)"
     "libsqlite3-dev|[ -f /usr/include/sqlite3.h ]|building: GRDB links the system SQLite (one of the toolchain's documented packages)"
+    "debootstrap|have debootstrap|the clean Debian roots: CI's fresh-machine check (scripts/cleanroom.sh), the package check (scripts/package-check.sh)"
+    "dpkg-dev|have dpkg-shlibdeps|the .deb's Depends, computed from the binaries (scripts/package.sh)"
+    "lintian|have lintian|checking the .deb (scripts/package.sh)"
 )
 
 name() { printf '%s' "${1%%|*}"; }
