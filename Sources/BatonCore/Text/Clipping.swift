@@ -30,6 +30,13 @@ extension StringProtocol {
     package func clipped(toBytes limit: Int = Clipping.logBytes) -> String {
         let total = utf8.count
         guard total > limit else { return String(self) }
+        let kept = prefix(utf8Bytes: limit)
+        return kept + Clipping.note(total - kept.utf8.count, more: "bytes")
+    }
+
+    /// Its first whole characters within `limit` UTF-8 bytes (all of it when it fits): a cut that never splits a
+    /// character. Costs O(`limit`), however long the text.
+    package func prefix(utf8Bytes limit: Int) -> String {
         var end = startIndex
         var used = 0
         while end < endIndex {
@@ -39,6 +46,6 @@ extension StringProtocol {
             used += size
             end = next
         }
-        return String(self[..<end]) + Clipping.note(total - used, more: "bytes")
+        return String(self[..<end])
     }
 }

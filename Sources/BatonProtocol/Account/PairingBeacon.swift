@@ -1,3 +1,4 @@
+import BatonCore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -112,16 +113,8 @@ public struct PairingBeacon: Sendable, Hashable {
         var scalars = String.UnicodeScalarView()
         scalars.append(contentsOf: name.unicodeScalars.filter(isAllowed))
         let trimmed = trimmingWhiteSpace(String(scalars))
-        var result = ""
-        var bytes = 0
-        for character in trimmed {
-            let size = character.utf8.count
-            guard bytes + size <= maximumNameBytes else { break }
-            result.append(character)
-            bytes += size
-        }
         // Cutting can leave white space at the new end.
-        result = trimmingWhiteSpace(result)
+        let result = trimmingWhiteSpace(trimmed.prefix(utf8Bytes: maximumNameBytes))
         return result.isEmpty ? fallbackName : result
     }
 

@@ -62,16 +62,7 @@ public enum BrowserMessage: Sendable, Hashable {
 
     /// `title` cut to at most ``maximumTitleBytes`` UTF-8 bytes, at a character boundary.
     static func shortened(_ title: String) -> String {
-        guard title.utf8.count > maximumTitleBytes else { return title }
-        var kept = ""
-        var bytes = 0
-        for character in title {
-            let size = character.utf8.count
-            guard bytes + size <= maximumTitleBytes else { break }
-            kept.append(character)
-            bytes += size
-        }
-        return kept
+        title.prefix(utf8Bytes: maximumTitleBytes)
     }
 }
 
