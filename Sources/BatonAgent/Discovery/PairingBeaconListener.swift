@@ -52,42 +52,42 @@ public enum PairingBeaconListener {
         var problems: [String] = []
         var joined = 0
         defer { channels.forEach { $0.close(promise: nil) } }
-        if !interfaces.v4.isEmpty {
+        /// Binds the discovery port at `host` and joins `groupAddress` on each of `devices`; what fails goes into
+        /// `problems`, so one family or interface failing leaves the others listening.
+        func listen(
+            host: String,
+            v6Only: Bool,
+            groupAddress: String,
+            devices: [String: NIONetworkDevice]
+        ) async {
+            guard !devices.isEmpty else { return }
+            let shown = v6Only ? "[\(host)]" : host
             do {
-                let channel = try await bootstrap().bind(host: "0.0.0.0", port: discoveryPort).get()
+                var bootstrap = bootstrap()
+                if v6Only {
+                    bootstrap = bootstrap.channelOption(
+                        ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only),
+                        value: 1
+                    )
+                }
+                let channel = try await bootstrap.bind(host: host, port: discoveryPort).get()
                 channels.append(channel)
-                let group = try SocketAddress(ipAddress: AdvertSocket.group, port: discoveryPort)
-                for (name, device) in interfaces.v4.sorted(by: { $0.key < $1.key }) {
+                let group = try SocketAddress(ipAddress: groupAddress, port: discoveryPort)
+                for (name, device) in devices.sorted(by: { $0.key < $1.key }) {
                     do {
                         try await (channel as? MulticastChannel)?.joinGroup(group, device: device).get()
                         joined += 1
                     } catch {
-                        problems.append("\(name): cannot join \(AdvertSocket.group): \(error)")
+                        problems.append("\(name): cannot join \(groupAddress): \(error)")
                     }
                 }
             } catch {
-                problems.append("cannot bind 0.0.0.0:\(discoveryPort)/udp: \(error)")
+                problems.append("cannot bind \(shown):\(discoveryPort)/udp: \(error)")
             }
         }
-        if !interfaces.v6.isEmpty {
-            do {
-                let channel = try await bootstrap()
-                    .channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
-                    .bind(host: "::", port: discoveryPort).get()
-                channels.append(channel)
-                let group = try SocketAddress(ipAddress: AdvertSocket.group6, port: discoveryPort)
-                for (name, device) in interfaces.v6.sorted(by: { $0.key < $1.key }) {
-                    do {
-                        try await (channel as? MulticastChannel)?.joinGroup(group, device: device).get()
-                        joined += 1
-                    } catch {
-                        problems.append("\(name): cannot join \(AdvertSocket.group6): \(error)")
-                    }
-                }
-            } catch {
-                problems.append("cannot bind [::]:\(discoveryPort)/udp: \(error)")
-            }
-        }
+        await listen(host: "0.0.0.0", v6Only: false, groupAddress: AdvertSocket.group, devices: interfaces.v4)
+        // IPv6 only: the IPv4 socket above takes the IPv4 datagrams for this port.
+        await listen(host: "::", v6Only: true, groupAddress: AdvertSocket.group6, devices: interfaces.v6)
         guard joined > 0 else {
             throw BatonAgentError(
                 .multicastUnavailable,
