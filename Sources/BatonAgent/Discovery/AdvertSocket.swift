@@ -184,22 +184,43 @@ final class AdvertSocket: @unchecked Sendable {
         loop: EventLoop,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> Open {
-        let sender = try AdvertSender.bound(to: address, v6Only: kind == .multicast6)
+        try await openSocketFuture(address, kind: kind, loop: loop, receive: receive).get()
+    }
+
+    /// ``openSocket(_:kind:loop:receive:)`` as a future on `loop`: a reopening runs on the event loop alone, so a
+    /// busy Swift concurrency pool (every thread blocked in someone's synchronous call) cannot hold it back.
+    static func openSocketFuture(
+        _ address: SocketAddress,
+        kind: Kind,
+        loop: EventLoop,
+        receive: @escaping @Sendable (Data, SocketAddress) -> Void
+    ) -> EventLoopFuture<Open> {
+        let sender: AdvertSender
+        let copy: NIOBSDSocket.Handle
         do {
-            let copy = try sender.duplicate()
-            let channel = try await DatagramBootstrap(group: loop)
-                .channelOption(.maxMessagesPerRead, value: 16)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DatagramReceiver(receive: receive))
-                    }
-                }
-                .withBoundSocket(copy).get()
-            return Open(channel: channel, sender: sender)
+            sender = try AdvertSender.bound(to: address, v6Only: kind == .multicast6)
+            do {
+                copy = try sender.duplicate()
+            } catch {
+                sender.close()
+                throw error
+            }
         } catch {
-            sender.close()
-            throw error
+            return loop.makeFailedFuture(error)
         }
+        return DatagramBootstrap(group: loop)
+            .channelOption(.maxMessagesPerRead, value: 16)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DatagramReceiver(receive: receive))
+                }
+            }
+            .withBoundSocket(copy)
+            .map { Open(channel: $0, sender: sender) }
+            .flatMapErrorThrowing { error in
+                sender.close()
+                throw error
+            }
     }
 
     /// Keeps `open` as the `kind` socket, and watches its channel: one that closes while the agent runs is
@@ -229,37 +250,38 @@ final class AdvertSocket: @unchecked Sendable {
     private func scheduleReopen(_ kind: Kind, at time: UInt64) {
         let wait = Int64(time.subtractingSaturated(Self.uptime()))
         loop.scheduleTask(in: .milliseconds(wait)) { [weak self] in
-            guard let self else { return }
-            Task { await self.reopen(kind) }
+            self?.reopen(kind)
         }
     }
 
     /// One attempt to reopen `kind`'s socket; on failure, the next is scheduled (and not logged: the warning was).
-    private func reopen(_ kind: Kind) async {
+    private func reopen(_ kind: Kind) {
         guard !closing.withLockedValue({ $0 }), let address = slots.withLockedValue({ $0[kind]?.address }) else {
             return
         }
-        do {
-            let open = try await Self.openSocket(address, kind: kind, loop: loop, receive: receive)
-            guard !closing.withLockedValue({ $0 }) else {
-                open.channel.close(promise: nil)
-                open.sender.close()
-                return
-            }
-            let closedFor = slots.withLockedValue { $0[kind]?.backoff.reopened(at: Self.uptime()) }
-            adopt(open, kind: kind)
-            // A new socket has no memberships: join every interface again.
-            joined.withLockedValue { joined in
-                if kind == .multicast4 { joined.v4 = [:] }
-                if kind == .multicast6 { joined.v6 = [:] }
-            }
-            refreshMemberships(log: log)
-            log(
-                "adverts: the \(kind.rawValue) socket is open again (closed for \(String(format: "%.1f", Double(closedFor ?? 0) / 1000)) s)"
-            )
-        } catch {
-            if let next = slots.withLockedValue({ $0[kind]?.backoff.reopenFailed(at: Self.uptime()) }) {
-                scheduleReopen(kind, at: next)
+        Self.openSocketFuture(address, kind: kind, loop: loop, receive: receive).whenComplete { [self] result in
+            switch result {
+            case .success(let open):
+                guard !closing.withLockedValue({ $0 }) else {
+                    open.channel.close(promise: nil)
+                    open.sender.close()
+                    return
+                }
+                let closedFor = slots.withLockedValue { $0[kind]?.backoff.reopened(at: Self.uptime()) }
+                adopt(open, kind: kind)
+                // A new socket has no memberships: join every interface again.
+                joined.withLockedValue { joined in
+                    if kind == .multicast4 { joined.v4 = [:] }
+                    if kind == .multicast6 { joined.v6 = [:] }
+                }
+                refreshMemberships(log: log)
+                log(
+                    "adverts: the \(kind.rawValue) socket is open again (closed for \(String(format: "%.1f", Double(closedFor ?? 0) / 1000)) s)"
+                )
+            case .failure:
+                if let next = slots.withLockedValue({ $0[kind]?.backoff.reopenFailed(at: Self.uptime()) }) {
+                    scheduleReopen(kind, at: next)
+                }
             }
         }
     }
