@@ -81,9 +81,9 @@ struct WasContinuedTests {
             }
         }
         try await world.waitUntilNearby()
-        let started = Date()
+        // Not timed: with every test running at once on 2 cores the test's own wake-ups can be seconds late. The code
+        // says it: the 10 s save deadline would end in appNotAnswering, not saveFailed.
         let events = await world.continueOnDesktop()
-        #expect(Date().timeIntervalSince(started) < 5, "at once, not at the 10 s save deadline")
         #expect(recorder.calls == ["will com.example.notes.edit", "didFail saveFailed"], "\(recorder.calls)")
         guard case .failed(_, let error) = events.last else {
             Issue.record("\(events)")
