@@ -253,3 +253,16 @@ if Context.environment["BATON_FUZZ_SEARCH_INDEX"] != nil {
         )
     )
 }
+
+// `scripts/fuzz.sh adverts`: the advert seal needs swift-crypto, so SwiftPM builds this libFuzzer target too
+// (Fuzz/AdvertFuzzer.swift), only while BATON_FUZZ_ADVERTS is set, as the frames fuzzer above.
+if Context.environment["BATON_FUZZ_ADVERTS"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "advert-fuzzer",
+            dependencies: ["BatonProtocol", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Fuzz",
+            sources: ["AdvertFuzzer.swift"]
+        )
+    )
+}

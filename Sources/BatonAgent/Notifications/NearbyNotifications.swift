@@ -371,6 +371,13 @@ public struct NearbyNotifications: Sendable {
         return actions
     }
 
+    /// `org.freedesktop.Notifications` changed hands (the bus's `NameOwnerChanged`): ``serverWentAway()`` when a
+    /// process had it, then ``serverAppeared()`` when one has it now, so a server replaced by another shows the offers
+    /// again under new ids. What the bus adapter says is dispatched here, so the fuzzer drives the same path.
+    public mutating func serverChanged(hadOwner: Bool, hasOwner: Bool) -> [Action] {
+        (hadOwner ? serverWentAway() : []) + (hasOwner ? serverAppeared() : [])
+    }
+
     /// The agent stops: every notification on screen is closed (its offer cannot be continued here once the agent
     /// is gone); ids still to come are closed when they come.
     public mutating func stop() -> [Action] {

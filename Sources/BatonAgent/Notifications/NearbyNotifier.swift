@@ -115,7 +115,7 @@ final class NearbyNotifier: Sendable {
             case .actionInvoked(let id, let key): return machine.actionInvoked(id: id, key: key)
             case .closed(let id, _): return machine.closedByServer(id: id)
             case .serverChanged(let hadOwner, let hasOwner):
-                return (hadOwner ? machine.serverWentAway() : []) + (hasOwner ? machine.serverAppeared() : [])
+                return machine.serverChanged(hadOwner: hadOwner, hasOwner: hasOwner)
             }
         }
         switch event {
