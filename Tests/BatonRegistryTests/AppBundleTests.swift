@@ -219,6 +219,24 @@ struct AppBundleTests {
         let array = try factory.bundle("Array", infoText: "<plist><array/></plist>")
         #expect(throws: BatonRegistryError.self) { try AppBundleLoader.load(array) }
     }
+
+    @Test("issue 25 item 11: an empty Info.plist or entitlements file is refused unread, with its path and why (the fuzzer's leak)")
+    func emptyFiles() throws {
+        let factory = try BundleFactory()
+        defer { factory.remove() }
+        // The bundles fuzzer's first finding: reading an empty file leaked Foundation's 4 KiB buffer, once per load.
+        let emptyInfo = try factory.bundle("EmptyInfo", infoText: "")
+        let error = #expect(throws: BatonRegistryError.self) { try AppBundleLoader.load(emptyInfo) }
+        #expect(error?.code == .invalidInfoPlist)
+        #expect(error?.message == "\(emptyInfo.appendingPathComponent("Info.plist").path): empty (0 bytes), not a property list")
+
+        let emptyEntitlements = try factory.bundle(
+            "EmptyEntitlements", infoText: BundleFactory.plist("<key>BatonTeamIdentifier</key><string>TEAM</string>"), entitlementsText: ""
+        )
+        let app = try AppBundleLoader.load(emptyEntitlements)
+        #expect(app.teamIdentifier == "TEAM")
+        #expect(app.warnings.map(\.description).contains { $0.hasPrefix("entitlements ignored: ") && $0.hasSuffix("empty (0 bytes), not a property list") })
+    }
 }
 
 @Suite("Build variables")

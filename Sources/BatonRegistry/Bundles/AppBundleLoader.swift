@@ -178,6 +178,11 @@ public enum AppBundleLoader {
         guard let size = FileStatus(path: url.path)?.size else {
             throw BatonRegistryError(.bundleUnreadable, "\(url.path): no \(what) (or it cannot be read)")
         }
+        // Refused before reading: Foundation's Data(contentsOf:) leaks its 4 KiB read buffer on an empty file (found by
+        // scripts/fuzz.sh bundles under LeakSanitizer; issue 25 item 11), and an empty file is no property list anyway.
+        guard size > 0 else {
+            throw BatonRegistryError(.invalidInfoPlist, "\(url.path): empty (0 bytes), not a property list")
+        }
         guard size <= maximumFileSize else {
             throw BatonRegistryError(.invalidInfoPlist, "\(url.path): \(size) bytes, larger than the \(maximumFileSize)-byte limit")
         }
