@@ -65,15 +65,39 @@ struct AdvertTests {
         let datagram = try Self.keys.seal(Self.advert())
         #expect(receiver.receive(datagram, from: "10.0.0.2", now: Self.now + 5, isMember: members) == .accepted(Self.advert()))
         #expect(receiver.receive(datagram, from: "10.0.0.2", now: Self.now + 6, isMember: members) == .replayed)
-        #expect(receiver.receive(datagram, from: "10.0.0.9", now: Self.now + 40_000, isMember: members) == .stale)
+        #expect(receiver.receive(datagram, from: "10.0.0.9", now: Self.now + 40_000, isMember: members) == .stale(Self.advert(), offBy: -40_000))
         let old = try Self.keys.seal(Self.advert(at: Self.now - 31_000))
-        #expect(receiver.receive(old, from: "10.0.0.2", now: Self.now, isMember: members) == .stale)
+        #expect(receiver.receive(old, from: "10.0.0.2", now: Self.now, isMember: members) == .stale(Self.advert(at: Self.now - 31_000), offBy: -31_000))
         var mine = Self.advert()
         mine.device = Self.desktop
         #expect(receiver.receive(try Self.keys.seal(mine), from: "10.0.0.3", now: Self.now, isMember: members) == .own)
         #expect(receiver.receive(try Self.keys.seal(Self.advert()), from: "10.0.0.2", now: Self.now, isMember: { _ in false }) == .notMember(Self.laptop))
         let stranger = AdvertKeys(AccountKey(epoch: 1, key: [UInt8](repeating: 9, count: 32), excludes: []))
         #expect(receiver.receive(try stranger.seal(Self.advert()), from: "10.0.0.66", now: Self.now, isMember: members) == .notForUs)
+    }
+
+    @Test("issue 25 item 9: a member whose clock is 10 minutes off is heard once its session told its clock; its replays are still refused")
+    func clockSkew() throws {
+        let members: (DeviceID) -> Bool = { $0 == Self.laptop }
+        for skew in [Int64(600_000), -600_000] {
+            var receiver = AdvertReceiver(me: Self.desktop, keys: Self.keys)
+            let theirNow = UInt64(Int64(Self.now) + skew)
+            let fresh = try Self.keys.seal(Self.advert(at: theirNow))
+            #expect(receiver.receive(fresh, from: "10.0.0.2", now: Self.now, isMember: members) == .stale(Self.advert(at: theirNow), offBy: skew), "before: refused, saying by how much")
+            receiver.learnClock(of: Self.laptop, theirs: theirNow + 40, now: Self.now + 40)
+            #expect(receiver.clockOffsets[Self.laptop] == skew)
+            #expect(receiver.receive(fresh, from: "10.0.0.2", now: Self.now + 50, isMember: members) == .accepted(Self.advert(at: theirNow)))
+            #expect(receiver.receive(fresh, from: "10.0.0.2", now: Self.now + 60, isMember: members) == .replayed)
+            // A copy replayed later than the window is stale by the sender's own clock.
+            #expect(receiver.receive(fresh, from: "10.0.0.2", now: Self.now + 31_000, isMember: members) == .stale(Self.advert(at: theirNow), offBy: skew - 31_000))
+            // Its nonce is remembered for the whole window by this device's clock, then forgotten.
+            let later = try Self.keys.seal(Self.advert(at: theirNow + 20_000))
+            #expect(receiver.receive(later, from: "10.0.0.2", now: Self.now + 20_000, isMember: members) == .accepted(Self.advert(at: theirNow + 20_000)))
+            #expect(receiver.receive(later, from: "10.0.0.2", now: Self.now + 49_000, isMember: members) == .replayed)
+            // Another member's clock is its own: the laptop's offset does not widen anyone else's window.
+            receiver.forgetClock(of: Self.laptop)
+            #expect(receiver.receive(try Self.keys.seal(Self.advert(at: theirNow + 21_000)), from: "10.0.0.2", now: Self.now + 21_000, isMember: members) == .stale(Self.advert(at: theirNow + 21_000), offBy: skew))
+        }
     }
 
     @Test("receiver: garbage from a member's own address never suppresses its real adverts (issue 10 item 5)")

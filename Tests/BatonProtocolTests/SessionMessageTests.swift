@@ -740,4 +740,24 @@ struct SessionVectorTests {
         var older = SessionMultiplexer()
         #expect(try older.receive(.unknown(type: "continued", id: nil)) == .ignore, "as an older agent reads it")
     }
+
+    static let clock =
+        "0000004762706c6973743030d201030204536e6f7713000001a3185c5000517455636c6f636b080d111a1c00000000"
+        + "00000101000000000000000500000000000000000000000000000022"
+
+    @Test("issue 25 item 9: the clock notice encodes to the documented frame, is a notice, and an older reader ignores it")
+    func clockVector() throws {
+        let message = SessionMessage.clock(milliseconds: 1_800_000_000_000)
+        let frame = try Support.frame(message.propertyList)
+        #expect(Support.hex(frame) == Self.clock)
+        #expect(try SessionMessage(BinaryPropertyListDecoder.decode(Data(frame.dropFirst(4)), limits: Support.frameLimits)) == message)
+        #expect(message.id == nil, "a notice: no answer")
+        var multiplexer = SessionMultiplexer()
+        #expect(try multiplexer.receive(message) == .clock(milliseconds: 1_800_000_000_000))
+        var older = SessionMultiplexer()
+        #expect(try older.receive(.unknown(type: "clock", id: nil)) == .ignore, "as an older agent reads it")
+        #expect(throws: (any Error).self, "a clock that is not a number is malformed") {
+            try SessionMessage(.dictionary(["t": .string("clock"), "now": .string("noon")]))
+        }
+    }
 }

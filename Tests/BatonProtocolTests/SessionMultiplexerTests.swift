@@ -286,8 +286,8 @@ struct SessionMultiplexerTests {
                 let index = try #require(ends[end].pending.firstIndex { $0.0 == id })
                 ends[end].pending.remove(at: index)
                 ends[end].stoppedByPeer.insert(id)
-            case .continued:
-                Issue.record("no continued notice is sent here")
+            case .continued, .clock:
+                Issue.record("no notice is sent here")
             case .respond(let refusal):
                 let id = try #require(refusal.id)
                 ends[end].refused.insert(id)

@@ -48,6 +48,8 @@ protocol PeerLinkResponder: AnyObject, Sendable {
     /// The peer's app now has the state of the activity advertised with `sequence`, which it fetched with
     /// `confirms` (the `continued` notice): the originating app is told `continued` now (A8; issue 25 item 4).
     func peerContinued(sequence: UInt64, on link: PeerLink)
+    /// The peer's wall clock as it sent its `clock` notice, milliseconds since 1970 (issue 25 item 9).
+    func peerClock(_ milliseconds: UInt64, on link: PeerLink)
     /// The link ended.
     func linkClosed(_ link: PeerLink)
     /// A link opened, by either side (the agent syncs rosters over it and sweeps it when idle).
@@ -276,6 +278,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             streamControl(message)
         case .continued(let sequence):
             responder.peerContinued(sequence: sequence, on: self)
+        case .clock(let milliseconds):
+            responder.peerClock(milliseconds, on: self)
         case .ignore:
             break
         }
@@ -691,6 +695,9 @@ final class PeerLinks: @unchecked Sendable {
                 return (link, nil)
             }
             if Self.prefersNew(dialedByMe: link.dialedByMe, over: current.dialedByMe, me: me, peer: link.peer) {
+        // Each side tells the other its clock once the session is up: adverts are judged against the sender's own
+        // clock, so devices whose clocks are minutes apart still hear each other (issue 25 item 9, PROTOCOL §5).
+        link.send(.clock(milliseconds: Agent.now()))
                 table.links[link.peer] = link
                 table.retired[ObjectIdentifier(current)] = current
                 return (link, current)

@@ -42,8 +42,10 @@ public struct AdvertReceiver: Sendable {
         case notForUs
         /// Sent by this device (multicast loops back).
         case own
-        /// Outside the replay window.
-        case stale
+        /// Outside the replay window, judged by the sender's clock where its offset is known (``learnClock(of:theirs:now:)``).
+        /// `offBy` is the advert's time minus this device's clock, in milliseconds: minutes, and steady, when the
+        /// two clocks disagree (the agent then syncs with the device, which teaches the offset; issue 25 item 9).
+        case stale(Advert, offBy: Int64)
         /// A nonce already seen within the window.
         case replayed
         /// The sender is not an active member.
@@ -64,6 +66,10 @@ public struct AdvertReceiver: Sendable {
     var nonceOrder: [([UInt8], UInt64)] = []
     var nonceOrderStart = 0
     var buckets: [DeviceID: Bucket] = [:]
+    /// Each member device's wall clock minus this device's, in milliseconds, as its last authenticated session said
+    /// (issue 25 item 9). A device whose clock is ten minutes off is still heard: its adverts are judged against its
+    /// own clock, and a replay, old by that clock, is still refused. At most `trackedDevices`.
+    public private(set) var clockOffsets: [DeviceID: Int64] = [:]
 
     /// A receiver for device `me`, opening with `keys`.
     public init(me: DeviceID, keys: AdvertKeys, limits: Limits = Limits()) {
@@ -77,15 +83,34 @@ public struct AdvertReceiver: Sendable {
         self.keys = keys
     }
 
+    /// Records `device`'s clock: `theirs` is what its authenticated session said the time was there, `now` the time
+    /// here when it arrived (both milliseconds since 1970). Only from a session whose certificate is a member's: an
+    /// advert alone cannot move the window.
+    public mutating func learnClock(of device: DeviceID, theirs: UInt64, now: UInt64) {
+        if clockOffsets[device] == nil, clockOffsets.count >= limits.trackedDevices, let any = clockOffsets.keys.first {
+            clockOffsets[any] = nil
+        }
+        clockOffsets[device] = Int64(clamping: theirs) &- Int64(clamping: now)
+    }
+
+    /// Forgets a device's clock (it left the account).
+    public mutating func forgetClock(of device: DeviceID) {
+        clockOffsets[device] = nil
+    }
+
     /// Handles one datagram from `source` (an address) at `now` (milliseconds since 1970).
     public mutating func receive(_ datagram: Data, from source: String, now: UInt64, isMember: (DeviceID) -> Bool) -> Outcome {
         guard let (advert, nonce) = keys.open(datagram) else { return .notForUs }
         guard advert.device != me else { return .own }
-        let skew = advert.timestamp > now ? advert.timestamp - now : now - advert.timestamp
-        guard skew <= limits.replayWindowMilliseconds else { return .stale }
+        let offBy = Int64(clamping: advert.timestamp) &- Int64(clamping: now)
+        // The advert's time against the sender's clock as last learned: the same window, wherever its clock is.
+        let offset = clockOffsets[advert.device] ?? 0
+        guard (offBy &- offset).magnitude <= limits.replayWindowMilliseconds else { return .stale(advert, offBy: offBy) }
         forgetExpiredNonces(now: now)
         guard nonces[nonce] == nil else { return .replayed }
-        remember(nonce, until: advert.timestamp + limits.replayWindowMilliseconds)
+        // Kept until the window has passed by this device's clock (the nonce could be replayed until then).
+        let sentHere = UInt64(clamping: max(0, Int64(clamping: advert.timestamp) &- offset))
+        remember(nonce, until: sentHere + limits.replayWindowMilliseconds)
         guard isMember(advert.device) else { return .notMember(advert.device) }
         guard admit(advert.device, now: now) else { return .rateLimited }
         return .accepted(advert)

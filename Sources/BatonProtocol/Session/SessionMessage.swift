@@ -100,6 +100,10 @@ public enum SessionMessage: Sendable, Hashable {
     /// sequence, fetched with `confirm` (A8: the originating app is told `continued` now; issue 25 item 4). An older
     /// reader ignores it, as every notice it does not know.
     case continued(sequence: UInt64)
+    /// A notice (no id, no answer), sent by each side once its session is up: the sender's wall clock, milliseconds
+    /// since 1970, as it sent this. The receiver judges the sender's adverts against that clock, so two devices whose
+    /// clocks are minutes apart still see each other (issue 25 item 9, docs/PROTOCOL.md §5). Older readers ignore it.
+    case clock(milliseconds: UInt64)
     /// Asks what the activity with this sequence number is (app, type, title), for showing it (C3).
     case describe(id: UInt64, sequence: UInt64)
     /// The asking side no longer wants the answer to `id` (C6).
@@ -142,7 +146,7 @@ public enum SessionMessage: Sendable, Hashable {
         case .synced(let id, _, _), .fetch(let id, _, _, _), .describe(let id, _), .cancel(let id), .payload(let id, _),
             .summary(let id, _), .failure(let id, _, _):
             id
-        case .error, .credit, .endOfStream, .resetStream, .continued: nil
+        case .error, .credit, .endOfStream, .resetStream, .continued, .clock: nil
         case .openStream(let id, _, _), .streamOpened(let id, _), .ping(let id), .pong(let id): id
         case .unknown(_, let id): id
         }
@@ -159,6 +163,8 @@ public enum SessionMessage: Sendable, Hashable {
             makeMessage("fetch", ["id": .number(id), "seq": .number(sequence), "deadline": .number(deadline), "confirm": confirms ? .bool(true) : nil])
         case .continued(let sequence):
             makeMessage("continued", ["seq": .number(sequence)])
+        case .clock(let milliseconds):
+            makeMessage("clock", ["now": .number(milliseconds)])
         case .describe(let id, let sequence):
             makeMessage("describe", ["id": .number(id), "seq": .number(sequence)])
         case .cancel(let id):
@@ -208,6 +214,7 @@ public enum SessionMessage: Sendable, Hashable {
                 confirms: try fields.optionalBool("confirm") ?? false
             )
         case "continued": self = .continued(sequence: try fields.number("seq"))
+        case "clock": self = .clock(milliseconds: try fields.number("now"))
         case "describe": self = .describe(id: try fields.number("id"), sequence: try fields.number("seq"))
         case "cancel": self = .cancel(id: try fields.number("id"))
         case "payload": self = .payload(id: try fields.number("id"), payload: try fields.data("payload"))

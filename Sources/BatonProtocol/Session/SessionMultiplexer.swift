@@ -51,6 +51,8 @@ public struct SessionMultiplexer: Sendable {
         case stream(SessionMessage)
         /// The peer's app has the state of the activity with this sequence, which it fetched with `confirms` (A8).
         case continued(sequence: UInt64)
+        /// The peer's wall clock as it sent this (milliseconds since 1970): its adverts are judged by it (issue 25 item 9).
+        case clock(milliseconds: UInt64)
         /// A late reply to a request already finished or cancelled: ignore.
         case ignore
     }
@@ -110,6 +112,8 @@ public struct SessionMultiplexer: Sendable {
             return try start(id, .fetch(sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms))
         case .continued(let sequence):
             return .continued(sequence: sequence)
+        case .clock(let milliseconds):
+            return .clock(milliseconds: milliseconds)
         case .describe(let id, let sequence):
             return try start(id, .describe(sequence: sequence))
         case .cancel(let id):

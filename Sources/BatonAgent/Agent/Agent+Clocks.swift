@@ -1,0 +1,49 @@
+import BatonProtocol
+import Logging
+import NIOCore
+
+/// Devices whose clocks disagree (issue 25 item 9). Adverts carry the sender's time and are refused outside a 30 s
+/// window, against replays; judged against this device's clock, a laptop ten minutes off was never seen. Each side of
+/// a session now sends its clock (`clock`), and the receiver judges that device's adverts against it. A device heard
+/// only by adverts, all stale, is dialled (at most every ``clockProbeInterval``): the session that opens teaches the
+/// offset both ways, and the next advert is heard.
+extension Agent {
+    /// How often a device whose adverts are all stale is dialled to learn its clock, at most.
+    static let clockProbeInterval: UInt64 = 30_000
+
+    func peerClock(_ milliseconds: UInt64, on link: PeerLink) {
+        let now = Self.now()
+        let changed = state.withLockedValue { state -> Bool in
+            let before = state.receiver.clockOffsets[link.peer]
+            state.receiver.learnClock(of: link.peer, theirs: milliseconds, now: now)
+            let after = state.receiver.clockOffsets[link.peer] ?? 0
+            // Said when the difference first exceeds the window, or moves by more than it (a clock that was set).
+            return after.magnitude > AdvertReceiver.Limits().replayWindowMilliseconds
+                && (before.map { ($0 &- after).magnitude > AdvertReceiver.Limits().replayWindowMilliseconds } ?? true)
+        }
+        guard changed, let offset = state.withLockedValue({ $0.receiver.clockOffsets[link.peer] }) else { return }
+        let seconds = offset.magnitude / 1000
+        logger.notice(
+            "\(link.peerName)'s clock is \(seconds) s \(offset > 0 ? "ahead of" : "behind") this device's; its adverts are judged by its own clock (set both with NTP: timedatectl set-ntp true)",
+            metadata: ["peer": "\(link.peer.short)"]
+        )
+    }
+
+    /// An authenticated advert from a member, outside the window by this device's idea of its clock: dial it, so
+    /// the session tells both sides the other's clock. Not more than every ``clockProbeInterval`` per device, and
+    /// only for active members, so a replayed advert costs at most that one connection attempt.
+    func probeClock(of advert: Advert, from source: SocketAddress) {
+        guard let host = source.hostText, advert.sessionPort > 0 else { return }
+        let now = Self.now()
+        let due = state.withLockedValue { state -> Bool in
+            guard state.roster.isActive(advert.device) else { return false }
+            if let last = state.clockProbes[advert.device], now &- last < Self.clockProbeInterval { return false }
+            state.clockProbes[advert.device] = now
+            return true
+        }
+        guard due else { return }
+        sessionWork.start { [self] in
+            _ = try? await links.connectReusing(host: host, port: Int(advert.sessionPort))
+        }
+    }
+}
