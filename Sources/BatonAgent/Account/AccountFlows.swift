@@ -223,8 +223,14 @@ extension AccountFlows {
             throw BatonAgentError(.peerRefused, "\(peer.short) has been removed from the account")
         }
         let address = dialed ?? zip(host, agentPort).map(Agent.joinHostPort)
-        if try store.recordPeer(peer, address: address) {
-            log("\(store.peersURL.path) was damaged: set aside as peers.plist.damaged, and rebuilt from syncs")
+        do {
+            if try store.recordPeer(peer, address: address) {
+                log("\(store.peersURL.path) was damaged: set aside as peers.plist.damaged, and rebuilt from syncs")
+            }
+        } catch {
+            // Where a peer listens is a cache that every sync writes again, while the roster above is the account:
+            // a full disk (issue 25 item 9) must not fail a merge that was saved, or one that changed nothing.
+            log("could not record where \(peer.short) listens (the roster is merged): \(error)")
         }
         return merged
     }

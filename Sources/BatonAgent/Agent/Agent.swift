@@ -325,7 +325,11 @@ public final class Agent: @unchecked Sendable {
                 state.keys = AdvertKeys(roster.accountKey)
                 state.receiver.update(keys: state.keys)
             }
-            let forgotten = state.nearby.entries.keys.filter { !roster.isActive($0) }
+            // After a rotation every entry goes: its type hash was keyed by the old key, so no app here would match
+            // it any more (issue 25 item 9: a continuation then failed noApp). A device that has the new key is back
+            // with its next advert, within the advert interval; one that does not (it could not save the roster)
+            // is out of step, and not offered, until it catches up.
+            let forgotten = state.nearby.entries.keys.filter { rotated || !roster.isActive($0) }
             for device in forgotten { state.nearby.forget(device) }
             return (rotated, forgotten)
         }
