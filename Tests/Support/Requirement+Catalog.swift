@@ -47,6 +47,9 @@ extension Requirement {
     /// nftables' `nft`: a firewall rule, in a test's own network namespace, that makes the agent's sends fail (EPERM).
     public static let nftables = Requirement("nft", programs: ["nft"], packages: ["nftables"])
 
+    /// libfaketime's `faketime`: an agent whose wall clock is 10 minutes off (scripts/faults.py skew).
+    public static let faketime = Requirement("faketime", programs: ["faketime"], packages: ["faketime"])
+
     /// Root, for what only root may do (make files as another user). No package brings it.
     public static let root = Requirement("root", packages: [], advice: "run the tests as root") { _ in
         getuid() == 0 ? nil : "the tests run as uid \(getuid())"
