@@ -301,7 +301,7 @@ class Results:
         row = {
             "scenario": scenario, "level": level, "continuations": len(outcomes), "outcomes": kinds,
             "medianSeconds": round(statistics.median(times), 3) if times else None,
-            "maxSeconds": round(max(times), 3) if times else None, "boundSeconds": bound, "expected": expected, "note": note,
+            "maxSeconds": round(max(times), 3) if times else None, "boundSeconds": bound, "expected": sorted(expected), "note": note,
         }
         problems = [o for o, _ in outcomes if o not in expected]
         if problems:
