@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Load on one agent (issue 25 item 10, docs/RELIABILITY.md), on loopback, with the built binaries.
+
+    foreign        500 advertisers of another account, 10 adverts a second each (5,000 datagrams a second): real
+                   sealed adverts of a stranger's agent, captured once and sent from 500 sources. The agent under
+                   load must stay under 5 % of a core and keep its resident memory flat; its idle CPU is measured
+                   first, as the baseline.
+    peers          50 devices of the same account, each with its own agent and a ShopSnap list current, advertising
+                   to one agent: all 50 shown by `baton nearby`, one continued, its CPU and memory while they advertise.
+    continuations  1,000 continuations in a row between two agents: every one continued, latency percentiles, and
+                   each agent's descriptors and resident memory before and after.
+
+Prints a table (and JSON with --json) and exits non-zero when a target is missed. Run through scripts/load.sh,
+which builds first.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def parse():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin", default=".build/debug", help="folder with the built baton and shopsnap")
+    parser.add_argument("--only", action="append", help="run only this scenario (repeatable)")
+    parser.add_argument("--advertisers", type=int, default=500, help="foreign advertisers (default 500)")
+    parser.add_argument("--rate", type=float, default=10, help="adverts a second from each (default 10)")
+    parser.add_argument("--seconds", type=float, default=60, help="how long each load is measured (default 60)")
+    parser.add_argument("--peers", type=int, default=50, help="same-account peers (default 50)")
+    parser.add_argument("--continuations", type=int, default=1000, help="continuations in a row (default 1000)")
+    parser.add_argument("--json", help="write the figures as JSON to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the state folders and logs")
+    return parser.parse_args()
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def resident_kib(pid):
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def descriptors(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class World:
+    def __init__(self, binaries, keep):
+        self.baton = os.path.abspath(os.path.join(binaries, "baton"))
+        self.shopsnap = os.path.abspath(os.path.join(binaries, "shopsnap"))
+        self.root = tempfile.mkdtemp(prefix="baton-load-")
+        self.keep = keep
+        self.processes = []
+        apps = os.path.join(self.root, "apps", "ShopSnap.app")
+        os.makedirs(apps)
+        for file in ("Info.plist", "ShopSnap.entitlements"):
+            shutil.copy(os.path.join(HERE, "..", "Examples", "ShopSnap.app", file), apps)
+        os.symlink(self.shopsnap, os.path.join(apps, "shopsnap"))
+        self.runtime = os.path.join(self.root, "run")
+        os.makedirs(self.runtime, mode=0o700)
+
+    def state(self, name):
+        return os.path.join(self.root, "state-" + name)
+
+    def run(self, *arguments, timeout=60):
+        done = subprocess.run([self.baton, *arguments], capture_output=True, text=True, timeout=timeout, env=self.environment())
+        return done.returncode, done.stdout + done.stderr
+
+    def environment(self, extra=None):
+        return {**os.environ, "XDG_RUNTIME_DIR": self.runtime, **(extra or {})}
+
+    def start(self, arguments, log, extra=None, stdin=subprocess.DEVNULL):
+        handle = open(os.path.join(self.root, log), "w")
+        process = subprocess.Popen(arguments, stdout=handle, stderr=subprocess.STDOUT, stdin=stdin, env=self.environment(extra))
+        self.processes.append(process)
+        return process
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.root, name), errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            return ""
+
+    def wait_for(self, log, text, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.log(log):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def init(self, name):
+        code, output = self.run("init", "--name", name, "--state", self.state(name))
+        if code != 0:
+            raise SystemExit(f"init {name}: {output}")
+
+    def pair(self, waiting, joining):
+        log = f"pair-{joining}.log"
+        process = self.start([self.baton, "pair", "--host", "127.0.0.1", "--port", "0", "--yes", "--timeout", "20", "--state", self.state(waiting)], log)
+        if not self.wait_for(log, "on port"):
+            raise SystemExit("pairing did not start: " + self.log(log))
+        port = re.search(r"on port (\d+)", self.log(log)).group(1)
+        code, output = self.run("pair", f"127.0.0.1:{port}", "--yes", "--state", self.state(joining))
+        if code != 0:
+            raise SystemExit(f"pair {joining}: {output}")
+        process.wait(timeout=10)
+
+    def join(self, inviter, joining):
+        """A headless device joins with `baton invite` / `baton join` (what 50 machines would do)."""
+        log = f"invite-{joining}.log"
+        process = self.start([self.baton, "invite", "--port", "0", "--host", "127.0.0.1", "--address", "127.0.0.1", "--state", self.state(inviter)], log)
+        if not self.wait_for(log, "baton1-"):
+            raise SystemExit("invite did not start: " + self.log(log))
+        token = re.search(r"(baton1-\S+)", self.log(log)).group(1)
+        code, output = self.run("join", token, "--state", self.state(joining))
+        if code != 0:
+            raise SystemExit(f"join {joining}: {output}")
+        process.wait(timeout=10)
+
+    def agent(self, name, port, peers=(), extra=()):
+        log = f"agent-{name}.log"
+        arguments = [self.baton, "agent", "--state", self.state(name), "--host", "127.0.0.1", "--port", str(port), "--no-multicast",
+                     "--no-notify", "--apps", os.path.join(self.root, "apps"), "--launch-timeout", "10", *extra]
+        for peer in peers:
+            arguments += ["--peer", f"127.0.0.1:{peer}"]
+        process = self.start(arguments, log)
+        if not self.wait_for(log, "apps connect at"):
+            raise SystemExit(f"the agent of {name} did not start: " + self.log(log))
+        return process
+
+    def app(self, name, items):
+        socket_path = open(os.path.join(self.state(name), "agent-socket")).read().strip()
+        log = f"shopsnap-{name}.log"
+        process = self.start([self.shopsnap, "list", *items], log, {"BATON_AGENT_SOCKET": socket_path}, stdin=subprocess.PIPE)
+        if not self.wait_for(log, "offering the list"):
+            raise SystemExit(f"shopsnap of {name} did not offer its list: " + self.log(log))
+        return process
+
+    def nearby(self, name):
+        code, output = self.run("nearby", "--json", "--state", self.state(name), timeout=30)
+        if code != 0:
+            return []
+        try:
+            return json.loads(output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return []
+
+    def stop(self):
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.processes = []
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def sample_cpu(pid, seconds):
+    """The share of one core `pid` used over `seconds`, with its resident KiB sampled every 5 s."""
+    start_cpu, start = cpu_seconds(pid), time.monotonic()
+    rss = [resident_kib(pid)]
+    while time.monotonic() - start < seconds:
+        time.sleep(min(5, seconds - (time.monotonic() - start)) if seconds > 0 else 0)
+        rss.append(resident_kib(pid))
+    return (cpu_seconds(pid) - start_cpu) / (time.monotonic() - start), rss
+
+
+class Figures:
+    def __init__(self):
+        self.figures = []
+        self.failures = []
+
+    def add(self, name, value, unit, baseline=None, baseline_value=None, target=None, met=None):
+        ratio = round(value / baseline_value, 3) if baseline_value else None
+        self.figures.append({"name": name, "value": value, "unit": unit, "baseline": baseline, "baselineValue": baseline_value,
+                             "ratio": ratio, "target": target, "met": met})
+        flag = "" if met is None else ("  met" if met else "  MISSED")
+        against = f" (baseline {baseline}: {baseline_value} {unit})" if baseline else ""
+        print(f"  {name}: {value} {unit}{against}{'  target ' + target if target else ''}{flag}", flush=True)
+        if met is False:
+            self.failures.append(f"{name}: {value} {unit}, target {target}")
+
+
+def foreign(world, figures, options):
+    world.init("desk")
+    world.init("stranger")
+    port = free_port()
+    target = world.agent("desk", port)
+    # One real advert of another account: its agent advertises to a socket of ours, which keeps the first datagram.
+    capture = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    capture.bind(("127.0.0.1", 0))
+    capture.settimeout(20)
+    stranger_port = free_port()
+    stranger = world.agent("stranger", stranger_port, peers=[capture.getsockname()[1]])
+    app = world.app("stranger", ["Foreign", "Bread"])
+    advert, _ = capture.recvfrom(2048)
+    capture.close()
+    app.kill()
+    stranger.terminate()
+    stranger.wait()
+    time.sleep(2)
+
+    idle, _ = sample_cpu(target.pid, min(20, options.seconds))
+    senders = []
+    for index in range(options.advertisers):
+        sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sender.bind(("127.0.0.1", 0))
+        senders.append(sender)
+    stopping = threading.Event()
+    sent = [0]
+
+    def flood():
+        interval = 1 / (options.advertisers * options.rate)
+        next_send = time.monotonic()
+        while not stopping.is_set():
+            for sender in senders:
+                try:
+                    sender.sendto(advert, ("127.0.0.1", port))
+                    sent[0] += 1
+                except OSError:
+                    pass
+                next_send += interval
+                delay = next_send - time.monotonic()
+                if delay > 0.002:
+                    time.sleep(delay)
+                if stopping.is_set():
+                    break
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    time.sleep(5)  # warm-up
+    started_sent, started = sent[0], time.monotonic()
+    busy, rss = sample_cpu(target.pid, options.seconds)
+    rate = (sent[0] - started_sent) / (time.monotonic() - started)
+    stopping.set()
+    thread.join()
+    for sender in senders:
+        sender.close()
+    refused_lines = [line for line in world.log("agent-desk.log").splitlines() if "not sealed under this account" in line]
+    figures.add("foreign adverts received", round(rate), "datagrams/s", target=f">= {0.9 * options.advertisers * options.rate:.0f}",
+                met=rate >= 0.9 * options.advertisers * options.rate)
+    figures.add("CPU under the foreign flood", round(busy * 100, 2), "% of a core", "the same agent idle", round(idle * 100, 2), "< 5", busy < 0.05)
+    growth = rss[-1] - rss[0]
+    figures.add("resident memory under the flood", round(rss[-1] / 1024, 1), "MB", "at the flood's start", round(rss[0] / 1024, 1),
+                "flat (< 2 MB growth)", growth < 2048)
+    figures.add("log lines about the foreign adverts", len(refused_lines), "lines", target="<= 1", met=len(refused_lines) <= 1)
+
+
+def peers(world, figures, options):
+    world.init("hub")
+    names = [f"peer-{index:02d}" for index in range(options.peers)]
+    started = time.monotonic()
+    for name in names:
+        world.init(name)
+        world.join("hub", name)
+    print(f"  ({options.peers} devices joined in {time.monotonic() - started:.1f} s)", flush=True)
+    hub_port = free_port()
+    hub = world.agent("hub", hub_port, extra=["--interval", "2"])
+    ports = {}
+    for name in names:
+        ports[name] = free_port()
+        world.agent(name, ports[name], peers=[hub_port])
+        world.app(name, [f"List of {name}"])
+    idle_cpu = None
+    start = time.monotonic()
+    seen = 0
+    while time.monotonic() - start < 120:
+        seen = len(world.nearby("hub"))
+        if seen >= options.peers:
+            break
+        time.sleep(1)
+    took = time.monotonic() - start
+    figures.add("peers shown by baton nearby", seen, "devices", target=f"= {options.peers}", met=seen == options.peers)
+    figures.add("time until all were shown", round(took, 1), "s")
+    asked = time.monotonic()
+    listed = world.nearby("hub")
+    figures.add("baton nearby with all of them", round((time.monotonic() - asked) * 1000), "ms")
+    busy, rss = sample_cpu(hub.pid, options.seconds)
+    figures.add(f"hub CPU while {options.peers} peers advertise", round(busy * 100, 2), "% of a core", target="< 5", met=busy < 0.05)
+    figures.add("hub resident memory", round(rss[-1] / 1024, 1), "MB", "at the start of the window", round(rss[0] / 1024, 1),
+                "flat (< 2 MB growth)", rss[-1] - rss[0] < 2048)
+    chosen = names[len(names) // 2]
+    code, output = world.run("continue", chosen, "--state", world.state("hub"))
+    figures.add(f"continue {chosen} among {options.peers}", 1 if code == 0 and "continued in" in output else 0, "continued",
+                target="1", met=code == 0 and "continued in" in output)
+    del idle_cpu, listed
+
+
+def continuations(world, figures, options):
+    world.init("laptop")
+    world.init("desktop")
+    world.pair("laptop", "desktop")
+    laptop_port, desktop_port = free_port(), free_port()
+    laptop = world.agent("laptop", laptop_port, peers=[desktop_port])
+    desktop = world.agent("desktop", desktop_port, peers=[laptop_port])
+    world.app("laptop", ["Milk", "Eggs"])
+    end = time.monotonic() + 15
+    while not world.nearby("desktop") and time.monotonic() < end:
+        time.sleep(0.2)
+    # Warm-up: the desktop's ShopSnap is launched by the first continuation.
+    for _ in range(5):
+        world.run("continue", "--state", world.state("desktop"))
+    before = {name: (descriptors(p.pid), resident_kib(p.pid)) for name, p in (("laptop", laptop), ("desktop", desktop))}
+    times, outcomes = [], {}
+    for _ in range(options.continuations):
+        started = time.monotonic()
+        code, output = world.run("continue", "--state", world.state("desktop"))
+        times.append(time.monotonic() - started)
+        reason = "continued" if code == 0 and "continued in" in output else (re.search(r"\[(\w+)\]", output) or [None, "untyped"])[1]
+        outcomes[reason] = outcomes.get(reason, 0) + 1
+    after = {name: (descriptors(p.pid), resident_kib(p.pid)) for name, p in (("laptop", laptop), ("desktop", desktop))}
+    ok = outcomes.get("continued", 0)
+    figures.add("continuations in a row that continued", ok, f"of {options.continuations}", target="all", met=ok == options.continuations)
+    times.sort()
+    figures.add("continuation, median (the command's whole run)", round(statistics.median(times) * 1000, 1), "ms")
+    figures.add("continuation, 99th percentile", round(times[int(len(times) * 0.99) - 1] * 1000, 1), "ms")
+    for name in ("laptop", "desktop"):
+        figures.add(f"{name} descriptors", after[name][0], "fds", "before", before[name][0], "flat (+2 at most)", after[name][0] - before[name][0] <= 2)
+        per_thousand = (after[name][1] - before[name][1]) / options.continuations * 1000
+        figures.add(f"{name} resident memory", round(after[name][1] / 1024, 1), "MB", "before", round(before[name][1] / 1024, 1),
+                    "< 1 MB per 1,000", per_thousand < 1024)
+
+
+SCENARIOS = {"foreign": foreign, "peers": peers, "continuations": continuations}
+
+
+def main():
+    options = parse()
+    chosen = options.only or list(SCENARIOS)
+    unknown = [name for name in chosen if name not in SCENARIOS]
+    if unknown:
+        print(f"load.py: unknown scenario {unknown}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    figures = Figures()
+    for name in chosen:
+        print(f"{name}:", flush=True)
+        world = World(options.bin, options.keep)
+        try:
+            SCENARIOS[name](world, figures, options)
+        finally:
+            world.stop()
+            if options.keep:
+                print(f"  (logs in {world.root})")
+    if options.json:
+        with open(options.json, "w") as handle:
+            json.dump({"figures": figures.figures}, handle, indent=2)
+    if figures.failures:
+        print("MISSED:\n  " + "\n  ".join(figures.failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    sys.exit(main())
