@@ -169,6 +169,9 @@ let package = Package(
         // Examples/Notes.app runs `notes`. The editor, document and app as a library, so they can be tested.
         .target(name: "NotesKit", dependencies: ["Baton"], path: "Examples/NotesKit"),
         .executableTarget(name: "notes", dependencies: ["Baton", "NotesKit"], path: "Examples/notes"),
+        // An app that says on which thread each of Baton's calls to it ran (issue 25 item 5); ThreadProbeCLITests
+        // installs it as ShopSnap and continues it through real agents.
+        .executableTarget(name: "thread-probe", dependencies: ["Baton", "BatonAppleNames"], path: "Tests/ThreadProbe"),
         // What tests need from outside the package (programs, Python modules, root) and the Debian packages that bring
         // it, as Swift Testing traits: a test whose need is missing is skipped naming the package, or fails under
         // BATON_TEST_REQUIRE_ALL=1 (issue 24; scripts/test-deps.sh installs them all). Not a test target, so every test
@@ -203,7 +206,7 @@ let package = Package(
         // them so `swift test` builds them first.
         .testTarget(
             name: "BatonCLITests",
-            dependencies: ["baton", "baton-agent", "notes", "BatonCore", "BatonProtocol", "BatonTestSupport"],
+            dependencies: ["baton", "baton-agent", "notes", "thread-probe", "BatonCore", "BatonProtocol", "BatonTestSupport"],
             exclude: ["Fixtures"]
         ),
     ]
