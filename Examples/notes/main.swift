@@ -116,4 +116,6 @@ func run() async -> Int32 {
     return 0
 }
 
-exit(await run())
+// The main actor on the first thread for the app's whole life (issue 25 item 5): not an async main, which would run
+// it on a worker thread after the first await.
+BatonApplication.main { exit(await run()) }

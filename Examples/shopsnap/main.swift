@@ -6,7 +6,7 @@ import ShopSnapKit
 // ShopSnap for Linux: the example app the agent launches (Examples/ShopSnap.app points at this executable).
 //
 //   shopsnap                      wait for continuations and print what arrives
-//   shopsnap list ITEM... [--receipt FILE]...
+//   shopsnap list ITEM... [--receipt FILE]... [--receipt-url URL]...
 //                                 show a shopping list and offer it to the other devices, with files of its receipts
 //                                 (file: URLs; inside a synced folder they arrive as the other device's copy: C9)
 //   shopsnap lists N              show N lists one after another, each saved for search (G1; a stream of index writes)
@@ -50,6 +50,16 @@ func run() async -> Int32 {
                 return 2
             }
             app.list.receipts.append(URL(fileURLWithPath: words[flag + 1]))
+            words.removeSubrange(flag...flag + 1)
+        }
+        // A URL as given, never made a file's: the security suite offers hostile `baton-folder:` URLs with it, as a
+        // broken or hostile device would (issue 25 item 12).
+        while let flag = words.firstIndex(of: "--receipt-url") {
+            guard flag + 1 < words.count, let url = URL(string: words[flag + 1]) else {
+                say("--receipt-url needs a URL")
+                return 2
+            }
+            app.list.receipts.append(url)
             words.removeSubrange(flag...flag + 1)
         }
         app.list.show(words)
@@ -131,4 +141,6 @@ func run() async -> Int32 {
     return 0
 }
 
-exit(await run())
+// The main actor on the first thread for the app's whole life (issue 25 item 5): not an async main, which would run
+// it on a worker thread after the first await.
+UIApplication.main { exit(await run()) }

@@ -42,6 +42,9 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     /// This handler closed the connection (a malformed frame, a refused data frame, a decoder error): frames still
     /// coming out of the same read are from a peer already given up on and reach no sink.
     private var givenUp = false
+    /// The decoder's refusal of a frame (too long, of an unknown kind) that came before a sink was attached: the sink
+    /// hears it when attached, so the peer is refused with its reason, not just cut off (issue 25 item 12).
+    private var refusedFrame: BatonClientError?
 
     package init(sink: MessageSink? = nil) {
         self.sink = sink
@@ -50,6 +53,12 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Attaches the sink; must be called on the channel's event loop.
     package func attach(_ sink: MessageSink) {
         self.sink = sink
+        if let refusedFrame {
+            waiting = []
+            sink.malformed(refusedFrame)
+            closeOnAttach()
+            return
+        }
         let frames = waiting
         waiting = []
         for frame in frames where !givenUp { deliver(frame, to: sink, close: { [weak self] in self?.closeOnAttach() }) }
@@ -112,6 +121,16 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     package func errorCaught(context: ChannelHandlerContext, error: Error) {
         // Decoder errors (an oversized frame), TLS alerts, resets: the connection is over.
         givenUp = true
+        // A frame the decoder refused is the peer's doing, and the sink says so (the agent refuses an app socket
+        // client with `malformedMessage` and logs it once: issue 25 item 12); before a sink is attached, the
+        // connection stays open until it is, for the refusal to be sent.
+        if let refused = error as? BatonClientError {
+            guard let sink else {
+                refusedFrame = refused
+                return
+            }
+            sink.malformed(refused)
+        }
         context.close(promise: nil)
     }
 }

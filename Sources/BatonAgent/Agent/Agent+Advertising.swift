@@ -107,20 +107,42 @@ extension Agent {
     func receiveAdvert(_ datagram: Data, from source: SocketAddress) {
         let host = source.hostText ?? "?"
         let now = Self.now()
-        let change: (DeviceID, NearbyTable.Change)? = state.withLockedValue { state in
+        let (outcome, change) = state.withLockedValue { state -> (AdvertReceiver.Outcome, (DeviceID, NearbyTable.Change)?) in
             let roster = state.roster
             let outcome = state.receiver.receive(datagram, from: host, now: now) { roster.isActive($0) }
-            guard case .accepted(let advert) = outcome else { return nil }
+            guard case .accepted(let advert) = outcome else { return (outcome, nil) }
             let change = state.nearby.apply(advert, from: host, now: now)
             if change == .replaced || change == .removed || change == .revised { state.summaries[advert.device] = nil }
-            return (advert.device, change)
+            return (outcome, (advert.device, change))
         }
+        advertRefused(outcome, from: source)
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
         if change == .added { advertBell.ring() }  // its expiry is due some time
         if change == .removed {
             logger.info("nearby: \(device.short) withdrew its activity (goodbye, A9)", metadata: ["peer": "\(device.short)"])
         }
         nearbyChanged(device, change)
+    }
+
+    /// Logs a refused advert, once per kind (issue 25 item 12): a flood of forged or replayed datagrams is one line.
+    func advertRefused(_ outcome: AdvertReceiver.Outcome, from source: SocketAddress) {
+        let from = "from \(source.hostText ?? "?"):\(source.port ?? 0)"
+        switch outcome {
+        case .accepted, .own:
+            return
+        case .notForUs:
+            refusals.refused(.advertNotForUs) {
+                "an advert \(from): not sealed under this account's key (forged, another account's, or sealed before a key rotation)"
+            }
+        case .stale:
+            refusals.refused(.advertStale) { "an advert \(from): its time is outside the replay window (\(AdvertReceiver.Limits().replayWindowMilliseconds / 1000) s)" }
+        case .replayed:
+            refusals.refused(.advertReplayed) { "an advert \(from): replayed (its nonce was seen within the replay window)" }
+        case .notMember(let device):
+            refusals.refused(.advertNotMember) { "an advert \(from): sealed by \(device.short), which is not a member of this account" }
+        case .rateLimited:
+            refusals.refused(.advertRateLimited) { "an advert \(from): its device sent more than its allowance of adverts a second" }
+        }
     }
 
     /// Tells observers and watching command lines that the nearby list changed.

@@ -236,6 +236,7 @@ extension Agent: PeerLinkResponder {
                 log("\(id): \(message)")
                 broker { $0.documentsMissing(id, message: message) }
             case .invalid(let message):
+                refusals.refused(.documentURLInvalid) { "the state of \(id) from another device: \(message)" }
                 broker { $0.fetchFailed(id, reason: .protocolViolation, message: message) }
             }
         case .failure(let failure):

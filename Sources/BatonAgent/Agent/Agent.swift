@@ -50,6 +50,8 @@ public final class Agent: @unchecked Sendable {
     let search: SearchKeeper
     /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
     let logger: Logger
+    /// What was refused from outside, logged once per kind (issue 25 item 12).
+    let refusals: RefusalLog
     var listener: Channel?
     var ipc: Channel?
     var adverts: AdvertSocket?
@@ -139,6 +141,7 @@ public final class Agent: @unchecked Sendable {
         self.search = SearchKeeper(stateFolder: configuration.store.folder, limits: configuration.searchLimits)
         self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
         self.logger = configuration.logger
+        self.refusals = RefusalLog(logger: configuration.logger)
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
         let keys = AdvertKeys(roster.accountKey)
         state = NIOLockedValueBox(
@@ -171,6 +174,7 @@ public final class Agent: @unchecked Sendable {
         let registry = configuration.withBuiltInApps(configuration.apps ?? AppRegistry.load(searchPaths: appFolders))
         let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
         agent.links.responder = agent
+        agent.links.refused = { [weak agent] refusal in agent?.sessionRefused(refusal) }
         agent.rebuildHashIndex()
         do {
             try await agent.open()

@@ -26,6 +26,13 @@ func resolvedPath(_ url: URL) -> String {
 protocol IPCHandler: AnyObject, Sendable {
     func ipcReceived(_ message: IPCMessage, on connection: IPCConnection)
     func ipcClosed(_ connection: IPCConnection)
+    /// The agent refused `connection` with `code` (and closes it): the agent logs refusals of local processes once
+    /// per kind (issue 25 item 12).
+    func ipcRefused(_ connection: IPCConnection, code: String, message: String)
+}
+
+extension IPCHandler {
+    func ipcRefused(_ connection: IPCConnection, code: String, message: String) {}
 }
 
 /// Where an app's stream connection sends what the app writes, once the stream is open (F3): the agent's splice.
@@ -125,6 +132,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
 
     /// Sends a refusal and closes.
     func refuse(_ code: String, _ message: String) {
+        handler.ipcRefused(self, code: code, message: message)
         send(.refused(code: code, message: message))
         channel.close(promise: nil)
     }

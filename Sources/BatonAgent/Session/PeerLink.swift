@@ -531,6 +531,9 @@ final class PeerLinks: @unchecked Sendable {
     let serverTLS: TLSPipeline
     let group: EventLoopGroup
     weak var responder: (PeerLinkResponder & AnyObject)?
+    /// Told of every session refused in its TLS handshake, both directions (the agent logs them once per kind: issue
+    /// 25 item 12). Set once by the agent before it listens or dials, like `responder`.
+    var refused: (@Sendable (SessionRefusal) -> Void)?
     let table = NIOLockedValueBox(Table())
     /// Seconds without a request in either direction before the side that dialled a link closes it.
     var idleTimeout: Double = 120
@@ -661,8 +664,13 @@ final class PeerLinks: @unchecked Sendable {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(BatonAgentError(.protocolViolation, "no TLS handshake to wait for with \(name)"))
                 }
-                return configured.handshake.flatMapErrorThrowing { error in
+                return configured.handshake.flatMapErrorThrowing { [refused] error in
                     channel.close(promise: nil)
+                    // Only a certificate judged and refused is this side's refusal; a peer that refused us, or went,
+                    // is the dialling code's to report.
+                    if let der = configured.refused.withLockedValue({ $0 }) {
+                        refused?(SessionRefusal(address: name, device: DeviceID(certificateDER: der), dialled: true, error: error))
+                    }
                     guard let error = error as? BatonAgentError else { throw error }
                     throw BatonAgentError(error.code, "\(name): \(error.message)")
                 }.flatMapThrowing { [self] in
@@ -791,7 +799,7 @@ final class PeerLinks: @unchecked Sendable {
                 .childChannelOption(.recvAllocator, value: Backpressure.reads)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { [serverTLS, policy, gauge] channel in
+                .childChannelInitializer { [serverTLS, policy, gauge, refused] channel in
                     let admitted = gauge.withLockedValue { gauge -> Bool in
                         guard gauge.handshaking < Self.pendingHandshakes else { return false }
                         gauge.handshaking += 1
@@ -808,6 +816,10 @@ final class PeerLinks: @unchecked Sendable {
                         // is read, with no task between (issue 11: a cold continuation's first fetch).
                         connection.handshake.whenComplete { [self] result in
                             gauge.withLockedValue { $0.handshaking -= 1 }
+                            if case .failure(let error) = result {
+                                let device = connection.refused.withLockedValue { $0 }.map { DeviceID(certificateDER: $0) }
+                                refused?(SessionRefusal(address: name, device: device, dialled: false, error: error))
+                            }
                             guard case .success = result else { return }
                             _ = try? adopt(channel, handler: handler, presented: connection.presented, name: name, dialedByMe: false)
                         }

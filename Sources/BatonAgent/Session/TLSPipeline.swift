@@ -28,6 +28,9 @@ package struct TLSPipeline: Sendable {
     struct Connection: Sendable {
         /// The certificate (DER) the peer presented, once the verification callback accepted it.
         let presented: NIOLockedValueBox<Data?>
+        /// The certificate (DER) the peer presented and the callback refused (a stranger's, a removed device's), for
+        /// the agent's log (issue 25 item 12).
+        let refused: NIOLockedValueBox<Data?>
         /// Completes when the handshake does; fails when it fails, the connection closes first, or
         /// ``HandshakeWaiter/deadline`` passes.
         let handshake: EventLoopFuture<Void>
@@ -65,10 +68,16 @@ package struct TLSPipeline: Sendable {
         return configuration
     }
 
-    /// The verification callback: accept exactly the certificates `policy` allows, and remember the one presented.
-    package static func verifier(_ policy: PeerPolicy, presented: NIOLockedValueBox<Data?>) -> NIOSSLCustomVerificationCallback {
+    /// The verification callback: accept exactly the certificates `policy` allows, and remember the one presented
+    /// (in `refused` when it is not allowed).
+    package static func verifier(
+        _ policy: PeerPolicy,
+        presented: NIOLockedValueBox<Data?>,
+        refused: NIOLockedValueBox<Data?>? = nil
+    ) -> NIOSSLCustomVerificationCallback {
         { certificates, promise in
             guard let leaf = certificates.first, let der = try? leaf.toDERBytes(), policy.allows(DeviceID(certificateDER: der)) else {
+                if let der = try? certificates.first?.toDERBytes() { refused?.withLockedValue { $0 = Data(der) } }
                 promise.succeed(.failed)
                 return
             }
@@ -81,7 +90,8 @@ package struct TLSPipeline: Sendable {
     /// and the frame decoder and encoder; the caller adds its message handler after them.
     func configure(_ channel: Channel, policy: PeerPolicy) throws -> Connection {
         let presented = NIOLockedValueBox<Data?>(nil)
-        let verify = Self.verifier(policy, presented: presented)
+        let refused = NIOLockedValueBox<Data?>(nil)
+        let verify = Self.verifier(policy, presented: presented, refused: refused)
         let pipeline = channel.pipeline.syncOperations
         switch role {
         case .client:
@@ -98,7 +108,7 @@ package struct TLSPipeline: Sendable {
         }
         try pipeline.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
         try pipeline.addHandler(FrameEncoder())
-        return Connection(presented: presented, handshake: promise.futureResult)
+        return Connection(presented: presented, refused: refused, handshake: promise.futureResult)
     }
 
     /// Waits for the handshake of a connection to `peer`, naming the peer in its error.
