@@ -321,7 +321,7 @@ TYPED = {"timedOut", "peerGone", "peerUnreachable", "notCurrent", "appNotAnsweri
 
 def baseline(lab, results, rounds):
     lab.devices(relayed=False)
-    seen = lab.sees(10)
+    seen = lab.sees(30)
     outcomes = [lab.continue_once() for _ in range(rounds)]
     results.add("baseline", "direct", outcomes, {"continued"}, 5, f"seen after {seen:.2f} s" if seen else "never seen")
     lab.teardown_devices()
@@ -329,7 +329,7 @@ def baseline(lab, results, rounds):
 
 def loss(lab, results, rounds):
     lab.devices(relayed=False)
-    lab.sees(10)
+    lab.sees(30)
     for percent in (1, 5, 20):
         lab.nft(2, drop_rules(percent))
         outcomes = [lab.continue_once() for _ in range(rounds)]
@@ -343,7 +343,7 @@ def latency(lab, results, rounds):
     for delay in (50, 150, 300):
         relay = lab.relay(delay)
         lab.devices(relayed=True)
-        seen = lab.sees(15)
+        seen = lab.sees(30)
         outcomes = [lab.continue_once() for _ in range(rounds)]
         results.add("latency", f"+{delay} ms", outcomes, {"continued"}, 10, f"seen after {seen:.2f} s" if seen else "never seen")
         lab.teardown_devices()
@@ -353,7 +353,7 @@ def latency(lab, results, rounds):
 
 def partition(lab, results, rounds):
     lab.devices(relayed=False)
-    lab.sees(10)
+    lab.sees(30)
     lab.continue_once()  # the link between the two is open: the next fetch goes on it
     outcomes = []
     for _ in range(rounds):
@@ -377,7 +377,7 @@ def partition(lab, results, rounds):
 
 def linkdown(lab, results, rounds):
     lab.devices(relayed=False)
-    lab.sees(10)
+    lab.sees(30)
     outcomes = []
     for _ in range(max(1, rounds // 2)):
         subprocess.run(["ip", "-n", f"{lab.prefix}-h1", "link", "set", "eth0", "down"], check=True)
@@ -398,7 +398,7 @@ def linkdown(lab, results, rounds):
 def restart(lab, results, rounds):
     relay = lab.relay(300)
     lab.devices(relayed=True)
-    lab.sees(15)
+    lab.sees(30)
     outcomes = []
     recovered = []
     for _ in range(max(1, rounds // 2)):
@@ -421,7 +421,7 @@ def restart(lab, results, rounds):
         back = time.monotonic()
         lab.start_agent("laptop", "10.77.0.12")
         lab.start_app(["Milk", "Eggs", "Bread"])
-        lab.sees(15)
+        lab.sees(30)
         again, _ = lab.continue_once()
         recovered.append((again, time.monotonic() - back))
     # The killed agent's side of the link ends: the fetch fails peerGone (or, had it not left yet, the continuation
@@ -443,7 +443,7 @@ def skew(lab, results, rounds):
         lab.start_agent("laptop", "10.77.0.2", {"FAKETIME_DONT_FAKE_MONOTONIC": "1"}, ["faketime", "-f", offset])
         lab.start_agent("desktop", "10.77.0.1")
         lab.start_app(["Milk", "Eggs"])
-        seen = lab.sees(15)
+        seen = lab.sees(30)
         outcomes = [lab.continue_once() for _ in range(rounds)]
         results.add("skew", f"laptop {offset}", outcomes, {"continued"}, 5, f"seen after {seen:.2f} s" if seen else "never seen")
         lab.teardown_devices()
@@ -465,7 +465,7 @@ def stream(lab, results, rounds):
     )
     if not lab.wait_for(log, "editing: Cheese"):
         raise SystemExit("shopsnap edit did not start: " + lab.log(log))
-    lab.sees(15)
+    lab.sees(30)
     _, desktop_log = lab.agents["desktop"]
     mark = len(lab.log(desktop_log))
     continued = lab.continue_once()
@@ -523,7 +523,7 @@ def diskfull(lab, results, rounds):
         lab.start_agent("laptop", "10.77.0.2", extra=["--interval", "1"])
         lab.start_agent("desktop", "10.77.0.1", extra=["--interval", "1"])
         lab.start_app(["Milk", "Eggs"])
-        lab.sees(10)
+        lab.sees(30)
         # The desktop learns of the server from the laptop's roster when their session opens.
         end = time.monotonic() + 20
         while "3 active devices" not in devices_listed(lab, "desktop") and time.monotonic() < end:
@@ -567,7 +567,7 @@ def diskfull(lab, results, rounds):
         lab.stop_agent("laptop")
         lab.start_agent("laptop", "10.77.0.2", extra=["--interval", "1"])
         lab.start_app(["Butter"])
-        lab.sees(10)
+        lab.sees(30)
         after = lab.continue_once()
         code, found, _ = lab.hosts[1].run([lab.baton, "search", "Milk", "--state", folder], timeout=10)
         kept = code == 0 and "Milk" in found
