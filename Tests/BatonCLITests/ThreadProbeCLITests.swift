@@ -75,6 +75,17 @@ struct ThreadProbeCLITests {
         }
     }
 
+    @Test("issue 25 item 5: BatonApplication.main called inside a task (an async main) is refused with exit status 70, saying why")
+    func refusedInsideATask() async throws {
+        try await startingProcesses {
+            let probe = Baton.executable.deletingLastPathComponent().appendingPathComponent("thread-probe")
+            let result = try Baton.run([], environment: ["THREAD_PROBE_STARTUP": "task"], executable: probe)
+            #expect(result.status == 70, "\(result.output)")
+            #expect(result.stderr.contains("BatonApplication.main was called inside a task"), "\(result.output)")
+            #expect(!result.output.contains("ran inside a task"))
+        }
+    }
+
     /// "probe: CALL main=BOOL" as the call and where it ran.
     static func report(_ line: String) -> (call: String, onFirstThread: Bool)? {
         guard let start = line.range(of: "probe: "), let flag = line.range(of: " main=") else { return nil }

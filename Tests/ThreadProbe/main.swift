@@ -16,6 +16,7 @@ import Foundation
 //              BatonApplication.mainQueueDescriptor and calls runMainQueue()
 //   dispatch   the main queue handed to dispatchMain(), which is what an `async` main does on Linux: the first thread
 //              ends, and the main actor runs on a worker (the old startup, kept to show the probe can tell)
+//   task       BatonApplication.main called from inside a task, as from an async main: refused (exit status 70)
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data("\(line)\n".utf8))
@@ -186,6 +187,9 @@ func run() async -> Int32 {
 }
 
 switch ProcessInfo.processInfo.environment["THREAD_PROBE_STARTUP"] ?? "baton" {
+case "task":
+    Task { BatonApplication.main { say("probe: ran inside a task") } }
+    dispatchMain()
 case "dispatch":
     Task { @MainActor in exit(await run()) }
     dispatchMain()
