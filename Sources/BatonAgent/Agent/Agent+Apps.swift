@@ -183,6 +183,12 @@ extension Agent: IPCHandler {
                 )
                 return nil
             }
+            // Issue 25 item 8: and it alone holds the connection (not a child it handed the socket to before an exec).
+            if let refusal = heldElsewhere(connection) {
+                log("\(bundle) (pid \(credentials.pid)) refused: \(refusal)")
+                connection.refuse("notPermitted", refusal)
+                return nil
+            }
         }
         return team
     }
@@ -193,7 +199,8 @@ extension Agent: IPCHandler {
         guard case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) else { return false }
         if configuration.trustsThisProcess, connection.process.pid == getpid() { return true }
         guard let registered = registry.app(bundleIdentifier: bundle)?.executableURL.map(resolvedPath) else { return false }
-        return connection.process.isStill(running: registered)
+        // Issue 25 item 8: and no other process has come to hold its connection since the hello.
+        return connection.process.isStill(running: registered) && heldElsewhere(connection) == nil
     }
 
     // MARK: Launching

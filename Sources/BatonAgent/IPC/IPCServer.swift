@@ -78,6 +78,10 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     /// The connecting process as it was when the connection was accepted, before it could say anything. An app's
     /// identity is bound to this process for the connection's life.
     let process: ProcessStamp
+    /// The connecting process pinned by its pidfd, where the kernel gives one (issue 25 item 8).
+    let pinned: PinnedProcess?
+    /// This end's socket cookie (`SO_COOKIE`), by which the kernel names the client's end (``SocketHolders``).
+    let cookie: UInt64?
     let handler: IPCHandler
     /// The number the handoff broker knows this connection by.
     let appID: HandoffBroker.AppID = IPCConnection.nextID()
@@ -96,10 +100,15 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
         case stream(bundle: String)
     }
 
-    init(channel: Channel, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil) {
+    init(
+        channel: Channel, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil, pinned: PinnedProcess? = nil,
+        cookie: UInt64? = nil
+    ) {
         self.channel = channel
         self.credentials = credentials
         self.process = process ?? ProcessStamp.of(credentials.pid)
+        self.pinned = pinned
+        self.cookie = cookie
         self.handler = handler
     }
 
@@ -169,6 +178,14 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     }
 }
 
+/// The kernel's cookie for `channel`'s socket (`SO_COOKIE`), or nil where it gives none.
+private func socketCookie(of channel: Channel) -> EventLoopFuture<UInt64?> {
+    guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
+    // SOL_SOCKET = 1 and SO_COOKIE = 57 on Linux.
+    let cookie: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(level: SocketOptionLevel(1), name: SocketOptionName(57))
+    return cookie.map { Optional($0) }.recover { _ in nil }
+}
+
 /// The agent's Unix socket (ISSUE 5 part 6): a folder only the user can enter, a socket only the user can open, and
 /// each peer's credentials taken from the kernel before it may say anything.
 enum IPCServer {
@@ -215,8 +232,12 @@ enum IPCServer {
                         try channel.pipeline.syncOperations.addHandler(FrameEncoder())
                         try channel.pipeline.syncOperations.addHandler(messages)
                     }.flatMap {
-                        PeerCredentials.of(channel).map { credentials in
-                            let connection = IPCConnection(channel: channel, credentials: credentials, handler: handler)
+                        PeerCredentials.of(channel).flatMap { credentials in
+                            // Issue 25 item 8: the connecting process pinned (its pidfd) and this end's cookie, by
+                            // which the hello's check finds who holds the client's end.
+                            PinnedProcess.of(channel, pid: credentials.pid).and(socketCookie(of: channel)).map { (credentials, $0.0, $0.1) }
+                        }.map { credentials, pinned, cookie in
+                            let connection = IPCConnection(channel: channel, credentials: credentials, handler: handler, pinned: pinned, cookie: cookie)
                             let deadline = channel.eventLoop.scheduleTask(in: Limits.helloDeadline) {
                                 connection.refuse("timedOut", "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
                             }
