@@ -116,6 +116,7 @@ extension Agent {
             return (outcome, (advert.device, change))
         }
         advertRefused(outcome, from: source)
+        if case .stale(let advert, _) = outcome { probeClock(of: advert, from: source) }
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
         if change == .added { advertBell.ring() }  // its expiry is due some time
         if change == .removed {
