@@ -57,6 +57,8 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
             waiting = []
             sink.malformed(refusedFrame)
             closeOnAttach()
+            // A connection already gone ends here too (its sink counts it closed).
+            if ended { sink.closed() }
             return
         }
         let frames = waiting

@@ -448,6 +448,18 @@ struct SecuritySuiteTests {
                 let reply = readIPCFrame(fd)
                 #expect(reply?["t"]?.stringValue == "refused" && reply?["code"]?.stringValue == "malformedMessage", "\(String(describing: reply))")
             }
+            // Clients that send such a header and go at once, before the agent has read who they are: each still
+            // counts as gone (the 32 places for clients that have not said hello are not used up).
+            for _ in 0..<64 {
+                guard let fd = connectUnix(socket) else { continue }
+                var header = UInt32(64 << 20).bigEndian
+                _ = withUnsafeBytes(of: &header) { Glibc.send(fd, $0.baseAddress, 4, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            let silent = try #require(connectUnix(socket))
+            defer { close(silent) }
+            #expect(!peerCloses(silent, within: 1), "a new client still has a place to say hello in")
             let lines = refusalLines(laptop, "appMalformed")
             #expect(lines.count == 1, "\(laptop.output)")
             let after = ProcessProbe.residentKiB(laptop.process.processIdentifier)
