@@ -122,11 +122,15 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
 
     package func errorCaught(context: ChannelHandlerContext, error: Error) {
         // Decoder errors (an oversized frame), TLS alerts, resets: the connection is over.
+        let first = !givenUp
         givenUp = true
         // A frame the decoder refused is the peer's doing, and the sink says so (the agent refuses an app socket
         // client with `malformedMessage` and logs it once: issue 25 item 12); before a sink is attached, the
         // connection stays open until it is, for the refusal to be sent.
         if let refused = error as? BatonClientError {
+            // Once: a connection already given up on (a malformed frame, an earlier refusal) was told why, and the
+            // decoder goes on reading what came in the same read (the frames fuzzer's find, issue 25 item 11).
+            guard first else { return }
             guard let sink else {
                 refusedFrame = refused
                 return

@@ -158,6 +158,26 @@ struct FrameHandlerTests {
         #expect(!channel.isActive)
     }
 
+    @Test("issue 25 item 11: a frame past the limit behind a malformed one in the same read is not refused again: the sink hears one malformed, before closed")
+    func oneRefusalPerConnection() throws {
+        // The frames fuzzer's input, reduced: a refused frame, then (in the same read) a header past every limit,
+        // which the decoder still reads after the connection was given up on.
+        for first in ["garbage", "data"] {
+            let (channel, sink) = try Self.pipeline(allowsData: true)
+            var bytes = ByteBuffer()
+            if first == "garbage" {
+                bytes.writeInteger(UInt32(8))
+                bytes.writeString("garbage!")
+            } else {
+                bytes.writeBytes([0x80, 0, 0, 0x0E, 0, 0, 0, 0, 0, 0, 0, 3, 1] + Array("hello".utf8))
+            }
+            bytes.writeInteger(UInt32(0x1700_6C6C))
+            try channel.writeInbound(bytes)
+            #expect(sink.malformed.count == 1, "\(first): \(sink.malformed)")
+            #expect(sink.closedCount == 1 && !channel.isActive)
+        }
+    }
+
     @Test("messages that arrive before a sink is attached wait, in order, and the end is told after them")
     func messagesBeforeAttach() throws {
         let channel = EmbeddedChannel()
