@@ -93,8 +93,8 @@ build() {
             "$protocol/Folders/SyncthingConfig.swift" "$root/Fuzz/SyncthingConfigFuzzer.swift")
         ;;
     beacon)
-        # The beacon codec and the sightings list need nothing but the module's error type (no swift-crypto, no BatonCore).
-        sources=("$protocol/BatonProtocolError.swift" "$protocol/Account/PairingBeacon.swift"
+        # The beacon codec and the sightings list need the module's error type and BatonCore's text helpers (no swift-crypto).
+        sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Account/PairingBeacon.swift"
             "$protocol/Account/PairingBeaconSightings.swift" "$root/Fuzz/PairingBeaconFuzzer.swift")
         ;;
     dbus)
