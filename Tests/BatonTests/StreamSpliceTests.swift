@@ -139,8 +139,9 @@ struct StreamSpliceTests {
         """
 
     /// Two devices; the laptop's app offers an activity with streams (or not) and the desktop's app continues it.
-    /// Returns the devices, both apps' main connections and the continuation number on the desktop.
-    static func continued(streams: Bool) async throws -> (LocalDevices, AgentClient, AgentClient, UInt64) {
+    /// Returns the devices, both apps' main connections and the continuation number on the desktop. `streamRelease`
+    /// sets the agents' bound on an ended stream's app end (``AgentConfiguration/streamRelease``).
+    static func continued(streams: Bool, streamRelease: Double? = nil) async throws -> (LocalDevices, AgentClient, AgentClient, UInt64) {
         let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         for (name, plist) in [("Notes", info), ("Other", other)] {
             let bundle = apps.appendingPathComponent("\(name).app")
@@ -151,6 +152,7 @@ struct StreamSpliceTests {
         // answer can take longer than the usual second.
         let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
             configuration.saveDeadline = 10
+            if let streamRelease { configuration.streamRelease = streamRelease }
         }
         let laptop = try await AgentClient.connect(path: devices.agents[0].socketPath, bundleIdentifier: "com.example.Notes")
         let desktop = try await AgentClient.connect(path: devices.agents[1].socketPath, bundleIdentifier: "com.example.Notes")

@@ -45,6 +45,9 @@ public struct AgentConfiguration: Sendable {
     public var syncInterval = 5.0
     /// How long a nearby activity stays listed without a fresh advert.
     public var nearbyTimeToLive = 5.0
+    /// Seconds an app's end of a continuation stream that has ended stays open for the app to take the end
+    /// (``StreamLimits/releaseMilliseconds`` unless configured; tests lengthen it to watch a held end).
+    public var streamRelease = Double(StreamLimits.releaseMilliseconds) / 1000
     /// Whether an app in this very process may connect under any registered bundle (the embedded mode: tests, the
     /// demo). Processes other than this one are always checked against the bundle's executable.
     public var trustsThisProcess = false

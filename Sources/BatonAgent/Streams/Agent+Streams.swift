@@ -109,21 +109,36 @@ extension Agent {
         }
     }
 
-    /// One more stream for `bundle`, unless it has the most allowed; the returned closure gives it back, once.
-    func claimStream(for bundle: String) -> (@Sendable () -> Void)? {
+    /// One more stream end for `bundle` on `connection`, its own connection for the stream, unless the app has
+    /// the most allowed: false then. The end counts until that connection has closed, not until its stream ends
+    /// (issue 25 item 3): an end the agent still holds (a descriptor, bytes queued for an app that does not read)
+    /// takes the place of a stream until its splice has released it, within ``StreamLimits/releaseMilliseconds`` of
+    /// the stream's end.
+    func claimStream(for bundle: String, on connection: IPCConnection) -> Bool {
         let claimed = state.withLockedValue { state -> Bool in
             guard state.streamsPerBundle[bundle, default: 0] < StreamLimits.perApp else { return false }
             state.streamsPerBundle[bundle, default: 0] += 1
             return true
         }
-        guard claimed else { return nil }
-        let released = NIOLockedValueBox(false)
-        return { [self] in
-            guard !released.withLockedValue({ done in defer { done = true }; return done }) else { return }
+        guard claimed else { return false }
+        connection.channel.closeFuture.whenComplete { [self] _ in
             state.withLockedValue { state in
                 state.streamsPerBundle[bundle, default: 1] -= 1
                 if state.streamsPerBundle[bundle] == 0 { state.streamsPerBundle[bundle] = nil }
             }
+        }
+        return true
+    }
+
+    /// The stream ends `bundle` holds here, open or ended and not yet released (the count the limit is taken on).
+    func heldStreamEnds(of bundle: String) -> Int {
+        state.withLockedValue { $0.streamsPerBundle[bundle, default: 0] }
+    }
+
+    /// The splice for a stream end on `connection`: released within the configured bound once its stream ends.
+    func makeSplice(_ connection: IPCConnection, on link: PeerLink) -> StreamSplice {
+        StreamSplice(app: connection, link: link, releaseAfter: .milliseconds(Int64(configuration.streamRelease * 1000))) { [self] line in
+            log(line)
         }
     }
 
@@ -202,16 +217,15 @@ extension Agent {
             return connection.refuse("notPermitted", "no stream waits for \(bundle) with that token (it expired, or was for another app)")
         }
         incoming.timer.cancel()
-        guard let release = claimStream(for: bundle) else {
+        guard claimStream(for: bundle, on: connection) else {
             let text = "\(bundle) has \(StreamLimits.perApp) streams open already"
             incoming.reply(.failed(.tooManyStreams, text))
             return connection.refuse(FetchFailure.tooManyStreams.rawValue, text)
         }
         connection.identify(.stream(bundle: bundle))
         let key = PeerLink.StreamKey(id: incoming.id, openedHere: false)
-        let splice = StreamSplice(app: connection, link: incoming.link, ended: release)
+        let splice = makeSplice(connection, on: incoming.link)
         guard incoming.link.attach(splice, to: key) else {
-            release()
             let text = "the session with the other device ended, or carries \(StreamLimits.perSession) streams already"
             incoming.reply(.failed(.tooManyStreams, text))
             return connection.refuse(FetchFailure.peerGone.rawValue, text)
@@ -229,7 +243,7 @@ extension Agent {
         guard let delivery = state.withLockedValue({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
             return connection.refuse(FetchFailure.notContinued.rawValue, "no activity continued into \(bundle) here has the number \(continuation)")
         }
-        guard let release = claimStream(for: bundle) else {
+        guard claimStream(for: bundle, on: connection) else {
             return connection.refuse(FetchFailure.tooManyStreams.rawValue, "\(bundle) has \(StreamLimits.perApp) streams open already")
         }
         connection.identify(.stream(bundle: bundle))
@@ -237,14 +251,13 @@ extension Agent {
         let timeout = Double(StreamLimits.openMilliseconds) / 1000
         let welcome = IPCMessage.welcome(device: identity.id.description, deviceName: identity.name)
         let opening: @Sendable (PeerLink) -> Void = { [self] link in
-            let splice = StreamSplice(app: connection, link: link, ended: release)
+            let splice = makeSplice(connection, on: link)
             link.openStream(sequence: delivery.sequence, window: window, endpoint: splice, timeout: timeout) { [self] result in
                 switch result {
                 case .success(let (key, peerWindow)):
                     splice.start(key: key, window: window, peerWindow: peerWindow, welcome: welcome)
                     log("stream \(key.id) to \(link.peer.short) for \(bundle) opened")
                 case .failure(let error):
-                    release()
                     let text =
                         error.reason == .unsupported
                         ? "the originating device runs an older Baton without continuation streams (\(error.message))" : error.message
@@ -258,7 +271,6 @@ extension Agent {
             case .success(let link):
                 opening(link)
             case .failure(let error):
-                release()
                 let refused = (error as? BatonAgentError)?.code == .peerRefused
                 connection.refuse((refused ? FetchFailure.refused : .peerGone).rawValue, "cannot reach the originating device: \(error)")
             }

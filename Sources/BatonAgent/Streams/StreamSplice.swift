@@ -16,13 +16,19 @@ import NIOCore
 /// connection's autoRead off otherwise, so a fast writer's `write` waits in its kernel buffer), and credits the peer
 /// only for bytes its own app's socket has taken. So it holds at most one window for a slow reader.
 ///
+/// Release (issue 25 item 3): once the stream has ended, however it ended, the app's end goes too, within
+/// ``releaseAfter`` even when the app never reads and its connection's send queue is full: the connection is closed
+/// and what it had not read is dropped with it. The agent counts the end against the app's limit until then.
+///
 /// `@unchecked Sendable`: its mutable state is under `state`'s lock; the rest are `let`s (the app connection, the
-/// link, and the end hook, all Sendable).
+/// link, the bound and the log hook, all Sendable).
 final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
     let app: IPCConnection
     let link: PeerLink
-    /// Called once when the stream ends, however it ends (the agent's per-app count).
-    let ended: @Sendable () -> Void
+    /// How long the app's end may stay open once the stream has ended (``StreamLimits/releaseMilliseconds``).
+    let releaseAfter: TimeAmount
+    /// Where the agent logs an end it had to close on an app that did not take it.
+    let log: @Sendable (String) -> Void
     let state = NIOLockedValueBox(SpliceState())
 
     struct SpliceState {
@@ -39,12 +45,15 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
         var lastWrite: EventLoopFuture<Void>?
         /// The app closed its connection after ending its side: what it wrote still goes out, then the `eof`.
         var appLeft = false
+        /// Writes to the app that have completed (it took them): whether a finished stream's app still reads.
+        var delivered = 0
     }
 
-    init(app: IPCConnection, link: PeerLink, ended: @escaping @Sendable () -> Void) {
+    init(app: IPCConnection, link: PeerLink, releaseAfter: TimeAmount, log: @escaping @Sendable (String) -> Void) {
         self.app = app
         self.link = link
-        self.ended = ended
+        self.releaseAfter = releaseAfter
+        self.log = log
     }
 
     /// The stream is open: `key` on the link, this side offering `window`, the peer `peerWindow`. Tells the app
@@ -253,6 +262,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
     func write(_ frame: OutboundFrame) -> EventLoopFuture<Void> {
         let written = app.channel.writeAndFlush(frame)
         state.withLockedValue { $0.lastWrite = written }
+        written.whenSuccess { [self] in state.withLockedValue { $0.delivered &+= 1 } }
         return written
     }
 
@@ -266,8 +276,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
         }
         guard let (key, last) = finished else { return }
         link.detach(key)
-        ended()
-        closeApp(after: last)
+        closeApp(after: last, release: .whileTaking, key: key)
     }
 
     /// Ends the stream abnormally: the app hears `reason` (unless it is the one gone), the peer `peerReason`
@@ -287,19 +296,49 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
                 link.sendStreamControl(.resetStream(stream: key.id, opener: key.openedHere, reason: peerReason, message: message))
             }
         }
-        ended()
         if tellApp {
-            closeApp(after: write(.resetStream(reason: reason.rawValue, message: message)))
+            closeApp(after: write(.resetStream(reason: reason.rawValue, message: message)), release: .atBound, key: key)
         } else {
             app.channel.close(promise: nil)
         }
     }
 
-    func closeApp(after last: EventLoopFuture<Void>?) {
+    /// How long an ended stream's app end may stay open (issue 25 item 3).
+    enum Release {
+        /// A reset: the app has ``releaseAfter`` to take the `reset` (behind what it had not read), then it goes.
+        case atBound
+        /// A clean end: the app's last bytes and `eof` are its to read, as long as it takes some every
+        /// ``releaseAfter``; an app that takes nothing for that long has stopped reading, and its end goes.
+        case whileTaking
+    }
+
+    /// Closes the app's connection once `last` (the last write to it) is done, and within the `release` bound in any
+    /// case: closing fails the writes still queued, which frees their bytes and the descriptor at once.
+    func closeApp(after last: EventLoopFuture<Void>?, release: Release, key: PeerLink.StreamKey?) {
         guard let last else {
             app.channel.close(promise: nil)
             return
         }
         last.whenComplete { [app] _ in app.channel.close(promise: nil) }
+        watchRelease(release, key: key, delivered: state.withLockedValue(\.delivered))
+    }
+
+    /// After ``releaseAfter``: an app end still open is closed, unless the stream finished cleanly and the app took
+    /// something since the last look. On the connection's event loop, not in a task: the bound must hold while the
+    /// concurrency pool is busy.
+    func watchRelease(_ release: Release, key: PeerLink.StreamKey?, delivered before: Int) {
+        app.channel.eventLoop.scheduleTask(in: releaseAfter) { [self] in
+            guard app.channel.isActive else { return }
+            let now = state.withLockedValue(\.delivered)
+            if release == .whileTaking, now != before {
+                return watchRelease(release, key: key, delivered: now)
+            }
+            let which = key.map { "stream \($0.id) with \(link.peer.short)" } ?? "a stream"
+            var who = "the app"
+            if case .stream(let bundle) = app.identity.withLockedValue({ $0 }) { who = bundle }
+            let what = release == .atBound ? "did not take its reset" : "took nothing of the stream's last bytes"
+            log("\(which): \(who) \(what) within \(releaseAfter.nanoseconds / 1_000_000) ms of the stream's end; its end is closed, what it had not read dropped")
+            app.channel.close(promise: nil)
+        }
     }
 }

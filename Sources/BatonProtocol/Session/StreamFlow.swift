@@ -126,8 +126,14 @@ public enum StreamLimits {
     /// answered `fail`/`tooManyStreams`. With ``StreamFlow/defaultWindow`` this bounds what a session holds in
     /// flight to 8 MiB each way, half the point where a connection that stopped reading is dropped.
     public static let perSession = 16
-    /// Streams one app may have open at once on its device (either end). Past it, `tooManyStreams`.
+    /// Streams one app may have open at once on its device (either end). Past it, `tooManyStreams`. An end counts
+    /// until its agent has closed the app's connection for it, not only while the stream is open (issue 25 item 3).
     public static let perApp = 8
+    /// Milliseconds an agent keeps an app's end of a stream that has ended (F3, PROTOCOL §8, issue 25 item 3): a
+    /// reset stream's app has this long to take the `reset`, an app whose stream finished cleanly may take nothing
+    /// of what is left for it for this long; then its connection is closed and what it had not read is dropped. An
+    /// app that never reads cannot keep an end, its descriptor and its queued bytes past its stream.
+    public static let releaseMilliseconds: UInt64 = 2_000
     /// Milliseconds the originating app has to take (or decline) a stream announced to it, else `appNotAnswering`.
     public static let acceptMilliseconds: UInt64 = 5_000
     /// Milliseconds the continuing agent waits for `opened` (including the originating app's acceptance).
