@@ -73,7 +73,7 @@ public final class AgentClient: MessageSink, @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
                 }
-                .connect(unixDomainSocketPath: path)
+                .withConnectedSocket(try AgentSocket.connectedDescriptor(path))
                 .get()
         } catch {
             // Where the path came from and what to do is the caller's to add (it knows: ``connect(to:bundleIdentifier:timeout:)``).

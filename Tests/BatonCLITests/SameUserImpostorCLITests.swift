@@ -75,4 +75,26 @@ struct SameUserImpostorCLITests {
             #expect(!waiting.output.contains("continued list"), "\(waiting.output)")
         }
     }
+
+    @Test("issue 25 item 8: an app's connection to its agent is close-on-exec, so a program the app starts does not inherit it")
+    func appConnectionIsCloseOnExec() async throws {
+        try await startingProcesses {
+            let world = try HandoffWorld()
+            try world.device("laptop")
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            let app = try world.shopSnap(on: "laptop", ["list", "Milk"])
+            let pid = app.process.processIdentifier
+            let sockets = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasPrefix("socket:") == true
+            }
+            // The app's own sockets are NIO's, non-blocking (O_NONBLOCK, 04000 in fdinfo's octal flags); a blocking
+            // one came from the test runner as it started the app. Each of the app's must be close-on-exec (02000000).
+            let flags = try sockets.compactMap { descriptor -> Int? in
+                let info = try String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8)
+                return info.split(separator: "\n").first { $0.hasPrefix("flags:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) }
+            }.filter { $0 & 0o4000 != 0 }
+            #expect(!flags.isEmpty, "ShopSnap holds its connection to the agent")
+            #expect(flags.allSatisfy { $0 & 0o2000000 != 0 }, "\(flags.map { String($0, radix: 8) })")
+        }
+    }
 }

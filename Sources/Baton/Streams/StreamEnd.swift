@@ -82,7 +82,8 @@ final class StreamEnd: Sendable {
                 // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
                 // slice of it rather than gathered (copied) from several.
                 .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
-                .connect(unixDomainSocketPath: path) { channel in
+                // Close-on-exec (issue 25 item 8): a program the app starts must not inherit the stream's connection.
+                .withConnectedSocket(try AgentSocket.connectedDescriptor(path)) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let end = StreamEnd(channel: channel)
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
