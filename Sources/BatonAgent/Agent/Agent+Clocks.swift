@@ -13,6 +13,8 @@ extension Agent {
 
     func peerClock(_ milliseconds: UInt64, on link: PeerLink) {
         let now = Self.now()
+        // The dialling side spoke first (once per link); the answer is this side's clock, once.
+        if !link.dialedByMe { link.send(.clock(milliseconds: now)) }
         let changed = state.withLockedValue { state -> Bool in
             let before = state.receiver.clockOffsets[link.peer]
             state.receiver.learnClock(of: link.peer, theirs: milliseconds, now: now)

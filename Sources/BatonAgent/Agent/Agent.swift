@@ -117,10 +117,10 @@ public final class Agent: @unchecked Sendable {
         var nextRequest: UInt64 = 1
         var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
         var summaries: [DeviceID: NearbySummary] = [:]
-        var targets: [SocketAddress] = []
-        /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         /// When each member whose adverts were stale was last dialled to learn its clock (issue 25 item 9).
         var clockProbes: [DeviceID: UInt64] = [:]
+        var targets: [SocketAddress] = []
+        /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]
         var spawned: Set<pid_t> = []
         /// Continuation streams (F1–F3): activities of this device others continued, by sequence; continuations

@@ -695,6 +695,11 @@ final class PeerLinks: @unchecked Sendable {
             responder: responder
         )
         handler.attach(link)
+        // The dialling side tells the other its clock once the session is up, and the other answers with its own:
+        // adverts are judged against the sender's own clock, so devices whose clocks are minutes apart still hear
+        // each other (issue 25 item 9, PROTOCOL §5). Not first from the accepting side: `baton sync`'s one-shot
+        // exchange dials too and reads nothing but its `sync`.
+        if dialedByMe { link.send(.clock(milliseconds: Agent.now())) }
         let me = identity.id
         let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
             if dialedByMe { table.devicesByAddress[name] = link.peer }
@@ -703,9 +708,6 @@ final class PeerLinks: @unchecked Sendable {
                 return (link, nil)
             }
             if Self.prefersNew(dialedByMe: link.dialedByMe, over: current.dialedByMe, me: me, peer: link.peer) {
-        // Each side tells the other its clock once the session is up: adverts are judged against the sender's own
-        // clock, so devices whose clocks are minutes apart still hear each other (issue 25 item 9, PROTOCOL §5).
-        link.send(.clock(milliseconds: Agent.now()))
                 table.links[link.peer] = link
                 table.retired[ObjectIdentifier(current)] = current
                 return (link, current)
