@@ -67,6 +67,10 @@ struct AccountCLITests {
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 try process.run()
+                // Killed during the writes, not before the first: on a loaded machine (CI runs every test at once)
+                // the process can take longer than the delay to start writing at all.
+                let started = Date()
+                while ((try? Self.roster(state).count) ?? 0) <= previous, Date().timeIntervalSince(started) < 20 { usleep(5_000) }
                 usleep(useconds_t(40_000 + (round * 7_919) % 60_000))
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
