@@ -25,8 +25,9 @@ extension Agent {
         }
         guard changed, let offset = state.withLockedValue({ $0.receiver.clockOffsets[link.peer] }) else { return }
         let seconds = offset.magnitude / 1000
+        let name = state.withLockedValue { $0.roster.members[link.peer]?.name } ?? link.peer.short
         logger.notice(
-            "\(link.peerName)'s clock is \(seconds) s \(offset > 0 ? "ahead of" : "behind") this device's; its adverts are judged by its own clock (set both with NTP: timedatectl set-ntp true)",
+            "\(name)'s clock is \(seconds) s \(offset > 0 ? "ahead of" : "behind") this device's; its adverts are judged by its own clock (set both with NTP: timedatectl set-ntp true)",
             metadata: ["peer": "\(link.peer.short)"]
         )
     }
