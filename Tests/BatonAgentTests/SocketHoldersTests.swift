@@ -21,7 +21,7 @@ struct SocketHoldersTests {
         return (ends[0], ends[1], cookie)
     }
 
-    @Test("the other end of a connection is found held by this process alone, well within a second")
+    @Test("the other end of a connection is found held by this process alone, in well under the hello deadline (5 s) even on a loaded machine")
     func peerHeldByThisProcess() throws {
         let (mine, theirs, cookie) = try Self.pair()
         defer {
@@ -54,7 +54,7 @@ struct SocketHoldersTests {
         print(
             "SocketHolders.ofPeer: median \(times[times.count / 2]) wall, \(Int(cpu[cpu.count / 2] * 1e6)) µs CPU (sock_diag \(Int(dump[dump.count / 2] * 1e6)) µs), worst \(times[times.count - 1]); \(processes.count) processes, \(descriptors) descriptors"
         )
-        #expect(times[times.count / 2] < .seconds(1), "median \(times[times.count / 2])")
+        #expect(times[times.count / 2] < .seconds(5), "median \(times[times.count / 2])")
     }
 
     /// This thread's CPU time so far, in seconds.
