@@ -30,12 +30,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETNS = os.path.join(HERE, "netns.sh")
 RELAY = os.path.join(HERE, "delay-relay.py")
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from processes import Folder  # noqa: E402
 BUNDLE = "com.razeware.ShopSnap"
 # A continuation that ends neither way within this is a hang (C8): the fetch waits the save deadline + 1 s (2 s),
 # a connection is given up after its connect timeout, and `baton continue` adds its own launch wait.
@@ -86,37 +87,15 @@ class Host:
         return process
 
 
-class Lab:
+class Lab(Folder):
     def __init__(self, binaries, keep):
-        self.baton = os.path.abspath(os.path.join(binaries, "baton"))
-        self.shopsnap = os.path.abspath(os.path.join(binaries, "shopsnap"))
-        self.root = tempfile.mkdtemp(prefix="baton-faults-")
+        super().__init__(binaries, "faults", keep)
         self.prefix = "fl" + format(os.getpid() % 1296, "x")
-        self.keep = keep
-        self.processes = []
         self.hosts = {}
         self.agents = {}
         self.app = None
 
     # Setup -----------------------------------------------------------------------------------------------------
-
-    def state(self, name):
-        return os.path.join(self.root, "state-" + name)
-
-    def log(self, name):
-        try:
-            with open(os.path.join(self.root, name), errors="replace") as handle:
-                return handle.read()
-        except OSError:
-            return ""
-
-    def wait_for(self, log, text, timeout=20, after=0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if text in self.log(log)[after:]:
-                return True
-            time.sleep(0.05)
-        return False
 
     def account(self):
         """Three devices of one account, paired with the laptop over loopback in the root namespace, knowing no
@@ -143,11 +122,6 @@ class Lab:
                     os.remove(os.path.join(self.state(name), file))
                 except FileNotFoundError:
                     pass
-        apps = os.path.join(self.root, "apps", "ShopSnap.app")
-        os.makedirs(apps)
-        for file in ("Info.plist", "ShopSnap.entitlements"):
-            shutil.copy(os.path.join(HERE, "..", "Examples", "ShopSnap.app", file), apps)
-        os.symlink(self.shopsnap, os.path.join(apps, "shopsnap"))
 
     def lan(self):
         """h1 laptop 10.77.0.1, h2 desktop 10.77.0.2, h3 the relay with a face for each: .11 stands for the
@@ -170,7 +144,7 @@ class Lab:
             host.start(
                 [
                     *wrapper, self.baton, "agent", "--state", self.state(name), "--port", "47810", "--no-multicast", "--peer", f"{peer}:47810",
-                    "--apps", os.path.join(self.root, "apps"), "--launch-timeout", "10", "--no-notify", *extra,
+                    "--apps", self.apps, "--launch-timeout", "10", "--no-notify", *extra,
                 ],
                 log, environment,
             ),
@@ -222,24 +196,18 @@ class Lab:
             self.stop_agent(name)
 
     def down(self):
-        for process in self.processes:
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        self.kill_all()
         subprocess.run(["bash", NETNS, "down", self.prefix], capture_output=True)
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self.remove()
 
     # What a person does --------------------------------------------------------------------------------------------
 
-    def sees(self, timeout):
-        """Seconds until the desktop's nearby list holds the laptop's list, or None."""
+    def sees(self, timeout, text=BUNDLE):
+        """Seconds until the desktop's nearby list holds `text` (by default, any list of the laptop's), or None."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             code, output, _ = self.hosts[2].run([self.baton, "nearby", "--json", "--state", self.state("desktop")], timeout=10)
-            if code == 0 and BUNDLE in output:
+            if code == 0 and text in output:
                 return time.monotonic() - started
             time.sleep(0.1)
         return None
@@ -401,13 +369,15 @@ def restart(lab, results, rounds):
     lab.sees(30)
     outcomes = []
     recovered = []
-    for _ in range(max(1, rounds // 2)):
+    for round in range(max(1, rounds // 2)):
         desktop = lab.hosts[2]
         started = time.monotonic()
         attempt = subprocess.Popen(
             desktop.command([lab.baton, "continue", "--state", lab.state("desktop")]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        time.sleep(0.45)  # the fetch is on its way through the relay (300 ms each way), its answer not back
+        # The fetch is on its way through the relay (300 ms each way) and has not reached the laptop: killed later,
+        # its answer is already in the relay and still arrives.
+        time.sleep(0.25)
         lab.stop_agent("laptop", kill=True)
         lab.stop_app()
         try:
@@ -420,8 +390,11 @@ def restart(lab, results, rounds):
         outcomes.append((outcome, time.monotonic() - started))
         back = time.monotonic()
         lab.start_agent("laptop", "10.77.0.12")
-        lab.start_app(["Milk", "Eggs", "Bread"])
-        lab.sees(30)
+        items = [f"Item {n}" for n in range(round + 3)]
+        lab.start_app(items)
+        # The new list (its own number of items), not the killed agent's, which stays listed until it expires (no
+        # goodbye was sent) and whose continuation the restarted agent rightly refuses as notCurrent.
+        lab.sees(30, text=f"({len(items)} items)")
         again, _ = lab.continue_once()
         recovered.append((again, time.monotonic() - back))
     # The killed agent's side of the link ends: the fetch fails peerGone (or, had it not left yet, the continuation
@@ -576,12 +549,7 @@ def diskfull(lab, results, rounds):
             results.failures.append("diskfull: the search index lost what was saved before the disk filled")
         lab.teardown_devices()
     finally:
-        for process in lab.processes:
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        lab.kill_all()
         lab.agents.clear()
         subprocess.run(["umount", folder], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)

@@ -10,18 +10,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-configuration=debug
-arguments=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --release) configuration=release ;;
-        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; python3 scripts/faults.py --help | sed -n '/^options:/,$p'; exit 0 ;;
-        *) arguments+=("$1") ;;
-    esac
-    shift
-done
-
-command -v python3 >/dev/null || { echo "faults: python3 is needed" >&2; exit 2; }
-swift build -c "$configuration" --product baton >/dev/null
-swift build -c "$configuration" --product shopsnap >/dev/null
-exec python3 scripts/faults.py --bin ".build/$configuration" "${arguments[@]}"
+source scripts/lib/python-script.sh
+run_python_script faults "$@"

@@ -17,17 +17,17 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from processes import Folder  # noqa: E402
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -70,23 +70,11 @@ def free_port():
         return probe.getsockname()[1]
 
 
-class World:
+class World(Folder):
     def __init__(self, binaries, keep):
-        self.baton = os.path.abspath(os.path.join(binaries, "baton"))
-        self.shopsnap = os.path.abspath(os.path.join(binaries, "shopsnap"))
-        self.root = tempfile.mkdtemp(prefix="baton-load-")
-        self.keep = keep
-        self.processes = []
-        apps = os.path.join(self.root, "apps", "ShopSnap.app")
-        os.makedirs(apps)
-        for file in ("Info.plist", "ShopSnap.entitlements"):
-            shutil.copy(os.path.join(HERE, "..", "Examples", "ShopSnap.app", file), apps)
-        os.symlink(self.shopsnap, os.path.join(apps, "shopsnap"))
+        super().__init__(binaries, "load", keep)
         self.runtime = os.path.join(self.root, "run")
         os.makedirs(self.runtime, mode=0o700)
-
-    def state(self, name):
-        return os.path.join(self.root, "state-" + name)
 
     def run(self, *arguments, timeout=60):
         done = subprocess.run([self.baton, *arguments], capture_output=True, text=True, timeout=timeout, env=self.environment())
@@ -100,21 +88,6 @@ class World:
         process = subprocess.Popen(arguments, stdout=handle, stderr=subprocess.STDOUT, stdin=stdin, env=self.environment(extra))
         self.processes.append(process)
         return process
-
-    def log(self, name):
-        try:
-            with open(os.path.join(self.root, name), errors="replace") as handle:
-                return handle.read()
-        except OSError:
-            return ""
-
-    def wait_for(self, log, text, timeout=30):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if text in self.log(log):
-                return True
-            time.sleep(0.05)
-        return False
 
     def init(self, name):
         code, output = self.run("init", "--name", name, "--state", self.state(name))
@@ -147,7 +120,7 @@ class World:
     def agent(self, name, port, peers=(), extra=()):
         log = f"agent-{name}.log"
         arguments = [self.baton, "agent", "--state", self.state(name), "--host", "127.0.0.1", "--port", str(port), "--no-multicast",
-                     "--no-notify", "--apps", os.path.join(self.root, "apps"), "--launch-timeout", "10", *extra]
+                     "--no-notify", "--apps", self.apps, "--launch-timeout", "10", *extra]
         for peer in peers:
             arguments += ["--peer", f"127.0.0.1:{peer}"]
         process = self.start(arguments, log)
@@ -173,17 +146,8 @@ class World:
             return []
 
     def stop(self):
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        self.processes = []
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self.stop_all()
+        self.remove()
 
 
 def sample_cpu(pid, seconds):

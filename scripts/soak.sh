@@ -12,19 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-configuration=debug
-arguments=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --release) configuration=release ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; python3 scripts/soak.py --help | sed -n '/^options:/,$p'; exit 0 ;;
-        *) arguments+=("$1") ;;
-    esac
-    shift
-done
-
-command -v python3 >/dev/null || { echo "soak: python3 is needed" >&2; exit 2; }
 command -v openssl >/dev/null || { echo "soak: openssl is needed (it converts the device key for the TLS churn)" >&2; exit 2; }
-swift build -c "$configuration" --product baton >/dev/null
-swift build -c "$configuration" --product shopsnap >/dev/null
-exec python3 scripts/soak.py --bin ".build/$configuration" "${arguments[@]}"
+source scripts/lib/python-script.sh
+run_python_script soak "$@"
