@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NETNS = os.path.join(HERE, "netns.sh")
 RELAY = os.path.join(HERE, "delay-relay.py")
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from processes import Folder  # noqa: E402
+from processes import Folder, unblock_signals  # noqa: E402
 BUNDLE = "com.razeware.ShopSnap"
 # A continuation that ends neither way within this is a hang (C8): the fetch waits the save deadline + 1 s (2 s),
 # a connection is given up after its connect timeout, and `baton continue` adds its own launch wait.
@@ -231,6 +231,14 @@ class Lab(Folder):
             table = "table inet baton_fault {\n" + rules + "\n}\n"
             subprocess.run(["ip", "netns", "exec", namespace, "nft", "-f", "-"], input=table, text=True, check=True)
 
+    def stop_relay(self, relay):
+        relay.terminate()
+        try:
+            relay.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            relay.kill()
+            relay.wait()
+
     def relay(self, delay):
         log = f"relay-{len(self.processes)}.log"
         ready = os.path.join(self.root, log + ".ready")
@@ -315,8 +323,7 @@ def latency(lab, results, rounds):
         outcomes = [lab.continue_once() for _ in range(rounds)]
         results.add("latency", f"+{delay} ms", outcomes, {"continued"}, 10, f"seen after {seen:.2f} s" if seen else "never seen")
         lab.teardown_devices()
-        relay.terminate()
-        relay.wait()
+        lab.stop_relay(relay)
 
 
 def partition(lab, results, rounds):
@@ -402,8 +409,7 @@ def restart(lab, results, rounds):
     results.add("restart", "killed mid-fetch", outcomes, TYPED | {"continued"}, 10)
     results.add("restart", "after restart", recovered, {"continued"}, 20)
     lab.teardown_devices()
-    relay.terminate()
-    relay.wait()
+    lab.stop_relay(relay)
 
 
 def skew(lab, results, rounds):
@@ -455,8 +461,7 @@ def stream(lab, results, rounds):
         results.failures.append(f"partition mid-stream: the continuation itself failed: {continued[0]}")
     lab.nft(2, None)
     lab.teardown_devices()
-    relay.terminate()
-    relay.wait()
+    lab.stop_relay(relay)
 
 
 def fill(folder):
@@ -564,6 +569,7 @@ SCENARIOS = {
 
 
 def main():
+    unblock_signals()
     options = parse()
     if os.geteuid() != 0:
         print("faults.py: needs root (network namespaces and nftables)", file=sys.stderr)

@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from processes import Folder  # noqa: E402
+from processes import Folder, unblock_signals  # noqa: E402
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -331,6 +331,7 @@ SCENARIOS = {"foreign": foreign, "peers": peers, "continuations": continuations}
 
 
 def main():
+    unblock_signals()
     options = parse()
     chosen = options.only or list(SCENARIOS)
     unknown = [name for name in chosen if name not in SCENARIOS]

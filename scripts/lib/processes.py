@@ -10,6 +10,15 @@ import time
 PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def unblock_signals():
+    """Clears the signal mask this process was started with, so the processes it starts have none either.
+
+    Run from `swift test`, a script inherits the test process's mask, which blocks SIGTERM (and most others): a child
+    that handles SIGTERM itself (the delay relay's asyncio loop) then never sees it, and waiting for it hung
+    FaultScriptTests. A mask survives fork and exec; Python's subprocess resets handlers, not the mask."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
 class Folder:
     """A temporary folder (baton-PREFIX-...) with the built binaries, a ShopSnap bundle in apps/, state folders and
     the logs of every process started for it."""
