@@ -44,7 +44,7 @@ public struct AdvertReceiver: Sendable {
         case own
         /// Outside the replay window, judged by the sender's clock where its offset is known (``learnClock(of:theirs:now:)``).
         /// `offBy` is the advert's time minus this device's clock, in milliseconds: minutes, and steady, when the
-        /// two clocks disagree (the agent then syncs with the device, which teaches the offset; issue 25 item 9).
+        /// two clocks disagree (the agent then dials the device: the session teaches the offset; issue 25 item 9).
         case stale(Advert, offBy: Int64)
         /// A nonce already seen within the window.
         case replayed
