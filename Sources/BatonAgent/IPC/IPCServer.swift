@@ -134,6 +134,14 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
         }?()
     }
 
+    /// Removes and returns the stream's sink, once the connection has closed.
+    func takeStreamSink() -> IPCStreamSink? {
+        streamSink.withLockedValue { sink in
+            defer { sink = nil }
+            return sink
+        }
+    }
+
     /// Sends a message; a client that has stopped reading is disconnected instead (``Backpressure``).
     func send(_ message: IPCMessage) {
         Backpressure.write(message.propertyList, to: channel)
@@ -173,7 +181,9 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
 
     package func closed() {
         settle()
-        streamSink.withLockedValue { $0 }?.appClosed()
+        // The sink (a StreamSplice) holds this connection: letting go of it here breaks the cycle, which otherwise
+        // kept both, and the pidfd of the stream's process, for ever (issue 25 item 10, found with 100 streams).
+        takeStreamSink()?.appClosed()
         handler.ipcClosed(self)
     }
 }

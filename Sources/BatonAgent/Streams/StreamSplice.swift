@@ -74,8 +74,11 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
         // must reach the app after the welcome.
         write(welcome)
         app.streamSink.withLockedValue { $0 = self }
-        // Closed before the sink was set: its close was not heard here.
-        guard app.channel.isActive else { return appClosed() }
+        // Closed before the sink was set: its close was not heard here, so the sink is taken back here too.
+        guard app.channel.isActive else {
+            _ = app.takeStreamSink()
+            return appClosed()
+        }
         updateReading()
     }
 

@@ -272,3 +272,43 @@ struct ProcessFigures: Sendable {
         }
     }
 }
+
+extension StreamReleaseTests {
+    /// Held without keeping it alive.
+    final class Weak<Object: AnyObject>: @unchecked Sendable {
+        weak var object: Object?
+        init(_ object: Object?) { self.object = object }
+    }
+
+    @Test("issue 25 item 10, F3: once a stream has ended, neither agent keeps its app connections (nor the pidfds pinning their processes)")
+    func endedStreamsLeaveNothingBehind() async throws {
+        let (devices, laptop, _, continuation) = try await StreamSpliceTests.continued(streams: true)
+        defer { Task { await devices.shutdown() } }
+        var held: [Weak<IPCConnection>] = []
+        for _ in 0..<3 {
+            let (desktopEnd, laptopEnd) = try await StreamSpliceTests.openPair(devices, laptop: laptop, continuation: continuation)
+            async let atLaptop = StreamSpliceTests.collect(laptopEnd)
+            async let atDesktop = StreamSpliceTests.collect(desktopEnd)
+            // Both agents' connections for this stream, while it is open.
+            for agent in devices.agents {
+                let link = try #require(agent.links.existing(agent === devices.agents[0] ? devices.agents[1].identity.id : devices.agents[0].identity.id))
+                #expect(try await Self.eventually { link.streamCount == 1 })
+                let splices = link.state.withLockedValue { $0.streams.values.compactMap { $0 as? StreamSplice } }
+                held += splices.map { Weak($0.app) }
+            }
+            try await desktopEnd.send(RawStreamEnd.pattern(100_000, seed: 1))
+            try await desktopEnd.finish()
+            try await laptopEnd.send(RawStreamEnd.pattern(100_000, seed: 2))
+            try await laptopEnd.finish()
+            let (laptopGot, desktopGot) = await (atLaptop, atDesktop)
+            #expect(laptopGot.last == .endOfStream && desktopGot.last == .endOfStream)
+            try? await desktopEnd.channel?.close()
+            try? await laptopEnd.channel?.close()
+        }
+        #expect(held.count == 6)
+        // Before the fix each connection and its splice held each other: 100 streams through one agent left 100
+        // pidfds open for good.
+        let gone = try await Self.eventually { held.allSatisfy { $0.object == nil } }
+        #expect(gone, "\(held.filter { $0.object != nil }.count) of \(held.count) ended streams' app connections are still alive in their agents")
+    }
+}
