@@ -9,6 +9,10 @@
                    to one agent: all 50 shown by `baton nearby`, one continued, its CPU and memory while they advertise.
     continuations  1,000 continuations in a row between two agents: every one continued, latency percentiles, and
                    each agent's descriptors and resident memory before and after.
+    streams        100 continuation streams open at once through one agent: 13 devices each continued there by an app
+                   of its own (8 streams per app is the limit), every stream echoing chunks at full speed for the
+                   measured time; every echo checked, the slowest stream against the median, the agent's CPU, memory
+                   and descriptors while they run and once they are closed.
 
 Prints a table (and JSON with --json) and exits non-zero when a target is missed. Run through scripts/load.sh,
 which builds first.
@@ -40,6 +44,7 @@ def parse():
     parser.add_argument("--seconds", type=float, default=60, help="how long each load is measured (default 60)")
     parser.add_argument("--peers", type=int, default=50, help="same-account peers (default 50)")
     parser.add_argument("--continuations", type=int, default=1000, help="continuations in a row (default 1000)")
+    parser.add_argument("--streams", type=int, default=100, help="concurrent streams (default 100)")
     parser.add_argument("--json", help="write the figures as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the state folders and logs")
     return parser.parse_args()
@@ -327,7 +332,114 @@ def continuations(world, figures, options):
                     "< 1 MB per 1,000", per_thousand < 1024)
 
 
-SCENARIOS = {"foreign": foreign, "peers": peers, "continuations": continuations}
+PER_APP = 8  # StreamLimits.perApp
+
+
+def load_bundle(world, number):
+    """A synthetic app for the streams scenario: bundle org.baton.load.appNN, its executable the `baton` binary
+    (`baton debug stream-apps` speaks for it), one activity type, BUNDLE.stream."""
+    identifier = f"org.baton.load.app{number:02d}"
+    bundle = os.path.join(world.apps, f"Load{number:02d}.app")
+    os.makedirs(bundle)
+    with open(os.path.join(bundle, "Info.plist"), "w") as handle:
+        handle.write(f"""<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict>
+<key>CFBundleIdentifier</key><string>{identifier}</string>
+<key>CFBundleName</key><string>Load {number:02d}</string>
+<key>CFBundleExecutable</key><string>baton</string>
+<key>BatonTeamIdentifier</key><string>BATONLOAD1</string>
+<key>NSUserActivityTypes</key><array><string>{identifier}.stream</string></array>
+</dict></plist>
+""")
+    os.symlink(world.baton, os.path.join(bundle, "baton"))
+    return identifier
+
+
+def streams(world, figures, options):
+    apps = -(-options.streams // PER_APP)
+    # One device per app, so that no device pair passes its 16 streams and no app its 8.
+    names = [f"peer-{index:02d}" for index in range(apps)]
+    bundles = [load_bundle(world, index + 1) for index in range(apps)]
+    world.init("hub")
+    for name in names:
+        world.init(name)
+        world.join("hub", name)
+    hub_port = free_port()
+    hub = world.agent("hub", hub_port)
+    for name in names:
+        world.agent(name, free_port(), peers=[hub_port])
+
+    def socket_of(name):
+        return open(os.path.join(world.state(name), "agent-socket")).read().strip()
+
+    offering = []
+    for bundle, name in zip(bundles, names):
+        offering += ["--app", f"{bundle}={socket_of(name)}"]
+    world.start([world.baton, "debug", "stream-apps", "offer", *offering], "offer.log")
+    if not wait_count(world, "offer.log", "offering ", apps, 60):
+        raise SystemExit("the offering apps did not start: " + world.log("offer.log")[-2000:])
+    continuing = []
+    for bundle in bundles:
+        continuing += ["--app", f"{bundle}={socket_of('hub')}"]
+    world.start([world.baton, "debug", "stream-apps", "continue", *continuing, "--total", str(options.streams),
+                 "--seconds", str(options.seconds)], "continue.log")
+    if not wait_count(world, "continue.log", "waiting ", apps, 60):
+        raise SystemExit("the continuing apps did not start: " + world.log("continue.log")[-2000:])
+    end = time.monotonic() + 60
+    while len(world.nearby("hub")) < apps and time.monotonic() < end:
+        time.sleep(0.5)
+    before = descriptors(hub.pid)
+    started = time.monotonic()
+    for name in names:
+        code, output = world.run("continue", name, "--state", world.state("hub"))
+        if code != 0:
+            raise SystemExit(f"continue {name}: {output}")
+    if not world.wait_for("continue.log", "open ", timeout=60):
+        raise SystemExit("the streams did not open: " + world.log("continue.log")[-2000:])
+    opened = int(re.search(r"^open (\d+)$", world.log("continue.log"), re.M).group(1))
+    print(f"  ({apps} continuations and {opened} streams opened in {time.monotonic() - started:.1f} s)", flush=True)
+    during = descriptors(hub.pid)
+    busy, rss = sample_cpu(hub.pid, max(1, options.seconds - 2))
+    if not world.wait_for("continue.log", "result ", timeout=options.seconds + 60):
+        raise SystemExit("the traffic did not end: " + world.log("continue.log")[-2000:])
+    result = json.loads(re.search(r"^result (.*)$", world.log("continue.log"), re.M).group(1))
+    closed_in_time = world.wait_for("continue.log", "closed ", timeout=60)
+    closed = int(re.search(r"^closed (\d+)$", world.log("continue.log"), re.M).group(1)) if closed_in_time else 0
+    time.sleep(3)  # an ended stream's connections are released within 2 s (StreamLimits.releaseMilliseconds)
+    after = descriptors(hub.pid)
+
+    figures.add("streams open at once through the hub", opened, f"of {options.streams}", target="all", met=opened == options.streams)
+    trips = sorted(result["roundTripsPerStream"])
+    figures.add("echoes checked", sum(trips), "round trips")
+    figures.add("echoes that came back different", result["mismatches"], "round trips", target="0", met=result["mismatches"] == 0)
+    figures.add("streams that failed", len(result["failures"]), "streams", target="0", met=not result["failures"])
+    for failure in result["failures"][:5]:
+        print(f"    {failure}")
+    figures.add("throughput through the hub (both ways)", round(result["bytes"] / result["seconds"] / 1e6, 1), "MB/s")
+    median = statistics.median(trips) if trips else 0
+    figures.add("slowest stream's round trips", trips[0] if trips else 0, "round trips", "the median stream", median,
+                "> 0.5 of the median (none starved)", bool(trips) and trips[0] > 0.5 * median)
+    figures.add("round trip (64 KiB each way), median", result["roundTripMedianMs"], "ms")
+    figures.add("round trip, 99th percentile", result["roundTripP99Ms"], "ms")
+    figures.add("hub CPU while the streams run", round(busy * 100, 1), "% of a core")
+    figures.add("hub resident memory while the streams run", round(rss[-1] / 1024, 1), "MB", "5 s into the traffic",
+                round(rss[min(1, len(rss) - 1)] / 1024, 1), "flat (< 2 MB growth)", rss[-1] - rss[min(1, len(rss) - 1)] < 2048)
+    figures.add("hub descriptors with the streams open", during, "fds", "before", before)
+    figures.add("streams that ended cleanly", closed, f"of {opened}", target="all", met=closed == opened)
+    figures.add("hub descriptors once they ended", after, "fds", "before", before, "back (+2 at most)", after - before <= 2)
+
+
+def wait_count(world, log, prefix, count, timeout):
+    """Whether `count` lines starting with `prefix` appear in `log` within `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if sum(1 for line in world.log(log).splitlines() if line.startswith(prefix)) >= count:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+SCENARIOS = {"foreign": foreign, "peers": peers, "continuations": continuations, "streams": streams}
 
 
 def main():

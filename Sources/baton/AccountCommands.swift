@@ -149,7 +149,7 @@ struct DebugCommand: ParsableCommand {
         commandName: "debug",
         abstract: "Diagnostics for tests.",
         shouldDisplay: false,
-        subcommands: [RosterChurn.self, Seal.self, Open.self]
+        subcommands: [RosterChurn.self, Seal.self, Open.self, StreamApps.self]
     )
 
     /// Seals a text under this device's current account key (what adverts will use), printing base64.
