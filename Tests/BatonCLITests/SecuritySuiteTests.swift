@@ -313,6 +313,9 @@ struct SecuritySuiteTests {
             #expect(refusalLines(desktop, "advertReplayed").count == 1, "\(desktop.output)")
             #expect(desktop.process.isRunning)
             #expect(desktop.output.split(separator: "\n").count < 40, "the flood is not in the log line by line: \(desktop.output.suffix(3_000))")
+            // Issue 25 item 10: under the flood the socket was read in batches, and per datagram again after it.
+            #expect(desktop.output.contains("reading them every 10 ms in batches"), "\(desktop.output.suffix(3_000))")
+            #expect(try eventually(timeout: 10) { desktop.output.contains("reading each as it arrives again") }, "\(desktop.output.suffix(3_000))")
         }
     }
 

@@ -135,7 +135,7 @@ final class AdvertSocket: @unchecked Sendable {
         var opened: [Kind: Open] = [:]
         do {
             let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
-            let open = try await Self.openSocket(address, kind: .unicast, loop: loop, receive: receive)
+            let open = try await Self.openSocket(address, kind: .unicast, loop: loop, log: log, receive: receive)
             opened[.unicast] = open
             // The address with the port it got (`--port 0`): a reopened socket binds there again.
             slots[.unicast] = Slot(address: open.channel.localAddress ?? address)
@@ -145,7 +145,7 @@ final class AdvertSocket: @unchecked Sendable {
         if let discoveryPort {
             do {
                 let address = try SocketAddress(ipAddress: "0.0.0.0", port: discoveryPort)
-                let open = try await Self.openSocket(address, kind: .multicast4, loop: loop, receive: receive)
+                let open = try await Self.openSocket(address, kind: .multicast4, loop: loop, log: log, receive: receive)
                 opened[.multicast4] = open
                 slots[.multicast4] = Slot(address: open.channel.localAddress ?? address)
             } catch {
@@ -154,7 +154,7 @@ final class AdvertSocket: @unchecked Sendable {
             do {
                 // IPv6 only: the IPv4 socket above takes the IPv4 datagrams for this port.
                 let address = try SocketAddress(ipAddress: "::", port: discoveryPort)
-                let open = try await Self.openSocket(address, kind: .multicast6, loop: loop, receive: receive)
+                let open = try await Self.openSocket(address, kind: .multicast6, loop: loop, log: log, receive: receive)
                 opened[.multicast6] = open
                 slots[.multicast6] = Slot(address: open.channel.localAddress ?? address)
             } catch {
@@ -182,17 +182,19 @@ final class AdvertSocket: @unchecked Sendable {
         _ address: SocketAddress,
         kind: Kind,
         loop: EventLoop,
+        log: @escaping @Sendable (String) -> Void,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> Open {
-        try await openSocketFuture(address, kind: kind, loop: loop, receive: receive).get()
+        try await openSocketFuture(address, kind: kind, loop: loop, log: log, receive: receive).get()
     }
 
-    /// ``openSocket(_:kind:loop:receive:)`` as a future on `loop`: a reopening runs on the event loop alone, so a
+    /// ``openSocket(_:kind:loop:log:receive:)`` as a future on `loop`: a reopening runs on the event loop alone, so a
     /// busy Swift concurrency pool (every thread blocked in someone's synchronous call) cannot hold it back.
     static func openSocketFuture(
         _ address: SocketAddress,
         kind: Kind,
         loop: EventLoop,
+        log: @escaping @Sendable (String) -> Void,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) -> EventLoopFuture<Open> {
         let sender: AdvertSender
@@ -209,9 +211,14 @@ final class AdvertSocket: @unchecked Sendable {
             return loop.makeFailedFuture(error)
         }
         return DatagramBootstrap(group: loop)
-            .channelOption(.maxMessagesPerRead, value: 16)
+            .channelOption(.maxMessagesPerRead, value: UInt(AdvertReadPacer.readsPerTick))
+            .channelOption(.datagramVectorReadMessageCount, value: AdvertReadPacer.vectorReadCount)
+            // NIO divides one receive buffer among a vector read's datagrams: a slot for each, larger than an advert
+            // (a longer datagram is cut short there, and then dropped for its length, as it would be anyway).
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: AdvertReadPacer.vectorReadCount * AdvertReadPacer.slotBytes))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AdvertReadPacer(log: { log("\(kind.rawValue): \($0)") }))
                     try channel.pipeline.syncOperations.addHandler(DatagramReceiver(receive: receive))
                 }
             }
@@ -259,7 +266,7 @@ final class AdvertSocket: @unchecked Sendable {
         guard !closing.withLockedValue({ $0 }), let address = slots.withLockedValue({ $0[kind]?.address }) else {
             return
         }
-        Self.openSocketFuture(address, kind: kind, loop: loop, receive: receive).whenComplete { [self] result in
+        Self.openSocketFuture(address, kind: kind, loop: loop, log: log, receive: receive).whenComplete { [self] result in
             switch result {
             case .success(let open):
                 guard !closing.withLockedValue({ $0 }) else {
