@@ -172,6 +172,13 @@ let package = Package(
         // An app that says on which thread each of Baton's calls to it ran (issue 25 item 5); ThreadProbeCLITests
         // installs it as ShopSnap and continues it through real agents.
         .executableTarget(name: "thread-probe", dependencies: ["Baton", "BatonAppleNames"], path: "Tests/ThreadProbe"),
+        // `baton-debug`: commands for tests and the load scripts (roster churn, sealing, synthetic stream apps), kept
+        // out of the shipped `baton` (issue 26 item 4).
+        .executableTarget(
+            name: "baton-debug",
+            dependencies: ["Baton", "BatonAgent", "BatonAgentCommand", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/BatonDebug"
+        ),
         // What tests need from outside the package (programs, Python modules, root) and the Debian packages that bring
         // it, as Swift Testing traits: a test whose need is missing is skipped naming the package, or fails under
         // BATON_TEST_REQUIRE_ALL=1 (issue 24; scripts/test-deps.sh installs them all). Not a test target, so every test
@@ -206,7 +213,7 @@ let package = Package(
         // them so `swift test` builds them first.
         .testTarget(
             name: "BatonCLITests",
-            dependencies: ["baton", "baton-agent", "notes", "thread-probe", "BatonCore", "BatonProtocol", "BatonTestSupport"],
+            dependencies: ["baton", "baton-agent", "baton-debug", "notes", "thread-probe", "BatonCore", "BatonProtocol", "BatonTestSupport"],
             exclude: ["Fixtures"]
         ),
     ]

@@ -90,6 +90,7 @@ class World(Folder):
     def __init__(self, binaries, keep):
         super().__init__(binaries, "load", keep)
         self.runtime = os.path.join(self.root, "run")
+        self.baton_debug = os.path.join(os.path.dirname(self.baton), "baton-debug")
         os.makedirs(self.runtime, mode=0o700)
 
     def run(self, *arguments, timeout=60):
@@ -351,8 +352,8 @@ PER_APP = 8  # StreamLimits.perApp
 
 
 def load_bundle(world, number):
-    """A synthetic app for the streams scenario: bundle org.baton.load.appNN, its executable the `baton` binary
-    (`baton debug stream-apps` speaks for it), one activity type, BUNDLE.stream."""
+    """A synthetic app for the streams scenario: bundle org.baton.load.appNN, its executable the `baton-debug` binary
+    (`baton-debug stream-apps` speaks for it), one activity type, BUNDLE.stream."""
     identifier = f"org.baton.load.app{number:02d}"
     bundle = os.path.join(world.apps, f"Load{number:02d}.app")
     os.makedirs(bundle)
@@ -361,12 +362,12 @@ def load_bundle(world, number):
 <plist version="1.0"><dict>
 <key>CFBundleIdentifier</key><string>{identifier}</string>
 <key>CFBundleName</key><string>Load {number:02d}</string>
-<key>CFBundleExecutable</key><string>baton</string>
+<key>CFBundleExecutable</key><string>baton-debug</string>
 <key>BatonTeamIdentifier</key><string>BATONLOAD1</string>
 <key>NSUserActivityTypes</key><array><string>{identifier}.stream</string></array>
 </dict></plist>
 """)
-    os.symlink(world.baton, os.path.join(bundle, "baton"))
+    os.symlink(world.baton_debug, os.path.join(bundle, "baton-debug"))
     return identifier
 
 
@@ -390,13 +391,13 @@ def streams(world, figures, options):
     offering = []
     for bundle, name in zip(bundles, names):
         offering += ["--app", f"{bundle}={socket_of(name)}"]
-    world.start([world.baton, "debug", "stream-apps", "offer", *offering], "offer.log")
+    world.start([world.baton_debug, "stream-apps", "offer", *offering], "offer.log")
     if not wait_count(world, "offer.log", "offering ", apps, 60):
         raise SystemExit("the offering apps did not start: " + world.log("offer.log")[-2000:])
     continuing = []
     for bundle in bundles:
         continuing += ["--app", f"{bundle}={socket_of('hub')}"]
-    world.start([world.baton, "debug", "stream-apps", "continue", *continuing, "--total", str(options.streams),
+    world.start([world.baton_debug, "stream-apps", "continue", *continuing, "--total", str(options.streams),
                  "--seconds", str(options.seconds)], "continue.log")
     if not wait_count(world, "continue.log", "waiting ", apps, 60):
         raise SystemExit("the continuing apps did not start: " + world.log("continue.log")[-2000:])

@@ -16,7 +16,7 @@ struct BatonCommand: AsyncParsableCommand {
             DemoCommand.self, AgentCommand.self, InitCommand.self, DevicesCommand.self, PairCommand.self, InviteCommand.self,
             JoinCommand.self, SyncCommand.self, RemoveCommand.self, NearbyCommand.self, ContinueCommand.self, SearchCommand.self, DoctorCommand.self, AppsCommand.self, FoldersCommand.self,
             AasaCommand.self, BrowseCommand.self, BrowserCommand.self, BrowserHostCommand.self,
-            PlistCommand.self, BenchCommand.self, DebugCommand.self,
+            PlistCommand.self, BenchCommand.self,
         ]
     )
 }

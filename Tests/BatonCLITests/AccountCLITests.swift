@@ -18,7 +18,7 @@ struct AccountCLITests {
             let missing = try Baton.run("devices", "--state", state)
             #expect(missing.status != 0 && missing.stderr.contains("run `baton init --name NAME` first"))
             #expect(try Baton.run("init", "--name", "laptop", "--state", state).stdout.contains("This device is \"laptop\""))
-            #expect(try Baton.run("debug", "roster-churn", "--state", state, "--count", "2").status == 0)
+            #expect(try Baton.debug("roster-churn", "--state", state, "--count", "2").status == 0)
             let listed = try Baton.run("devices", "--state", state)
             #expect(listed.stdout.contains("laptop  this device") && listed.stdout.contains("3 active devices"))
             #expect(listed.stdout.contains("churn-1  address unknown, never seen"))
@@ -40,13 +40,13 @@ struct AccountCLITests {
             let before = try Self.roster(state).count
             for (step, grows) in [("temp-written", false), ("renamed", true)] {
                 let count = try Self.roster(state).count
-                let crashed = try Baton.run(["debug", "roster-churn", "--state", state], environment: ["BATON_CRASH_AT": step])
+                let crashed = try Baton.run(["roster-churn", "--state", state], environment: ["BATON_CRASH_AT": step], executable: Baton.debugExecutable)
                 #expect(crashed.status == 86, "the process must die at \(step)")
                 #expect(try Self.roster(state).count == count + (grows ? 1 : 0), "after a crash at \(step)")
             }
             #expect(try Self.roster(state).count == before + 1)
             // The next write clears what the crash left behind.
-            _ = try Baton.run("debug", "roster-churn", "--state", state)
+            _ = try Baton.debug("roster-churn", "--state", state)
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.contains(".tmp-") }
             #expect(leftovers.isEmpty)
         }
@@ -62,8 +62,8 @@ struct AccountCLITests {
             var previous = try Self.roster(state).count
             for round in 0..<12 {
                 let process = Process()
-                process.executableURL = Baton.executable
-                process.arguments = ["debug", "roster-churn", "--state", state, "--count", "100000"]
+                process.executableURL = Baton.debugExecutable
+                process.arguments = ["roster-churn", "--state", state, "--count", "100000"]
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 try process.run()

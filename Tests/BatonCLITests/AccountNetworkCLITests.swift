@@ -83,9 +83,9 @@ struct AccountNetworkCLITests {
                 #expect(refused.status != 0 && refused.stdout.contains("[peerRefused]"), "\(refused.output)")
             }
             #expect(try roster(2).accountKey.epoch == 1, "C never received the rotated key")
-            let sealed = try Baton.run("debug", "seal", "activity advert", "--state", states[0]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(try Baton.run("debug", "open", sealed, "--state", states[1]).stdout == "activity advert\n")
-            let unreadable = try Baton.run("debug", "open", sealed, "--state", states[2])
+            let sealed = try Baton.debug("seal", "activity advert", "--state", states[0]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try Baton.debug("open", sealed, "--state", states[1]).stdout == "activity advert\n")
+            let unreadable = try Baton.debug("open", sealed, "--state", states[2])
             #expect(unreadable.status != 0 && unreadable.stderr.contains("cannot open"))
 
             // A stranger with its own certificate gets nothing but a TLS failure from A's agent.

@@ -9,6 +9,13 @@ enum Baton {
         return runner.deletingLastPathComponent().appendingPathComponent("baton")
     }()
 
+    /// `baton-debug`, the test-only commands (roster churn, sealing), built beside `baton`.
+    static let debugExecutable = executable.deletingLastPathComponent().appendingPathComponent("baton-debug")
+
+    static func debug(_ arguments: String...) throws -> Result {
+        try run(arguments, executable: debugExecutable)
+    }
+
     static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { url.deleteLastPathComponent() }

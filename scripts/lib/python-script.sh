@@ -1,5 +1,5 @@
 # Sourced by the wrappers of the Python test scripts (soak.sh, faults.sh, load.sh): one way to take --release and
-# --help, build baton and shopsnap, and run scripts/NAME.py with them.
+# --help, build baton, shopsnap and baton-debug, and run scripts/NAME.py with them.
 #
 #   run_python_script NAME "$@"    # from the package root; scripts/NAME.sh's opening comment is its help
 
@@ -23,5 +23,7 @@ run_python_script() {
     command -v python3 >/dev/null || { echo "$name: python3 is needed" >&2; exit 2; }
     swift build -c "$configuration" --product baton >/dev/null
     swift build -c "$configuration" --product shopsnap >/dev/null
+    # The load script's synthetic stream apps run it.
+    swift build -c "$configuration" --product baton-debug >/dev/null
     exec python3 "scripts/$name.py" --bin ".build/$configuration" "${arguments[@]}"
 }

@@ -1,11 +1,12 @@
 import ArgumentParser
 import Baton
+import BatonAgentCommand
 import Foundation
 import Synchronization
 
 extension DebugCommand {
     /// Synthetic apps for `scripts/load.py streams` (issue 25 item 10): one process speaking as many apps, each a
-    /// bundle whose executable is this `baton` binary. `offer` makes each app's activity current with streams and
+    /// bundle whose executable is this `baton-debug` binary. `offer` makes each app's activity current with streams and
     /// echoes every stream it is given; `continue` waits for each app's continuation, opens its streams and, once all
     /// are open, sends through every one at once and checks what comes back.
     struct StreamApps: AsyncParsableCommand {
@@ -84,7 +85,7 @@ extension DebugCommand {
     }
 }
 
-/// The apps of `baton debug stream-apps`, on the main actor, and their streams' traffic, off it.
+/// The apps of `baton-debug stream-apps`, on the main actor, and their streams' traffic, off it.
 @MainActor
 final class StreamAppsHarness {
     let say: @Sendable (String) -> Void
