@@ -72,7 +72,7 @@ enum MessageSamples {
         .continueNearby(request: 8, device: nil),
         .watchNearby,
         .welcome(device: "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA", deviceName: "desktop"),
-        .refused(code: "notPermitted", message: "process 42 runs /usr/bin/python3, not com.razeware.shopsnap's executable"),
+        .refused(code: .notPermitted, message: "process 42 runs /usr/bin/python3, not com.razeware.shopsnap's executable"),
         .save(request: 5, activity: 1, deadlineMilliseconds: 1_000),
         .continued(activity: 1),
         .willContinue(continuation: 9, activityType: activityType),

@@ -254,7 +254,7 @@ struct StreamSpliceTests {
             Issue.record("expected a refusal, got \(String(describing: got.first))")
             return
         }
-        #expect(code == "noStreams")
+        #expect(code == .stream(.noStreams))
     }
 
     @Test("F1: a stream for a continuation that was not delivered to this app is refused notContinued")
@@ -267,7 +267,7 @@ struct StreamSpliceTests {
             Issue.record("expected a refusal, got \(String(describing: got.first))")
             return
         }
-        #expect(code == "notContinued")
+        #expect(code == .stream(.notContinued))
     }
 
     /// Opens a stream from the desktop's app to the laptop's, the laptop's app taking it: (desktop end, laptop end).
@@ -362,7 +362,7 @@ struct StreamSpliceTests {
             Issue.record("expected tooManyStreams, got \(String(describing: answer))")
             return
         }
-        #expect(code == "tooManyStreams")
+        #expect(code == .stream(.tooManyStreams))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, (desktopEnd, laptopEnd)) in pairs.enumerated() {
                 group.addTask {
@@ -411,7 +411,7 @@ struct StreamSpliceTests {
             Issue.record("expected a refusal")
             return
         }
-        #expect(code == "notContinued")
+        #expect(code == .stream(.notContinued))
     }
 
     @Test("F1: an originating app that declines gives the continuing app noStreams")
@@ -431,7 +431,7 @@ struct StreamSpliceTests {
             Issue.record("expected a refusal")
             return
         }
-        #expect(code == "noStreams")
+        #expect(code == .stream(.noStreams))
         #expect(text.contains("no delegate"))
     }
 

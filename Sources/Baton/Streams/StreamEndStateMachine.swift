@@ -387,8 +387,8 @@ struct StreamEndStateMachine {
     }
 
     /// The error for a `refused {code, message}` answer: one code per reason the agent gives (F2).
-    static func refusal(code: String, message: String) -> ContinuationError {
-        if let failure = ContinuationFailure(rawValue: code) {
+    static func refusal(code: IPCRefusal, message: String) -> ContinuationError {
+        if let failure = ContinuationFailure(rawValue: code.rawValue) {
             return ContinuationError(ContinuationError.Code(failure), message)
         }
         // Hello refusals that are no continuation failure: unknownApp, unsupportedVersion, alreadyConnected, ...

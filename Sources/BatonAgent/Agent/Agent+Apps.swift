@@ -28,7 +28,7 @@ extension Agent: IPCHandler {
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
                 return acceptStream(token: token, bundle: bundle, on: connection)
             default:
-                return connection.refuse("protocolViolation", "say hello first")
+                return connection.refuse(.protocolViolation, "say hello first")
             }
         }
         switch (who, message) {
@@ -63,7 +63,7 @@ extension Agent: IPCHandler {
         case (.control, .continueSaved(let request, let id)):
             appWork.start { [self] in connection.send(.continueResult(request: request, await continueSaved(id: id))) }
         default:
-            connection.refuse("protocolViolation", "that message is not allowed for this client")
+            connection.refuse(.protocolViolation, "that message is not allowed for this client")
         }
     }
 
@@ -90,11 +90,11 @@ extension Agent: IPCHandler {
     func hello(bundle: String?, version: Int, on connection: IPCConnection) {
         guard let bundle else {
             guard version == IPCMessage.version else {
-                return connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
+                return connection.refuse(.unsupportedVersion, "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
             }
             let credentials = connection.credentials
             guard credentials.uid == getuid() else {
-                return connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
+                return connection.refuse(.notPermitted, "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
             }
             connection.identify(.control)
             return connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
@@ -120,7 +120,7 @@ extension Agent: IPCHandler {
         switch claim {
         case .taken(let previous):
             return connection.refuse(
-                "alreadyConnected",
+                .alreadyConnected,
                 "\(bundle) is already connected to this agent (pid \(previous.process.pid)); quit it first, one process per app"
             )
         case .claimed:
@@ -138,20 +138,20 @@ extension Agent: IPCHandler {
     /// it connected. Returns the app's team, or nil after refusing the connection with the first failure.
     func admitted(bundle: String, version: Int, on connection: IPCConnection) -> String? {
         guard version == IPCMessage.version else {
-            connection.refuse("unsupportedVersion", "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
+            connection.refuse(.unsupportedVersion, "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
             return nil
         }
         let credentials = connection.credentials
         guard credentials.uid == getuid() else {
-            connection.refuse("notPermitted", "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
+            connection.refuse(.notPermitted, "process \(credentials.pid) belongs to user \(credentials.uid), this agent to \(getuid())")
             return nil
         }
         guard let app = registry.app(bundleIdentifier: bundle) else {
-            connection.refuse("unknownApp", "no registered app has the bundle identifier \(bundle) (see `baton apps list`)")
+            connection.refuse(.unknownApp, "no registered app has the bundle identifier \(bundle) (see `baton apps list`)")
             return nil
         }
         guard app.isIdentityResolved, let team = app.teamIdentifier else {
-            connection.refuse("unknownApp", "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
+            connection.refuse(.unknownApp, "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
             return nil
         }
         let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
@@ -161,14 +161,14 @@ extension Agent: IPCHandler {
             // At the descriptor limit `/proc` cannot be read: say so, not that the app is an impostor (issue 25 item 7).
             if registered != nil, running == nil || connection.process.startTime == nil, Launcher.descriptorsExhausted() {
                 log("\(bundle) (pid \(credentials.pid)) cannot be checked: \(Launcher.tooManyOpenFiles)")
-                connection.refuse("launchFailed", "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
+                connection.refuse(.launchFailed, "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
                 // The continuations waiting for this app fail now, naming the cause, not at their deadline.
                 broker { $0.launchedAppEnded(bundle, message: "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)") }
                 return nil
             }
             guard let registered, let running, running == registered else {
                 connection.refuse(
-                    "notPermitted",
+                    .notPermitted,
                     "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
                 )
                 return nil
@@ -178,7 +178,7 @@ extension Agent: IPCHandler {
             // process that connects and then execs the app's binary, handing the socket to a child, is refused).
             guard connection.process.isStill(running: registered), connection.process.executable == registered else {
                 connection.refuse(
-                    "notPermitted",
+                    .notPermitted,
                     "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s executable"
                 )
                 return nil
@@ -186,7 +186,7 @@ extension Agent: IPCHandler {
             // Issue 25 item 8: and it alone holds the connection (not a child it handed the socket to before an exec).
             if let refusal = heldElsewhere(connection) {
                 log("\(bundle) (pid \(credentials.pid)) refused: \(refusal)")
-                connection.refuse("notPermitted", refusal)
+                connection.refuse(.notPermitted, refusal)
                 return nil
             }
         }

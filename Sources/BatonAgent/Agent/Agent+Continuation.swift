@@ -254,7 +254,7 @@ extension Agent: PeerLinkResponder {
         let message = "process \(connection.process.pid) is no longer the app that connected; its state goes nowhere"
         log("\(id): \(message)")
         broker { $0.appDistrusted(told.app, message: message) }
-        connection.refuse("notPermitted", "this process is no longer the app that connected")
+        connection.refuse(.notPermitted, "this process is no longer the app that connected")
         return false
     }
 

@@ -118,11 +118,11 @@ extension Agent {
     /// or an unknown app (`notPermitted`, `unknownApp`), or a client breaking the protocol (an unreadable or oversize
     /// frame, a message not allowed for it, an unknown version). Refusals that are an app's ordinary answers (a stream
     /// that expired, too many streams, an app already connected) are not logged here.
-    func ipcRefused(_ connection: IPCConnection, code: String, message: String) {
+    func ipcRefused(_ connection: IPCConnection, code: IPCRefusal, message: String) {
         let kind: RefusalLog.Kind
         switch code {
-        case "notPermitted", "unknownApp": kind = .appNotPermitted
-        case "malformedMessage", "protocolViolation", "unsupportedVersion": kind = .appMalformed
+        case .notPermitted, .unknownApp: kind = .appNotPermitted
+        case .malformedMessage, .protocolViolation, .unsupportedVersion: kind = .appMalformed
         default: return
         }
         let credentials = connection.credentials

@@ -28,11 +28,11 @@ protocol IPCHandler: AnyObject, Sendable {
     func ipcClosed(_ connection: IPCConnection)
     /// The agent refused `connection` with `code` (and closes it): the agent logs refusals of local processes once
     /// per kind (issue 25 item 12).
-    func ipcRefused(_ connection: IPCConnection, code: String, message: String)
+    func ipcRefused(_ connection: IPCConnection, code: IPCRefusal, message: String)
 }
 
 extension IPCHandler {
-    func ipcRefused(_ connection: IPCConnection, code: String, message: String) {}
+    func ipcRefused(_ connection: IPCConnection, code: IPCRefusal, message: String) {}
 }
 
 /// Where an app's stream connection sends what the app writes, once the stream is open (F3): the agent's splice.
@@ -148,7 +148,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     }
 
     /// Sends a refusal and closes.
-    func refuse(_ code: String, _ message: String) {
+    func refuse(_ code: IPCRefusal, _ message: String) {
         handler.ipcRefused(self, code: code, message: message)
         send(.refused(code: code, message: message))
         channel.close(promise: nil)
@@ -159,7 +159,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
         do {
             message = try IPCMessage(plist)
         } catch {
-            return refuse("malformedMessage", "unreadable message: \(error)")
+            return refuse(.malformedMessage, "unreadable message: \(error)")
         }
         if let sink = streamSink.withLockedValue({ $0 }) {
             sink.appMessage(message)
@@ -176,7 +176,7 @@ final class IPCConnection: MessageSink, @unchecked Sendable {
     }
 
     package func malformed(_ error: Error) {
-        refuse("malformedMessage", "unreadable frame: \(error)")
+        refuse(.malformedMessage, "unreadable frame: \(error)")
     }
 
     package func closed() {
@@ -249,7 +249,7 @@ enum IPCServer {
                         }.map { credentials, pinned, cookie in
                             let connection = IPCConnection(channel: channel, credentials: credentials, handler: handler, pinned: pinned, cookie: cookie)
                             let deadline = channel.eventLoop.scheduleTask(in: Limits.helloDeadline) {
-                                connection.refuse("timedOut", "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
+                                connection.refuse(.timedOut, "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
                             }
                             connection.settled.withLockedValue {
                                 $0 = {

@@ -214,13 +214,13 @@ extension Agent {
             return state.incomingStreams.removeValue(forKey: token)
         }
         guard let incoming else {
-            return connection.refuse("notPermitted", "no stream waits for \(bundle) with that token (it expired, or was for another app)")
+            return connection.refuse(.notPermitted, "no stream waits for \(bundle) with that token (it expired, or was for another app)")
         }
         incoming.timer.cancel()
         guard claimStream(for: bundle, on: connection) else {
             let text = "\(bundle) has \(StreamLimits.perApp) streams open already"
             incoming.reply(.failed(.tooManyStreams, text))
-            return connection.refuse(FetchFailure.tooManyStreams.rawValue, text)
+            return connection.refuse(.stream(.tooManyStreams), text)
         }
         connection.identify(.stream(bundle: bundle))
         let key = PeerLink.StreamKey(id: incoming.id, openedHere: false)
@@ -228,7 +228,7 @@ extension Agent {
         guard incoming.link.attach(splice, to: key) else {
             let text = "the session with the other device ended, or carries \(StreamLimits.perSession) streams already"
             incoming.reply(.failed(.tooManyStreams, text))
-            return connection.refuse(FetchFailure.peerGone.rawValue, text)
+            return connection.refuse(.stream(.peerGone), text)
         }
         let window = StreamFlow.defaultWindow
         splice.start(key: key, window: window, peerWindow: incoming.peerWindow, welcome: .welcome(device: identity.id.description, deviceName: identity.name))
@@ -241,10 +241,10 @@ extension Agent {
     /// The app that continuation `continuation` was delivered to asks for a stream to the originating app (F2).
     func openStream(continuation: UInt64, bundle: String, on connection: IPCConnection) {
         guard let delivery = state.withLockedValue({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
-            return connection.refuse(FetchFailure.notContinued.rawValue, "no activity continued into \(bundle) here has the number \(continuation)")
+            return connection.refuse(.stream(.notContinued), "no activity continued into \(bundle) here has the number \(continuation)")
         }
         guard claimStream(for: bundle, on: connection) else {
-            return connection.refuse(FetchFailure.tooManyStreams.rawValue, "\(bundle) has \(StreamLimits.perApp) streams open already")
+            return connection.refuse(.stream(.tooManyStreams), "\(bundle) has \(StreamLimits.perApp) streams open already")
         }
         connection.identify(.stream(bundle: bundle))
         let window = StreamFlow.defaultWindow
@@ -261,7 +261,7 @@ extension Agent {
                     let text =
                         error.reason == .unsupported
                         ? "the originating device runs an older Baton without continuation streams (\(error.message))" : error.message
-                    connection.refuse(error.reason.rawValue, text)
+                    connection.refuse(.stream(error.reason), text)
                 }
             }
         }
@@ -272,7 +272,7 @@ extension Agent {
                 opening(link)
             case .failure(let error):
                 let refused = (error as? BatonAgentError)?.code == .peerRefused
-                connection.refuse((refused ? FetchFailure.refused : .peerGone).rawValue, "cannot reach the originating device: \(error)")
+                connection.refuse(.stream(refused ? .refused : .peerGone), "cannot reach the originating device: \(error)")
             }
         }
     }

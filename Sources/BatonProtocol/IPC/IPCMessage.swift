@@ -242,7 +242,7 @@ public enum IPCMessage: Sendable, Hashable {
     /// The hello was accepted.
     case welcome(device: String, deviceName: String)
     /// The hello (or a later message) was refused; the agent closes the connection after it.
-    case refused(code: String, message: String)
+    case refused(code: IPCRefusal, message: String)
     /// The agent needs the state of `activity` now (A7, B2, B3), within `deadline` milliseconds.
     case save(request: UInt64, activity: UInt64, deadlineMilliseconds: UInt64)
     /// The activity was continued on another device (A8).
@@ -318,7 +318,7 @@ public enum IPCMessage: Sendable, Hashable {
         case .watchNearby: return makeMessage("watch", [:])
         case .welcome(let device, let name): return makeMessage("welcome", ["device": .string(device), "name": .string(name)])
         case .refused(let code, let message):
-            return makeMessage("refused", ["code": .string(bounded(code, 64)), "message": .string(bounded(message, 4_096))])
+            return makeMessage("refused", ["code": .string(bounded(code.rawValue, 64)), "message": .string(bounded(message, 4_096))])
         case .save(let request, let activity, let deadline):
             return makeMessage("save", ["req": .number(request), "activity": .number(activity), "deadline": .number(deadline)])
         case .continued(let activity): return makeMessage("continued", ["activity": .number(activity)])
@@ -406,7 +406,7 @@ public enum IPCMessage: Sendable, Hashable {
         case "continue": self = .continueNearby(request: try fields.number("req"), device: try fields.optionalString("device", maximumLength: 1_024))
         case "watch": self = .watchNearby
         case "welcome": self = .welcome(device: try fields.string("device", maximumLength: 128), deviceName: try fields.string("name"))
-        case "refused": self = .refused(code: try fields.string("code", maximumLength: 64), message: try fields.string("message"))
+        case "refused": self = .refused(code: IPCRefusal(rawValue: try fields.string("code", maximumLength: 64)), message: try fields.string("message"))
         case "save":
             self = .save(request: try fields.number("req"), activity: try fields.number("activity"), deadlineMilliseconds: try fields.number("deadline"))
         case "continued": self = .continued(activity: try fields.number("activity"))

@@ -41,7 +41,7 @@ struct StreamEndStateMachineTests {
     )
     func refusals(code: String, expected: ContinuationError.Code) {
         var machine = Machine()
-        let effects = machine.received(.refused(code: code, message: "no"))
+        let effects = machine.received(.refused(code: IPCRefusal(rawValue: code), message: "no"))
         guard case .failed(let error) = effects.opened else {
             Issue.record("not failed: \(effects)")
             return

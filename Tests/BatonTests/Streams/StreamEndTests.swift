@@ -35,7 +35,7 @@ struct StreamEndTests {
             let opened = open()
             let connection = try #require(await agent.next())
             _ = await connection.hello()
-            connection.send(.refused(code: code, message: "no"))
+            connection.send(.refused(code: IPCRefusal(rawValue: code), message: "no"))
             await #expect { try await opened.value } throws: { ($0 as? ContinuationError)?.code == expected }
         }
         let silent = open(timeout: .milliseconds(200))

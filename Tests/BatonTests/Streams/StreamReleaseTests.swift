@@ -201,7 +201,7 @@ struct StreamReleaseTests {
             Issue.record("expected tooManyStreams while 8 ended streams' ends are held, got \(String(describing: answer))")
             return
         }
-        #expect(code == "tooManyStreams")
+        #expect(code == .stream(.tooManyStreams))
 
         // The app closes its ends itself: released at once, and a stream opens again.
         for end in desktopEnds { end.close() }
