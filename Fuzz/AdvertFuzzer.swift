@@ -93,7 +93,7 @@ struct AdvertRun {
             case 0:
                 // Anything: a stranger's datagram, of any length, never opens.
                 let datagram = Data(take(Int(number(1))))
-                let outcome = receiver.receive(datagram, from: "192.0.2.1", now: now, isMember: Self.isMember)
+                let outcome = receiver.receive(datagram, now: now, isMember: Self.isMember)
                 precondition(outcome == .notForUs, "a datagram nobody sealed gave \(outcome)")
             case 1, 2:
                 sealed(op)
@@ -124,7 +124,7 @@ struct AdvertRun {
         let foreign = op & 0x40 != 0
         let badVersion = op & 0x80 != 0 && op & 0x08 != 0
         let datagram = fuzzSeal(plaintext, nonce: nonce, key: fuzzSealing[foreign ? 1 : 0], version: badVersion ? 2 : AdvertKeys.version)
-        let outcome = receiver.receive(datagram, from: "192.0.2.2", now: now, isMember: Self.isMember)
+        let outcome = receiver.receive(datagram, now: now, isMember: Self.isMember)
         if foreign || badVersion {
             precondition(outcome == .notForUs, "a datagram not sealed under the account key gave \(outcome)")
             return

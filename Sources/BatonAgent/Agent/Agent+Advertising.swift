@@ -105,13 +105,13 @@ extension Agent {
 
     /// One datagram from the network: through the receiver's checks into the nearby table.
     func receiveAdvert(_ datagram: Data, from source: SocketAddress) {
-        let host = source.hostText ?? "?"
         let now = Self.now()
         let (outcome, change) = state.withLockedValue { state -> (AdvertReceiver.Outcome, (DeviceID, NearbyTable.Change)?) in
             let roster = state.roster
-            let outcome = state.receiver.receive(datagram, from: host, now: now) { roster.isActive($0) }
+            let outcome = state.receiver.receive(datagram, now: now) { roster.isActive($0) }
             guard case .accepted(let advert) = outcome else { return (outcome, nil) }
-            let change = state.nearby.apply(advert, from: host, now: now)
+            // The address as text only for an advert that counts (a flood's datagrams never get here).
+            let change = state.nearby.apply(advert, from: source.hostText ?? "?", now: now)
             if change == .replaced || change == .removed || change == .revised { state.summaries[advert.device] = nil }
             return (outcome, (advert.device, change))
         }
@@ -127,7 +127,8 @@ extension Agent {
 
     /// Logs a refused advert, once per kind (issue 25 item 12): a flood of forged or replayed datagrams is one line.
     func advertRefused(_ outcome: AdvertReceiver.Outcome, from source: SocketAddress) {
-        let from = "from \(source.hostText ?? "?"):\(source.port ?? 0)"
+        // Only when a line is written (once per kind), not for every datagram of a flood.
+        var from: String { "from \(source.hostText ?? "?"):\(source.port ?? 0)" }
         switch outcome {
         case .accepted, .own:
             return

@@ -98,8 +98,9 @@ public struct AdvertReceiver: Sendable {
         clockOffsets[device] = nil
     }
 
-    /// Handles one datagram from `source` (an address) at `now` (milliseconds since 1970).
-    public mutating func receive(_ datagram: Data, from source: String, now: UInt64, isMember: (DeviceID) -> Bool) -> Outcome {
+    /// Handles one datagram at `now` (milliseconds since 1970). Where it came from plays no part: a source address
+    /// proves nothing, and turning it into text for every datagram of a flood cost more than the check itself.
+    public mutating func receive(_ datagram: Data, now: UInt64, isMember: (DeviceID) -> Bool) -> Outcome {
         guard let (advert, nonce) = keys.open(datagram) else { return .notForUs }
         guard advert.device != me else { return .own }
         let offBy = Int64(clamping: advert.timestamp) &- Int64(clamping: now)
