@@ -11,8 +11,9 @@ import NIOConcurrencyHelpers
 /// after ``quietPeriod`` is logged with how many came between, so a sustained attack costs a line every ten minutes
 /// per kind. The kinds are a closed set, so this holds no more than a few counters whatever arrives.
 final class RefusalLog: Sendable {
-    /// What was refused, each named as the log says it.
-    enum Kind: String, Sendable, CaseIterable {
+    /// What was refused, each named as the log says it (its case name). Not `String`-backed: such an enum hashes its
+    /// name's characters, and ``RefusalLog/refused(_:_:now:)`` runs for every datagram of a flood.
+    enum Kind: Sendable, CaseIterable {
         /// A TLS session from a device that is no member of the account (unpaired).
         case unknownDevice
         /// A TLS session from a device removed from the account.
@@ -41,6 +42,9 @@ final class RefusalLog: Sendable {
         /// A local client that broke the app socket's protocol: an unreadable or oversize frame, a message not
         /// allowed for it, an unsupported version.
         case appMalformed
+
+        /// The name in brackets in the log (`advertReplayed`).
+        var name: String { "\(self)" }
     }
 
     /// How long after a kind was last logged its refusals are only counted.
@@ -74,8 +78,8 @@ final class RefusalLog: Sendable {
         }
         guard let due else { return }
         let line = due == 0
-            ? "refused \(what()) [\(kind.rawValue)]; more of these are counted, and summed up at most every 10 min"
-            : "refused \(what()) [\(kind.rawValue)], and \(due) more of these since the last such line (10 min or more ago)"
+            ? "refused \(what()) [\(kind.name)]; more of these are counted, and summed up at most every 10 min"
+            : "refused \(what()) [\(kind.name)], and \(due) more of these since the last such line (10 min or more ago)"
         logger.notice("\(Agent.logLine(line))")
     }
 }

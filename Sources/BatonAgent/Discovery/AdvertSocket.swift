@@ -211,15 +211,14 @@ final class AdvertSocket: @unchecked Sendable {
             return loop.makeFailedFuture(error)
         }
         return DatagramBootstrap(group: loop)
-            .channelOption(.maxMessagesPerRead, value: UInt(AdvertReadPacer.readsPerTick))
-            .channelOption(.datagramVectorReadMessageCount, value: AdvertReadPacer.vectorReadCount)
+            .channelOption(.maxMessagesPerRead, value: UInt(AdvertReader.readsPerTick))
+            .channelOption(.datagramVectorReadMessageCount, value: AdvertReader.vectorReadCount)
             // NIO divides one receive buffer among a vector read's datagrams: a slot for each, larger than an advert
             // (a longer datagram is cut short there, and then dropped for its length, as it would be anyway).
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: AdvertReadPacer.vectorReadCount * AdvertReadPacer.slotBytes))
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: AdvertReader.vectorReadCount * AdvertReader.slotBytes))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(AdvertReadPacer(log: { log("\(kind.rawValue): \($0)") }))
-                    try channel.pipeline.syncOperations.addHandler(DatagramReceiver(receive: receive))
+                    try channel.pipeline.syncOperations.addHandler(AdvertReader(log: { log("\(kind.rawValue): \($0)") }, receive: receive))
                 }
             }
             .withBoundSocket(copy)
@@ -445,23 +444,3 @@ final class AdvertSocket: @unchecked Sendable {
     }
 }
 
-/// Passes each datagram of advert size on; anything else is dropped unread.
-final class DatagramReceiver: ChannelInboundHandler, Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-
-    let receive: @Sendable (Data, SocketAddress) -> Void
-
-    init(receive: @escaping @Sendable (Data, SocketAddress) -> Void) {
-        self.receive = receive
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        guard envelope.data.readableBytes == AdvertKeys.datagramLength else { return }
-        receive(Data(envelope.data.readableBytesView), envelope.remoteAddress)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // ICMP unreachable from a peer that is down surfaces here on Linux; a datagram socket carries on.
-    }
-}

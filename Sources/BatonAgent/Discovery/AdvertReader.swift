@@ -1,13 +1,20 @@
 import BatonProtocol
 import NIOCore
 
-/// Does what ``AdvertReadPacing`` decides for one advert socket (issue 25 item 10): under a flood it turns the
-/// channel's autoRead off and reads it every 10 ms instead, each read taking whatever waits with `recvmmsg`
-/// (``AdvertReadPacer/vectorReadCount`` datagrams a call, ``AdvertReadPacer/readsPerTick`` calls at most); when the
-/// flood is over it turns autoRead on again. On the channel's event loop, like every handler.
-final class AdvertReadPacer: ChannelInboundHandler {
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The one handler of an advert socket: hands each datagram of an advert's length, with its source, to the agent,
+/// and does what ``AdvertReadPacing`` decides (issue 25 item 10): under a flood it turns the channel's autoRead off
+/// and reads it every 10 ms instead, each read taking whatever waits with `recvmmsg`
+/// (``AdvertReader/vectorReadCount`` datagrams a call, ``AdvertReader/readsPerTick`` calls at most); when the flood
+/// is over it turns autoRead on again. One handler, not two: every datagram of a flood passes through it. On the
+/// channel's event loop, like every handler.
+final class AdvertReader: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    typealias InboundOut = AddressedEnvelope<ByteBuffer>
 
     /// Datagrams one `recvmmsg` takes (`ChannelOptions.datagramVectorReadMessageCount`).
     static let vectorReadCount = 32
@@ -21,9 +28,11 @@ final class AdvertReadPacer: ChannelInboundHandler {
     private var pacing = AdvertReadPacing()
     private var ticks: RepeatedTask?
     private let log: @Sendable (String) -> Void
+    private let receive: @Sendable (Data, SocketAddress) -> Void
 
-    init(log: @escaping @Sendable (String) -> Void) {
+    init(log: @escaping @Sendable (String) -> Void, receive: @escaping @Sendable (Data, SocketAddress) -> Void) {
         self.log = log
+        self.receive = receive
     }
 
     static func now() -> UInt64 {
@@ -34,7 +43,13 @@ final class AdvertReadPacer: ChannelInboundHandler {
         if case let action = pacing.received(at: Self.now()), action != .none {
             perform(action, context: context)
         }
-        context.fireChannelRead(data)
+        let envelope = unwrapInboundIn(data)
+        guard envelope.data.readableBytes == AdvertKeys.datagramLength else { return }
+        receive(Data(envelope.data.readableBytesView), envelope.remoteAddress)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP unreachable from a peer that is down surfaces here on Linux; a datagram socket carries on.
     }
 
     func channelInactive(context: ChannelHandlerContext) {
