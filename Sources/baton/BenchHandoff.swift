@@ -185,7 +185,7 @@ struct HandoffBench {
                     let outcome = await desktopAgent.continueNearby(device: "laptop")
                     try await probe.killLaunched()
                     guard outcome.failure == nil, outcome.app == shopSnapBundleIdentifier else {
-                        throw CommandLineError("continue into a launched shopsnap failed: \(outcome.message) [\(outcome.failure ?? "")]")
+                        throw CommandLineError("continue into a launched shopsnap failed: \(outcome.message) [\(outcome.failure?.rawValue ?? "")]")
                     }
                     samples.launched.append(Double(outcome.microseconds) / 1e6)
                 }

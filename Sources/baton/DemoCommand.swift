@@ -145,7 +145,7 @@ struct DemoRun {
         _ = await nearby.next(isolation: #isolation)
         clock.log("desktop", "it is gone from the nearby list \(clock.since(started)) later (goodbye advert)")
         let none = await desktopAgent.continueNearby(device: nil)
-        clock.log("desktop", "baton continue now says: \(none.message) [\(none.failure ?? "")]")
+        clock.log("desktop", "baton continue now says: \(none.message) [\(none.failure?.rawValue ?? "")]")
         laptop.disconnect()
         desktop.disconnect()
         withExtendedLifetime((laptopApp, desktopApp, reporter)) {}

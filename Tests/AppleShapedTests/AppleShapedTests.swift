@@ -140,7 +140,7 @@ struct AppleShapedTests {
             return await agent.continueNearby(device: "laptop")
         }
         let outcomes = (await first.value, await second.value)
-        #expect(outcomes.0.failure == "cancelled" && outcomes.1.failure == nil, "\(outcomes)")
+        #expect(outcomes.0.failure == ContinuationOutcome.Failure(.fetch(.cancelled)) && outcomes.1.failure == nil, "\(outcomes)")
         for _ in 0..<500 where desktopDelegate.events.filter({ $0.hasPrefix("continue") || $0 == "cancelled" }).count < 2 {
             try await Task.sleep(for: .milliseconds(2))
         }

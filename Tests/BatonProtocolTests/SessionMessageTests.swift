@@ -84,7 +84,7 @@ enum MessageSamples {
             request: 7,
             ContinuationOutcome(app: "com.razeware.shopsnap", reason: "D1: same team", failure: nil, message: "continued", microseconds: 12_345)
         ),
-        .continueResult(request: 8, ContinuationOutcome(app: "", reason: "", failure: "notFound", message: "nothing nearby", microseconds: 3)),
+        .continueResult(request: 8, ContinuationOutcome(app: "", reason: "", failure: .notFound, message: "nothing nearby", microseconds: 3)),
         .nearbyChanged([item]),
         .listApps(request: 10),
         .apps(

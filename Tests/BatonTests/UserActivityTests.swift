@@ -83,7 +83,7 @@ final class TwoDevices {
     func continueOnDesktop() async -> [ContinuationEvent] {
         let outcome = await devices.agents[1].continueNearby(device: "laptop")
         var seen: [ContinuationEvent] = []
-        guard outcome.failure == nil || outcome.failure != "notFound" else { return [] }
+        guard outcome.failure != .notFound else { return [] }
         var events = desktopEvents
         defer { desktopEvents = events }
         while let event = await events.next(isolation: #isolation) {

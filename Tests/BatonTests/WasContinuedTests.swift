@@ -33,7 +33,7 @@ struct WasContinuedTests {
         activity.becomeCurrent()
         try await world.waitUntilNearby()
         let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
-        #expect(outcome.failure == "noApp", "\(outcome)")
+        #expect(outcome.failure == ContinuationOutcome.Failure(.noApp), "\(outcome)")
         #expect(!(try await Self.wait(for: "wasContinued", in: laptop, seconds: 1)), "A8: nothing was continued: \(laptop.calls)")
         #expect(!laptop.calls.contains("willSave"), "routed before fetching: the state was never asked for: \(laptop.calls)")
         await world.stop()

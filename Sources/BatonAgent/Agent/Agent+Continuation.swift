@@ -94,7 +94,7 @@ extension Agent: PeerLinkResponder {
         let started = DispatchTime.now().uptimeNanoseconds
         guard let entry = nearbyEntry(matching: selector) else {
             let what = selector.map { "nothing nearby from a device matching \"\($0)\"" } ?? "nothing nearby to continue"
-            return ContinuationOutcome(app: "", reason: "", failure: "notFound", message: what, microseconds: 0)
+            return ContinuationOutcome(app: "", reason: "", failure: .notFound, message: what, microseconds: 0)
         }
         let id = state.withLockedValue { state in
             defer { state.nextRequest += 1 }
@@ -347,7 +347,7 @@ extension Agent: PeerLinkResponder {
             returning: ContinuationOutcome(
                 app: outcome.app,
                 reason: record.reason,
-                failure: outcome.failure?.rawValue,
+                failure: outcome.failure.map(ContinuationOutcome.Failure.init),
                 message: outcome.message,
                 microseconds: (DispatchTime.now().uptimeNanoseconds - record.started) / 1000
             )

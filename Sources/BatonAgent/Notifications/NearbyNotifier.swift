@@ -173,7 +173,7 @@ final class NearbyNotifier: Sendable {
                         logger.notice("desktop notifications: could not continue: \(outcome.message) [\(failure)]")
                         // The person chose Continue and is looking for the app: say why it is not coming (not when
                         // another continuation replaced this one, C6: that one is what they chose last).
-                        guard failure != FetchFailure.cancelled.rawValue else { return }
+                        guard failure.continuationFailure != .fetch(.cancelled) else { return }
                         perform(machine.withLockedValue { $0.continueFailed(device: device, message: outcome.message) })
                     } else {
                         logger.info(

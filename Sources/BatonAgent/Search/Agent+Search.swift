@@ -219,7 +219,7 @@ extension Agent {
     /// does not run, `willContinue` and then the state, or why not (C5). Nothing is fetched: the state was saved here.
     public func continueSaved(id: Int64) async -> ContinuationOutcome {
         let started = DispatchTime.now().uptimeNanoseconds
-        func failed(_ failure: String, _ message: String, app: String = "") -> ContinuationOutcome {
+        func failed(_ failure: ContinuationOutcome.Failure, _ message: String, app: String = "") -> ContinuationOutcome {
             ContinuationOutcome(
                 app: app, reason: "", failure: failure, message: message,
                 microseconds: (DispatchTime.now().uptimeNanoseconds - started) / 1000
@@ -228,14 +228,14 @@ extension Agent {
         let entry: SearchEntry
         switch await savedEntry(id) {
         case .failure(let error):
-            return failed("searchFailed", error.description)
+            return failed(.searchFailed, error.description)
         case .success(nil):
-            return failed("notFound", "no saved activity \(id) (it was deleted, replaced, or has expired); `baton search` lists them")
+            return failed(.notFound, "no saved activity \(id) (it was deleted, replaced, or has expired); `baton search` lists them")
         case .success(let found?):
             entry = found
         }
         guard let app = registry.app(bundleIdentifier: entry.bundleIdentifier) else {
-            return failed(ContinuationFailure.noApp.rawValue, "\(entry.bundleIdentifier), which saved it, is not installed here", app: entry.bundleIdentifier)
+            return failed(ContinuationOutcome.Failure(.noApp), "\(entry.bundleIdentifier), which saved it, is not installed here", app: entry.bundleIdentifier)
         }
         let id = state.withLockedValue { state in
             defer { state.nextRequest += 1 }

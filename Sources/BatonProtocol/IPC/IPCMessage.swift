@@ -172,19 +172,48 @@ public struct ContinuationOutcome: Sendable, Hashable {
     /// Why it was chosen (the router's reason, citing the requirement).
     public var reason: String
     /// The failure, or nil when the app received the activity.
-    public var failure: String?
+    public var failure: Failure?
     /// What happened, for a person.
     public var message: String
     /// From the request to the delivery (or failure), in microseconds.
     public var microseconds: UInt64
 
     /// An outcome.
-    public init(app: String, reason: String, failure: String?, message: String, microseconds: UInt64) {
+    public init(app: String, reason: String, failure: Failure?, message: String, microseconds: UInt64) {
         self.app = app
         self.reason = reason
         self.failure = failure
         self.message = message
         self.microseconds = microseconds
+    }
+}
+
+
+extension ContinuationOutcome {
+    /// Why a continuation failed, as `baton continue` is told (issue 26 item 4: not a bare string): the broker's
+    /// ``ContinuationFailure``, or that nothing nearby or saved matched. A struct of named codes, so that a code a newer
+    /// agent adds still arrives, with its message.
+    public struct Failure: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        /// The broker's failure (C5, C8).
+        public init(_ failure: ContinuationFailure) {
+            rawValue = failure.rawValue
+        }
+
+        public var description: String { rawValue }
+
+        /// No device nearby, or no saved activity, matched what was asked for.
+        public static let notFound = Failure(rawValue: "notFound")
+        /// The search index could not be read (G2).
+        public static let searchFailed = Failure(rawValue: "searchFailed")
+
+        /// The broker's failure this is, when it is one.
+        public var continuationFailure: ContinuationFailure? { ContinuationFailure(rawValue: rawValue) }
     }
 }
 
@@ -335,7 +364,7 @@ public enum IPCMessage: Sendable, Hashable {
                 "result",
                 [
                     "req": .number(request), "app": .string(outcome.app), "reason": .string(bounded(outcome.reason, 4_096)),
-                    "failure": outcome.failure.map { .string(bounded($0, 64)) }, "message": .string(bounded(outcome.message, 4_096)), "us": .number(outcome.microseconds),
+                    "failure": outcome.failure.map { .string(bounded($0.rawValue, 64)) }, "message": .string(bounded(outcome.message, 4_096)), "us": .number(outcome.microseconds),
                 ]
             )
         case .nearbyChanged(let items): return makeMessage("changed", ["items": .array(items.map(\.propertyList))])
@@ -425,7 +454,7 @@ public enum IPCMessage: Sendable, Hashable {
             let outcome = ContinuationOutcome(
                 app: try fields.string("app", maximumLength: 255),
                 reason: try fields.string("reason"),
-                failure: try fields.optionalString("failure", maximumLength: 64),
+                failure: try fields.optionalString("failure", maximumLength: 64).map(ContinuationOutcome.Failure.init(rawValue:)),
                 message: try fields.string("message"),
                 microseconds: try fields.number("us")
             )
