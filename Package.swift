@@ -137,8 +137,10 @@ let package = Package(
             ]
         ),
         // The command line.
-        .executableTarget(
-            name: "baton",
+        // `baton bench` (issue 26 item 4: the benchmarks their own target): each figure against a baseline measured in
+        // the same run, for `plist`, `route`, `handoff`, `stream` and `search`.
+        .target(
+            name: "BatonBench",
             dependencies: [
                 "BatonAgentCommand",
                 "BatonCore",
@@ -147,7 +149,7 @@ let package = Package(
                 "BatonAgent",
                 "Baton",
                 "BatonEmbedded",
-                // `baton search` and `baton bench search` (issue 15): the index, and raw FTS5 through GRDB beside it.
+                // `bench search`: the index, and raw FTS5 through GRDB beside it (issue 15).
                 "BatonSearch",
                 "ShopSnapKit",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -156,9 +158,29 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "baton",
+            dependencies: [
+                "BatonBench",
+                "BatonAgentCommand",
+                "BatonCore",
+                "BatonProtocol",
+                "BatonRegistry",
+                "BatonAgent",
+                "Baton",
+                "BatonEmbedded",
+                // `baton search` (issue 15).
+                "BatonSearch",
+                "ShopSnapKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The seeds' ShopSnap tutorial as a Linux app (Examples/ShopSnap.app runs `shopsnap`), and its screens as a

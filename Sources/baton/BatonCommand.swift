@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonBench
 
 /// `baton`: the command line of Baton, Handoff for Swift on Linux.
 @main

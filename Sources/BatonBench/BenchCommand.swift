@@ -3,8 +3,8 @@ import BatonCore
 import Foundation
 
 /// `baton bench`: measurements that compare Baton against a baseline measured in the same run.
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct BenchCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Baton against baselines measured in the same run.",
         discussion: """
@@ -21,6 +21,8 @@ struct BenchCommand: AsyncParsableCommand {
             """,
         subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self, BenchCommand.Search.self]
     )
+
+    public init() {}
 
     struct Plist: ParsableCommand {
         static let configuration = CommandConfiguration(

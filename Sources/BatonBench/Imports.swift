@@ -1,0 +1,2 @@
+// Plain error messages and `--state`, as every `baton` command has them.
+@_exported import BatonAgentCommand
