@@ -37,7 +37,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def parse():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bin", default=".build/debug", help="folder with the built baton and shopsnap")
+    parser.add_argument("--bin", default=".build/debug", help="folder with the built baton, shopsnap and baton-debug")
     parser.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     parser.add_argument("--advertisers", type=int, default=500, help="foreign advertisers (default 500)")
     parser.add_argument("--rate", type=float, default=10, help="adverts a second from each (default 10)")
