@@ -19,7 +19,7 @@ public struct BenchCommand: AsyncParsableCommand {
             "baselineValue", "ratio", "target", "met"}]}: ratio is value / baselineValue; a figure whose target is \
             "report only" is there to be read, not judged.
             """,
-        subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self, BenchCommand.Search.self]
+        subcommands: [Plist.self, Route.self, Handoff.self, BenchCommand.Stream.self, BenchCommand.Search.self, FloorNode.self]
     )
 
     public init() {}

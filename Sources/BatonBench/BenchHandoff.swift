@@ -23,6 +23,15 @@ extension BenchCommand {
                 within 5x the datagram, warm within 5x the TCP round trip, cold within 1.5x the TLS connection, \
                 launched p50 under 50 ms. Then each hop of the visible and warm paths measured alone (app IPC, \
                 broker, seal/open, TLS record, plist codec), as a share of the whole.
+
+                Against the floor (issue 26 item 5): the same processes and hops written without Baton, plain \
+                swift-nio in two `baton bench floor-node` processes, measured in the same run with samples \
+                interleaved. Visible: becomeCurrent until B's watching control client has it, against app → Unix \
+                socket → A → one UDP datagram → B → Unix socket → watcher (target ≤ 1.5x). Continue asked on B's \
+                control socket until the app has the state, against control → Unix socket → B → fetch over an open \
+                mutual TLS 1.3 link → A → Unix socket → app and its 3 KB back the same way (warm: ≤ 1.5x; cold: ≤ \
+                1.3x the warm floor plus the floor's bare mutual TLS handshake). p50 judged, p99 shown; every floor \
+                hop, and Baton's paths cut where the floor's are, as figures of their own.
                 """
         )
 
@@ -74,6 +83,16 @@ struct HandoffBench {
         var launched: [Double] = []
         var launchBaseline: [Double] = []
         var ipcRoundTrip: [Double] = []
+        /// Against the floor (issue 26 item 5), hop by hop. Baton's visible path: becomeCurrent → B's nearby table →
+        /// B's watching control client; its continue over B's control socket: asked → the origin app saving → the
+        /// continuing app has the state.
+        var watched: [HopSample] = []
+        var warmOverSocket: [HopSample] = []
+        var coldOverSocket: [HopSample] = []
+        /// The floor pipeline's, in the same run, interleaved with Baton's (``HandoffFloor``).
+        var floorVisible: [HopSample] = []
+        var floorWarm: [HopSample] = []
+        var floorCold: [HopSample] = []
     }
 
     func run() async throws -> BenchReport {
@@ -92,22 +111,46 @@ struct HandoffBench {
         }
         defer { Task { await devices.shutdown() } }
         var samples = Samples()
-        try await measureAgents(devices, shopsnap: shopsnap, into: &samples, notes: &report.notes)
+        let floor = try await HandoffFloor.start()
+        do {
+            try await measureAgents(devices, floor: floor, shopsnap: shopsnap, into: &samples, notes: &report.notes)
+        } catch {
+            await floor.stop()
+            throw error
+        }
+        await floor.stop()
 
         let baselines = try await LoopbackBaselines(count: count).run()
         let tls = try await TLSBaseline(count: count).run()
         let probes = try HopProbes.run(device: devices.agents[0].identity.id)
-        report.figures = figures(samples, baselines, tls, probes)
+        report.figures = figures(samples, baselines, tls, probes) + floorFigures(samples)
         return report
     }
 
-    /// The handoff measurements proper, with both agents running.
-    func measureAgents(_ devices: LocalDevices, shopsnap: URL?, into samples: inout Samples, notes: inout [String]) async throws {
+    /// The handoff measurements proper, with both agents running, each kind interleaved with the floor's.
+    func measureAgents(
+        _ devices: LocalDevices, floor: HandoffFloor, shopsnap: URL?, into samples: inout Samples, notes: inout [String]
+    ) async throws {
         let (laptopAgent, desktopAgent) = (devices.agents[0], devices.agents[1])
         let changes = NIOLockedValueBox<[UInt64]>([])
         desktopAgent.observeNearby { _, change in
-            if change == .added || change == .replaced { changes.withLockedValue { $0.append(DispatchTime.now().uptimeNanoseconds) } }
+            if change == .added || change == .replaced { changes.withLockedValue { $0.append(monotonicNanoseconds()) } }
         }
+        // B's watcher, as `baton nearby --watch` is: a control client that asked for every change of the list.
+        let watcher = try await AgentClient.connect(path: desktopAgent.socketPath, bundleIdentifier: nil)
+        let watched = NIOLockedValueBox<[(arrived: UInt64, sequence: UInt64)]>([])
+        let watching = Task.detached {
+            for await message in watcher.messages {
+                guard case .nearbyChanged(let items) = message, let item = items.first(where: { $0.deviceName == "laptop" }) else { continue }
+                let arrived = monotonicNanoseconds()
+                watched.withLockedValue { $0.append((arrived, item.sequence)) }
+            }
+        }
+        defer {
+            watching.cancel()
+            watcher.close()
+        }
+        watcher.send(.watchNearby)
         let laptop = BatonApplication()
         let desktop = BatonApplication()
         try await laptop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: laptopAgent.socketPath)
@@ -115,24 +158,38 @@ struct HandoffBench {
         defer { laptop.disconnect() }
         var events = desktop.events.makeAsyncIterator()
 
-        // becomeCurrent → visible in the desktop's nearby table.
+        // becomeCurrent → in the desktop's nearby table (the observer) → told to the desktop's watcher; then the
+        // floor's, after as long a pause.
         var activity = try UserActivity(activityType: ActivityTypeView, application: laptop)
+        var lastSequence: UInt64 = 0
         for index in 0..<count + 10 {
             activity = try UserActivity(activityType: index % 2 == 0 ? ActivityTypeView : ActivityTypeEdit, application: laptop)
             activity.userInfo = BenchmarkData.userInfo(encodedSize: 3 * 1024).dictionaryValue ?? [:]
             let before = changes.withLockedValue { $0.count }
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = monotonicNanoseconds()
             activity.becomeCurrent()
             var arrived: UInt64?
-            while arrived == nil, seconds(since: start) < 1 {
+            var told: (arrived: UInt64, sequence: UInt64)?
+            while arrived == nil || told == nil, monotonicNanoseconds() - start < 1_000_000_000 {
                 arrived = changes.withLockedValue { $0.count > before ? $0[before] : nil }
-                // The arrival is stamped by the observer; this loop only notices it. Sleeping rather than spinning
-                // leaves both cores to the agents (a spinning main thread took one of the two).
+                told = watched.withLockedValue { $0.first { $0.sequence > lastSequence } }
+                // The arrivals are stamped by the observer and the watching task; this loop only notices them.
+                // Sleeping rather than spinning leaves both cores to the agents (a spinning main thread took one).
                 try await Task.sleep(for: .microseconds(100))
             }
-            guard let arrived else { throw CommandLineError("an advert never arrived within 1 s (iteration \(index))") }
-            if index >= 10 { samples.visible.append(Double(arrived - start) / 1e9) }
+            guard let arrived, let told else {
+                throw CommandLineError("an advert never reached the nearby table and its watcher within 1 s (iteration \(index))")
+            }
+            lastSequence = told.sequence
+            watched.withLockedValue { $0.removeAll { $0.sequence <= told.sequence } }
+            if index >= 10 {
+                samples.visible.append(Double(arrived &- start) / 1e9)
+                samples.watched.append(HopSample(points: [start, arrived, max(told.arrived, arrived)]))
+            }
             // Receivers allow a device 50 adverts a second (AdvertReceiver.Limits); stay under it.
+            try await Task.sleep(for: .milliseconds(25))
+            let floorSample = try await floor.visibleOnce()
+            if index >= 10 { samples.floorVisible.append(floorSample) }
             try await Task.sleep(for: .milliseconds(25))
         }
 
@@ -147,10 +204,46 @@ struct HandoffBench {
             }
             throw CommandLineError("the desktop app's event stream ended")
         }
+        // The same asked over the desktop agent's control socket (as `baton continue` asks), with the moment the
+        // origin app's delegate is asked for its state, against the floor's.
+        let asker = try await AgentClient.connect(path: desktopAgent.socketPath, bundleIdentifier: nil)
+        let results = Task.detached {
+            var failures: [String] = []
+            for await message in asker.messages {
+                if case .continueResult(_, let outcome) = message, let failure = outcome.failure { failures.append("\(outcome.message) [\(failure)]") }
+            }
+            return failures
+        }
+        defer { asker.close() }
+        let saving = SaveStamp()
+        activity.delegate = saving
+        var request: UInt64 = 0
+        func continueOverSocket() async throws -> HopSample {
+            saving.stamp = nil
+            request += 1
+            let start = monotonicNanoseconds()
+            asker.send(.continueNearby(request: request, device: "laptop"))
+            while let event = await events.next(isolation: #isolation) {
+                if case .continued = event {
+                    let end = monotonicNanoseconds()
+                    guard let saved = saving.stamp else { throw CommandLineError("the origin app was not asked for its state") }
+                    return HopSample(points: [start, saved, end])
+                }
+                if case .failed(_, let error) = event { throw CommandLineError("continue over the control socket failed: \(error)") }
+            }
+            throw CommandLineError("the desktop app's event stream ended")
+        }
         for index in 0..<count + 10 {
             activity.needsSave = true
             let elapsed = try await continueOnce()
-            if index >= 10 { samples.warm.append(elapsed) }
+            activity.needsSave = true
+            let overSocket = try await continueOverSocket()
+            let floorSample = try await floor.continueOnce(cold: false)
+            if index >= 10 {
+                samples.warm.append(elapsed)
+                samples.warmOverSocket.append(overSocket)
+                samples.floorWarm.append(floorSample)
+            }
         }
         for _ in 0..<max(count / 4, 8) {
             laptopAgent.closeLinks()
@@ -158,7 +251,16 @@ struct HandoffBench {
             try await Task.sleep(for: .milliseconds(2))
             activity.needsSave = true
             samples.cold.append(try await continueOnce())
+            laptopAgent.closeLinks()
+            desktopAgent.closeLinks()
+            try await Task.sleep(for: .milliseconds(2))
+            activity.needsSave = true
+            samples.coldOverSocket.append(try await continueOverSocket())
+            samples.floorCold.append(try await floor.continueOnce(cold: true))
         }
+        asker.close()
+        let failures = await results.value
+        if let failure = failures.first { throw CommandLineError("a continue over the control socket failed: \(failure)") }
 
         // One hop alone: a request and its answer over the desktop agent's Unix socket (a control client's listApps).
         let control = try await AgentClient.connect(path: desktopAgent.socketPath, bundleIdentifier: nil)
