@@ -68,7 +68,8 @@ build() {
         # The message decoders and what they use; the rest of BatonProtocol needs swift-crypto, which these do not.
         sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Session/MessageFields.swift"
             "$protocol/Session/SessionMessage.swift" "$protocol/Session/StreamFlow.swift" "$protocol/Handoff/ContinuationFailure.swift"
-            "$protocol/IPC/IPCMessage.swift" "$protocol/Account/AccountMessage.swift" "$root/Fuzz/MessageFuzzer.swift")
+            "$protocol/IPC/IPCMessage.swift" "$protocol/IPC/IPCRefusal.swift" "$protocol/IPC/SearchIndexFailure.swift"
+            "$protocol/Account/AccountMessage.swift" "$root/Fuzz/MessageFuzzer.swift")
         ;;
     associations)
         # The JSON readers and matching; the CMS verifier beside them needs swift-crypto, which these do not.

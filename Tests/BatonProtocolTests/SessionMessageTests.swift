@@ -106,7 +106,7 @@ enum MessageSamples {
         .deleteSaved(request: 11, persistentIdentifiers: ["note-1", "note-2"]),
         .deleteSaved(request: 12, persistentIdentifiers: nil),
         .deletedSaved(request: 11, count: 2, failure: nil),
-        .deletedSaved(request: 12, count: 0, failure: "damaged: the search index at /s/search.sqlite is damaged"),
+        .deletedSaved(request: 12, count: 0, failure: SearchIndexFailure(.damaged, "the search index at /s/search.sqlite is damaged")),
         .continueSaved(request: 13, id: 42),
     ]
 
@@ -338,6 +338,22 @@ struct SessionMessageTests {
         #expect(try SessionMessage(newer) == .failure(id: 1, reason: .protocolViolation, message: "m"))
         // F1: the reasons a stream request fails for (docs/PROTOCOL.md §8).
         #expect(Set(FetchFailure.allCases.map(\.rawValue)).isSuperset(of: ["noStreams", "notContinued", "tooManyStreams"]))
+    }
+
+    @Test("G3, issue 26 item 4: a deletion's failure travels as a code and a message; an older agent's `code: message` and a newer agent's code still read")
+    func deletionFailures() throws {
+        let failure = SearchIndexFailure(.unwritable, "the disk is full")
+        let plist = IPCMessage.deletedSaved(request: 3, count: 0, failure: failure).propertyList
+        #expect(plist["failure"] == .string("unwritable") && plist["message"] == .string("the disk is full"))
+        #expect(try IPCMessage(plist) == .deletedSaved(request: 3, count: 0, failure: failure))
+        #expect(failure.description == "unwritable: the disk is full", "what the app shows, as the index's own error reads")
+        let older: PropertyList = ["t": "deleted", "req": 4, "count": 0, "failure": "damaged: the search index at /s/search.sqlite is damaged"]
+        #expect(try IPCMessage(older) == .deletedSaved(request: 4, count: 0, failure: SearchIndexFailure(.damaged, "the search index at /s/search.sqlite is damaged")))
+        let bare: PropertyList = ["t": "deleted", "req": 5, "count": 0, "failure": "damaged"]
+        #expect(try IPCMessage(bare) == .deletedSaved(request: 5, count: 0, failure: SearchIndexFailure(.damaged, "")))
+        #expect(SearchIndexFailure(.damaged, "").description == "damaged")
+        let newer: PropertyList = ["t": "deleted", "req": 6, "count": 0, "failure": "quotaExceeded", "message": "m"]
+        #expect(try IPCMessage(newer) == .deletedSaved(request: 6, count: 0, failure: SearchIndexFailure(.init(rawValue: "quotaExceeded"), "m")))
     }
 
     @Test("F3: a reset's reason travels by its raw value; one this build does not know reads as protocolViolation; long text is cut")

@@ -210,7 +210,7 @@ struct SearchLibraryTests {
             Issue.record("no delete of note-1")
             return
         }
-        world.connection.send(.deletedSaved(request: second, count: 0, failure: "unwritable: the disk is full"))
+        world.connection.send(.deletedSaved(request: second, count: 0, failure: SearchIndexFailure(.unwritable, "the disk is full")))
         let error = await #expect(throws: ContinuationError.self) { try await failing.value }
         #expect(error?.code == .searchFailed && error?.message.contains("the disk is full") == true)
         world.stop()

@@ -202,7 +202,9 @@ extension Agent {
                 case .success(let count):
                     connection.send(.deletedSaved(request: request, count: UInt64(count), failure: nil))
                 case .failure(let error):
-                    connection.send(.deletedSaved(request: request, count: 0, failure: "\(error)"))
+                    connection.send(
+                        .deletedSaved(request: request, count: 0, failure: SearchIndexFailure(.init(rawValue: error.code.name), error.message))
+                    )
                 }
             }
         )

@@ -292,8 +292,8 @@ public enum IPCMessage: Sendable, Hashable {
     case apps(request: UInt64, [AppListing])
     /// The answer to `getStatus`.
     case status(request: UInt64, AgentStatus)
-    /// The answer to `deleteSaved`: how many entries went, or why none could (the search index's error).
-    case deletedSaved(request: UInt64, count: UInt64, failure: String?)
+    /// The answer to `deleteSaved`: how many entries went, or why none could (the search index's error, typed).
+    case deletedSaved(request: UInt64, count: UInt64, failure: SearchIndexFailure?)
     /// Another device's app asks for a continuation stream to `activity` (F3): connect again and say
     /// ``acceptStream(bundleIdentifier:version:token:)`` with `token` (16 bytes), or ``declineStream(token:message:)``.
     case incomingStream(activity: UInt64, token: Data)
@@ -384,7 +384,14 @@ public enum IPCMessage: Sendable, Hashable {
             return makeMessage("delete", ["req": .number(request), "ids": identifiers.map { .array($0.map(PropertyList.string)) }])
         case .continueSaved(let request, let id): return makeMessage("continueSaved", ["req": .number(request), "id": .integer(max(0, id))])
         case .deletedSaved(let request, let count, let failure):
-            return makeMessage("deleted", ["req": .number(request), "count": .number(count), "failure": failure.map { .string(bounded($0, 4_096)) }])
+            return makeMessage(
+                "deleted",
+                [
+                    "req": .number(request), "count": .number(count),
+                    "failure": failure.map { .string(bounded($0.code.rawValue, SearchIndexFailure.maximumCodeLength)) },
+                    "message": failure.flatMap { $0.message.isEmpty ? nil : .string(bounded($0.message, SearchIndexFailure.maximumMessageLength)) },
+                ]
+            )
         }
     }
 
@@ -500,7 +507,13 @@ public enum IPCMessage: Sendable, Hashable {
             guard let id = Int64(exactly: try fields.number("id")) else { throw fields.missing("id", "a search result's id") }
             self = .continueSaved(request: try fields.number("req"), id: id)
         case "deleted":
-            self = .deletedSaved(request: try fields.number("req"), count: try fields.number("count"), failure: try fields.optionalString("failure"))
+            // `failure` up to 4,096: an older agent sent `code: message` there (SearchIndexFailure reads both).
+            let failure = try fields.optionalString("failure", maximumLength: SearchIndexFailure.maximumMessageLength)
+            let message = try fields.optionalString("message", maximumLength: SearchIndexFailure.maximumMessageLength)
+            self = .deletedSaved(
+                request: try fields.number("req"), count: try fields.number("count"),
+                failure: failure.map { SearchIndexFailure(failure: $0, message: message) }
+            )
         default: throw fields.unexpected()
         }
     }
