@@ -183,9 +183,13 @@ public struct AgentOptions: ParsableArguments {
             return handler
         }
         configuration.logger = Logger(label: "baton.agent")
-        configuration.stopSignals = [.sigint, .sigterm]
-        let agent = try await reportingAgentErrorsAsync { try await Agent.start(configuration) }
-        await agent.finished()
+        let services = try await reportingAgentErrorsAsync { try await Agent.build(configuration) }
+        // SIGINT and SIGTERM stop it gracefully: the goodbye of the current activity first (A9).
+        do {
+            try await services.run(signals: [.sigint, .sigterm], logger: configuration.logger)
+        } catch {
+            configuration.logger.error("the agent's services stopped: \(error)")
+        }
         configuration.logger.info("stopped")
     }
 }

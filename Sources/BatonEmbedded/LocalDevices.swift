@@ -2,6 +2,7 @@ import BatonAgent
 import BatonRegistry
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// Several devices of one account on this machine, each with its own state folder and its own agent on loopback:
 /// the embedded mode (ISSUE 5 part 6) that tests, benchmarks and `baton demo` use. The agents run in this process
@@ -11,10 +12,42 @@ public final class LocalDevices: Sendable {
     public let root: URL
     /// The devices' agents, in the order of the names given.
     public let agents: [Agent]
+    /// Each agent's services, run in a group of its own (so one device can stop while the others run), in order.
+    let running: [Running]
 
-    init(root: URL, agents: [Agent]) {
+    /// One agent's services running: the group that stops them in order, and the task that runs it.
+    struct Running: Sendable {
+        let agent: Agent
+        let group: ServiceGroup
+        let task: Task<Void, Never>
+
+        /// Starts running `services`.
+        init(_ services: AgentServices) {
+            let logger = services.agent.configuration.logger
+            let group = services.group(logger: logger)
+            self.agent = services.agent
+            self.group = group
+            task = Task {
+                do {
+                    try await group.run()
+                } catch {
+                    logger.error("the agent's services stopped: \(error)")
+                }
+            }
+        }
+
+        /// Stops the services, advertising first (with a goodbye for the current activity), fails whatever waits
+        /// and closes every socket; returns when all of it is done.
+        func stop() async {
+            await group.triggerGracefulShutdown()
+            await task.value
+        }
+    }
+
+    init(root: URL, running: [Running]) {
         self.root = root
-        self.agents = agents
+        self.agents = running.map(\.agent)
+        self.running = running
     }
 
     /// Devices whose agents know the app bundles (`Name.app`) in `appFolders`, for code outside this package: no
@@ -89,7 +122,7 @@ public final class LocalDevices: Sendable {
             )
             paired(names[0], names[index], code)
         }
-        var agents: [Agent] = []
+        var running: [Running] = []
         do {
             for store in stores {
                 var configuration = AgentConfiguration(store: store)
@@ -104,8 +137,9 @@ public final class LocalDevices: Sendable {
                 configuration.desktopNotifications = false
                 configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
-                agents.append(try await Agent.start(configuration))
+                running.append(Running(try await Agent.build(configuration)))
             }
+            let agents = running.map(\.agent)
             for agent in agents {
                 for other in agents where other !== agent {
                     agent.addPeer("127.0.0.1:\(other.port)")
@@ -116,11 +150,11 @@ public final class LocalDevices: Sendable {
                 for agent in agents { await agent.syncNow() }
             }
         } catch {
-            for agent in agents { await agent.shutdown() }
+            for agent in running { await agent.stop() }
             try? FileManager.default.removeItem(at: root)
             throw error
         }
-        return LocalDevices(root: root, agents: agents)
+        return LocalDevices(root: root, running: running)
     }
 
     /// One pairing by numeric comparison, both people confirming: returns the code both sides showed.
@@ -139,7 +173,13 @@ public final class LocalDevices: Sendable {
 
     /// Stops every agent and removes the state folders.
     public func shutdown() async {
-        for agent in agents { await agent.shutdown() }
+        for agent in running { await agent.stop() }
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Stops one device's agent, as ``shutdown()`` stops each (the goodbye of its current activity first), while
+    /// the others run on; its state folder stays until ``shutdown()``.
+    public func shutdown(_ agent: Agent) async {
+        for device in running where device.agent === agent { await device.stop() }
     }
 }

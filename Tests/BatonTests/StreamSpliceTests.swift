@@ -396,7 +396,7 @@ struct StreamSpliceTests {
         #expect(await Self.first(desktopEnd) != nil)
         #expect(await Self.first(laptopEnd) != nil)
         let started = ContinuousClock.now
-        await devices.agents[0].shutdown()
+        await devices.shutdown(devices.agents[0])
         #expect(await Self.ending(desktopEnd) == "peerGone")
         #expect(ContinuousClock.now - started < .seconds(5))
         #expect(await Self.ending(laptopEnd) != "eof")

@@ -17,11 +17,12 @@ import ServiceLifecycle
 /// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
 /// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
-/// or awaits. Its long-running parts are services in one `ServiceGroup` (AgentServices.swift; association files: Agent+Associations.swift).
+/// or awaits. ``build(_:)`` returns its long-running parts as services (``AgentServices``; AgentServices.swift,
+/// association files: Agent+Associations.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
-/// `nearbyObservers`) or a `var` assigned only by ``start(_:)`` before the agent is returned and its services
-/// started (`port`, `listener`, `ipc`, `adverts`, `watcher`, `services`, `runner`), and only read after that.
+/// `nearbyObservers`) or a `var` assigned only by ``build(_:)`` before the agent is returned and its services
+/// started (`port`, `listener`, `ipc`, `adverts`, `watcher`), and only read after that.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -56,8 +57,6 @@ public final class Agent: @unchecked Sendable {
     var ipc: Channel?
     var adverts: AdvertSocket?
     var watcher: FolderWatcher?
-    var services: ServiceGroup?
-    var runner: Task<Void, Never>?
     /// The work peers' requests and continuations start, run by the session service; and the command lines'
     /// requests, run by the app socket service. Nothing runs outside them.
     let sessionWork = TaskPool()
@@ -162,11 +161,12 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Starts an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and
-    /// runs its services (advertising, sync, the app socket, sessions) until ``shutdown()`` or, for `baton agent`,
-    /// one of `configuration.stopSignals`.
+    /// Builds an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and
+    /// returns its services (search, sessions, the app socket, sync, advertising, associations, notifications) for
+    /// the caller to run in a `ServiceGroup` (``AgentServices/run(signals:logger:)``, or among its own services). The
+    /// agent works while they run; the group's graceful shutdown stops it, advertising first, and closes its sockets.
     /// - Throws: ``BatonAgentError`` when the state folder is not initialised or a port or socket cannot be opened.
-    public static func start(_ configuration: AgentConfiguration) async throws -> Agent {
+    public static func build(_ configuration: AgentConfiguration) async throws -> AgentServices {
         let store = configuration.store
         let identity = try store.identity()
         let roster = try store.roster()
@@ -198,27 +198,7 @@ public final class Agent: @unchecked Sendable {
         ]
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
         if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services,
-                gracefulShutdownSignals: configuration.stopSignals,
-                logger: agent.logger
-            )
-        )
-        agent.services = group
-        agent.runner = Task {
-            do {
-                try await group.run()
-            } catch {
-                agent.logger.error("the agent's services stopped: \(error)")
-            }
-        }
-        return agent
-    }
-
-    /// Returns when the agent has stopped (after ``shutdown()``, or a stop signal for `baton agent`).
-    public func finished() async {
-        await runner?.value
+        return AgentServices(agent: agent, services: services)
     }
 
     func open() async throws {
@@ -265,13 +245,6 @@ public final class Agent: @unchecked Sendable {
         log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts.multicastIsOn ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
         refreshTargets()
         syncBell.ring()
-    }
-
-    /// Stops the services, advertising first (with a goodbye for the current activity), fails whatever waits and
-    /// closes every socket. Returns when all of it is done.
-    public func shutdown() async {
-        await services?.triggerGracefulShutdown()
-        await runner?.value
     }
 
     /// The broker stops: the current activity's goodbye goes out and everything waiting fails (advertising's

@@ -6,7 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
-import UnixSignals
 
 /// How an agent runs. The defaults are what `baton agent` uses; tests and the demo change ports and timings.
 public struct AgentConfiguration: Sendable {
@@ -60,9 +59,6 @@ public struct AgentConfiguration: Sendable {
     /// Where the agent logs, with metadata (`peer`, `app`, `sequence`, `continuation`); never key material. The
     /// default goes wherever the process bootstrapped swift-log (standard error unless it did).
     public var logger = Logger(label: "baton.agent")
-    /// The signals that stop the agent gracefully (goodbye first): SIGINT and SIGTERM for `baton agent`, none when
-    /// it runs inside another program.
-    public var stopSignals: [UnixSignal] = []
 
     // Association files over HTTPS (issue 14; SEMANTICS E4).
     /// How long fetched association files count, how failed fetches are retried, the fetch timeouts.

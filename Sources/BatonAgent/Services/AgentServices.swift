@@ -7,10 +7,11 @@ import Logging
 import ServiceLifecycle
 
 // The agent's long-running parts (issue 11 part 3; ARCHITECTURE "Services"): each is a `Service` with one `run()`,
-// and all four run in one `ServiceGroup` (``Agent/start(_:)``). The group shuts them down in the reverse of their
-// order there: advertising first, so the goodbye of the current activity goes out while everything else still
-// works, then roster sync, the app socket, and the sessions last. None of them polls: each loop sleeps on a
-// ``Doorbell`` until something changes or its next deadline (part 8).
+// and ``Agent/build(_:)`` returns them in order (``AgentServices``) for the caller to run in one `ServiceGroup`
+// (issue 26 item 1). The group shuts them down in the reverse of their order there: advertising first, so the
+// goodbye of the current activity goes out while everything else still works, then roster sync, the app socket,
+// and the sessions last. None of them polls: each loop sleeps on a ``Doorbell`` until something changes or its next
+// deadline (part 8).
 
 /// Sessions with the account's other devices: the listener, the links (ISSUE 10's one link per pair, closed when
 /// idle) and the work their requests start.
