@@ -57,10 +57,26 @@ let package = Package(
         // sd-bus from libsystemd: the session D-Bus, for desktop notifications of what is nearby (issue 16). Loaded
         // with dlopen at run time (issue 24), so building needs no libsystemd-dev and running no libsystemd0.
         .target(name: "CSystemd"),
+        // Association files over HTTPS (issue 14, SEMANTICS E4), what the agent and `baton aasa` share: a GET client on
+        // NIO (not async-http-client: ARCHITECTURE), the fetcher that verifies files, the cache on disk and the refresh
+        // schedule. Its own target (issue 26 item 4), so its dependencies and its fuzzing stand apart from the agent's.
+        .target(
+            name: "BatonAssociations",
+            dependencies: [
+                "BatonCore",
+                "BatonRegistry",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // The per-device agent: state on disk, sessions, pairing.
         .target(
             name: "BatonAgent",
             dependencies: [
+                // Association files over HTTPS (issue 14): fetched, cached and refreshed by the agent's association service.
+                "BatonAssociations",
                 "BatonClient",
                 "BatonCore",
                 "BatonProtocol",
@@ -76,8 +92,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                // Association files over HTTPS (issue 14): a GET client on NIO, not async-http-client (ARCHITECTURE).
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -114,6 +128,7 @@ let package = Package(
             name: "BatonAgentCommand",
             dependencies: [
                 "BatonAgent",
+                "BatonAssociations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -166,6 +181,8 @@ let package = Package(
             dependencies: [
                 "BatonBench",
                 "BatonAgentCommand",
+                // `baton aasa` (issue 14).
+                "BatonAssociations",
                 "BatonCore",
                 "BatonProtocol",
                 "BatonRegistry",
@@ -215,6 +232,7 @@ let package = Package(
             name: "BatonAgentTests",
             dependencies: [
                 "BatonAgent",
+                "BatonAssociations",
                 "BatonClient",
                 "BatonRegistry",
                 "BatonTestSupport",
@@ -223,7 +241,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent", "BatonTestSupport"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent", "BatonAssociations", "BatonTestSupport"]),
         // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
         .testTarget(
             name: "AppleShapedTests",

@@ -5,8 +5,8 @@
 // input saved.
 //
 // Compiled with BatonCore's sources, the association readers of BatonRegistry and the record and error of
-// BatonAgent/Associations into one module by scripts/fuzz.sh association-cache (not part of the package build: a
-// fuzzer has no `main`; the rest of the agent needs NIO).
+// BatonAssociations into one module by scripts/fuzz.sh association-cache (not part of the package build: a fuzzer
+// has no `main`; the rest of BatonAssociations needs NIO).
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

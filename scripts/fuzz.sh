@@ -114,10 +114,10 @@ build() {
         sources=("${core[@]}" "$registry/BatonRegistryError.swift" "$registry/Bundles/AssociatedDomain.swift"
             "$registry/Associations/AppSiteAssociation.swift" "$registry/Associations/AppSiteAssociation+Matching.swift"
             "$registry/Associations/JSONTree.swift" "$registry/Associations/URLPattern.swift"
-            "$root/Sources/BatonAgent/Associations/AssociationFetchError.swift" "$work/AssociationRecord.swift"
+            "$root/Sources/BatonAssociations/AssociationFetchError.swift" "$work/AssociationRecord.swift"
             "$root/Fuzz/AssociationCacheFuzzer.swift")
         # One module here: the record's `import BatonRegistry` names a module that does not exist in this build.
-        sed '/^import BatonRegistry$/d' "$root/Sources/BatonAgent/Associations/AssociationRecord.swift" > "$work/AssociationRecord.swift"
+        sed '/^import BatonRegistry$/d' "$root/Sources/BatonAssociations/AssociationRecord.swift" > "$work/AssociationRecord.swift"
         max_len=270000
         ;;
     frames)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonAgent
+import BatonAssociations
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonAgent
+import BatonAssociations
 import BatonAgentCommand
 import BatonRegistry
 import Foundation

@@ -1,4 +1,5 @@
 @testable import BatonAgent
+@testable import BatonAssociations
 import BatonRegistry
 import Foundation
 import NIOConcurrencyHelpers

@@ -1,4 +1,5 @@
 import BatonAgent
+import BatonAssociations
 import BatonEmbedded
 import BatonRegistry
 import BatonTestSupport

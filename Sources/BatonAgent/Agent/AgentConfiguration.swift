@@ -1,3 +1,4 @@
+import BatonAssociations
 import BatonRegistry
 import BatonSearch
 #if canImport(FoundationEssentials)

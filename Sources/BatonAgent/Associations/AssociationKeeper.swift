@@ -1,3 +1,4 @@
+import BatonAssociations
 import BatonRegistry
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -15,16 +15,19 @@ import Darwin
 /// Whole-file writes that a crash cannot tear: the bytes go to a temporary file beside the target (mode 0600),
 /// which is flushed to disk and then renamed over the target, and the folder is flushed so the rename itself is
 /// durable. A reader sees the old file or the new one, never a mixture.
-enum AtomicFile {
+///
+/// In BatonCore (package access) so that the agent's state and the association cache (BatonAssociations) write the
+/// same way; each throws its own error type, made by `failure` at the point of failure (errno still set).
+package enum AtomicFile {
     /// A named point in a write, for crash tests: `BATON_CRASH_AT=<name>` makes the process exit there at once.
-    enum Step: String {
+    package enum Step: String {
         case tempWritten = "temp-written"
         case renamed
     }
 
     static let crashPoint = ProcessInfo.processInfo.environment["BATON_CRASH_AT"]
 
-    static func store(_ data: Data, at url: URL) throws {
+    package static func store<Failure: Error>(_ data: Data, at url: URL, failure: (String) -> Failure) throws(Failure) {
         let folder = url.deletingLastPathComponent().path
         let temporary = "\(folder)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -63,18 +66,19 @@ enum AtomicFile {
     }
 
     /// Removes temporary files an interrupted write left in `folder`.
-    static func removeLeftovers(in folder: URL) {
+    package static func removeLeftovers(in folder: URL) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in names where name.hasPrefix(".") && name.contains(".tmp-") {
             unlink(folder.appendingPathComponent(name).path)
         }
     }
 
-    static func crash(at step: Step) {
+    package static func crash(at step: Step) {
         if crashPoint == step.rawValue { _exit(86) }
     }
 
-    static func failure(_ what: String) -> BatonAgentError {
-        BatonAgentError(.stateUnwritable, "\(what): \(String(cString: strerror(errno)))")
+    /// `what`, and the system's words for the last error (call it before anything else can set errno).
+    package static func describe(_ what: String) -> String {
+        "\(what): \(String(cString: strerror(errno)))"
     }
 }

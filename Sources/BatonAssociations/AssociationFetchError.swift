@@ -1,8 +1,8 @@
 /// Why an association file could not be fetched, verified or read back from the cache (SEMANTICS E4).
 ///
-/// Its own type, beside ``BatonAgentError``, because the codes are what `baton aasa status` shows and the router's
-/// reasons name, and because the cache decoder that throws it is fuzzed on its own (`scripts/fuzz.sh
-/// association-cache`) without the rest of the agent. Compare ``code``, not ``message``.
+/// Its own type, beside ``AssociationCacheError`` (writing the cache), because the codes are what `baton aasa status`
+/// shows and the router's reasons name, and because the cache decoder that throws it is fuzzed on its own
+/// (`scripts/fuzz.sh association-cache`) without the rest of the module. Compare ``code``, not ``message``.
 public struct AssociationFetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier for the kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
