@@ -173,7 +173,9 @@ public final class Agent: @unchecked Sendable {
         let appFolders = configuration.appFolders ?? AppRegistry.searchPaths()
         let registry = configuration.withBuiltInApps(configuration.apps ?? AppRegistry.load(searchPaths: appFolders))
         let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
-        agent.links.responder = agent
+        // The links (and the app socket, in open()) reach the agent through a forwarder that holds it weakly: the
+        // agent holds them, so an open link or a connected app never keeps a stopped agent alive (issue 26 item 1).
+        agent.links.responder = AgentForwarder(agent)
         agent.links.refused = { [weak agent] refusal in agent?.sessionRefused(refusal) }
         agent.rebuildHashIndex()
         do {
@@ -237,7 +239,7 @@ public final class Agent: @unchecked Sendable {
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         self.adverts = adverts
-        ipc = try await IPCServer.listen(path: socketPath, handler: self, group: loop)
+        ipc = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)

@@ -71,7 +71,8 @@ struct ProcessStamp: Sendable, Hashable {
 /// One app (or command line) connected to the agent.
 ///
 /// `@unchecked Sendable`: nothing in it changes but `identity` and `settled`, under their locks; the rest are `let`s
-/// (the channel, the peer's credentials and process stamp, the handler the agent is, Sendable by its protocol).
+/// (the channel, the peer's credentials and process stamp, the handler: the agent's ``AgentForwarder``, Sendable by
+/// its protocol, which holds the agent weakly).
 final class IPCConnection: MessageSink, @unchecked Sendable {
     let channel: Channel
     let credentials: PeerCredentials

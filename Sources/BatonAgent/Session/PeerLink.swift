@@ -22,7 +22,8 @@ protocol StreamEndpoint: AnyObject, Sendable {
     func linkClosed(_ reason: FetchFailure, _ message: String)
 }
 
-/// Answers what a peer asks over a link. Implemented by the agent.
+/// Answers what a peer asks over a link. Implemented by the agent; links hold its ``AgentForwarder``, which holds it
+/// weakly (issue 26 item 1).
 protocol PeerLinkResponder: AnyObject, Sendable {
     /// Starts answering one request (fetch, describe, sync; a legacy `sync` arrives with `id` nil): `reply` is
     /// called exactly once with the answer, on whatever thread has it, possibly before this returns. Returns what
@@ -523,14 +524,16 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 /// closed here after ``retiredGrace``.
 ///
 /// `@unchecked Sendable`: everything mutable is under a lock (`table`, `gauge`) but `responder` (set once by the agent
-/// before it listens or dials, weak) and the two timeouts (set before use, by tests).
+/// before it listens or dials) and the two timeouts (set before use, by tests).
 final class PeerLinks: @unchecked Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
     let clientTLS: TLSPipeline
     let serverTLS: TLSPipeline
     let group: EventLoopGroup
-    weak var responder: (PeerLinkResponder & AnyObject)?
+    /// What answers peers, given to every link: the agent's ``AgentForwarder``, which holds the agent weakly (the
+    /// agent holds these links: issue 26 item 1).
+    var responder: PeerLinkResponder?
     /// Told of every session refused in its TLS handshake, both directions (the agent logs them once per kind: issue
     /// 25 item 12). Set once by the agent before it listens or dials, like `responder`.
     var refused: (@Sendable (SessionRefusal) -> Void)?
