@@ -41,36 +41,40 @@ extension Agent {
         }
     }
 
-    /// Re-advertises the current activity every `advertInterval`, expires silent nearby entries, and renews
-    /// multicast memberships when the interfaces change (re-advertising at once then; checked every round while
-    /// sends fail). Sleeps until the earliest of those is due; with nothing current and nothing nearby, only the
-    /// interface check wakes it, every
-    /// ``membershipCheckInterval`` and only with multicast on (issue 11 part 8).
+    /// Re-advertises the current activity every `advertInterval`, expires silent nearby entries, and re-advertises
+    /// at once when the multicast memberships changed with the interfaces (the advert socket hears of that from the
+    /// kernel, issue 26 item 6; checked every round while sends fail). Sleeps until the earliest of those is due;
+    /// with nothing current and nothing nearby, nothing wakes it (issue 11 part 8) but an interface change, or,
+    /// where the kernel's word cannot be had, the interface check every ``membershipCheckInterval``.
     func advertLoop() async {
         let interval = UInt64(configuration.advertInterval * 1000)
         let timeToLive = UInt64(configuration.nearbyTimeToLive * 1000)
         let multicast = adverts?.multicastIsOn == true
         var nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
+        adverts?.whenInterfacesChange { [advertBell] in advertBell.ring() }
         while !Task.isCancelled {
             let now = Self.uptimeMilliseconds()
+            // A timer only where the kernel does not say: each wake of this task on a timer started a thread.
+            let polling = multicast && adverts?.watchesInterfaces != true
             let (offered, oldest) = state.withLockedValue { state in
                 (state.broker.current?.isOffered(at: Self.now()) == true, state.nearby.entries.values.map(\.lastSeen).min())
             }
             var deadlines: [UInt64] = []
             if offered { deadlines.append(lastAdvert.withLockedValue { $0 } + interval) }
             if let oldest { deadlines.append(now + (oldest + timeToLive).subtractingSaturated(Self.now()) + 1) }
-            if multicast { deadlines.append(nextMembershipCheck) }
+            if polling { deadlines.append(nextMembershipCheck) }
             let wait = deadlines.min().map { Duration.milliseconds(Int64($0.subtractingSaturated(now))) }
             await advertBell.wait(timeout: wait)
             guard !Task.isCancelled else { return }
             var networkChanged = false
             // While sends fail (a link down, say), the interfaces are checked every round, not every 10 s: the
             // moment the link is back its groups are joined and the advert goes out (issue 25 item 1).
-            if multicast, Self.uptimeMilliseconds() >= nextMembershipCheck || adverts?.isFailing == true {
+            if multicast, (polling && Self.uptimeMilliseconds() >= nextMembershipCheck) || adverts?.isFailing == true {
                 nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
                 networkChanged = adverts?.refreshMemberships(log: { [logger] line in logger.info("\(line)") }) ?? false
-                if networkChanged { log("network interfaces changed: advertising again") }
             }
+            if adverts?.takeInterfacesChanged() == true { networkChanged = true }
+            if networkChanged { log("network interfaces changed: advertising again") }
             let current = state.withLockedValue(\.broker.current)
             if let current, current.isOffered(at: Self.now()),
                 networkChanged || Self.uptimeMilliseconds() >= lastAdvert.withLockedValue({ $0 }) + interval
@@ -85,8 +89,8 @@ extension Agent {
         }
     }
 
-    /// Milliseconds between checks of the network interfaces for multicast (a poll, but a rare one: a netlink
-    /// socket would make it none).
+    /// Milliseconds between checks of the network interfaces for multicast where the kernel's change messages
+    /// cannot be had (``InterfaceWatch``: a netlink socket, which makes it none elsewhere).
     static let membershipCheckInterval: UInt64 = 10_000
 
     /// Milliseconds of uptime: the clock the loops sleep by.

@@ -24,15 +24,16 @@ import NIOPosix
 /// IPv4, or whose switches drop IPv4 multicast, still finds its devices. An IPv6 link-local group is one group
 /// per link, so adverts are sent once per interface, scoped to it; the receiver learns the sender's scoped
 /// address (`fe80::1%eth0`) and dials it back there. Memberships are renewed when the interfaces change: an
-/// interface that goes (a link down takes its IPv6 link-local address) is left, and joined again when it is back.
+/// interface that goes (a link down takes its IPv6 link-local address) is left, and joined again when it is back;
+/// the kernel says when they change (``InterfaceWatch``), so nothing looks while the network stays as it is.
 ///
 /// Failures (issue 25 item 1): each socket is opened here (``AdvertSender``) and NIO reads from a duplicate of it,
 /// while adverts are sent with `sendto` on the original, so a failed send (a firewall's EPERM, a link that is down)
 /// never closes anything; it is logged once (``AdvertSocketHealth/SendFailures``). A socket that closes anyway is
 /// reopened with backoff (``AdvertSocketHealth/ReopenBackoff``), its memberships joined again.
 ///
-/// `@unchecked Sendable`: the sockets, their health and the memberships change under their locks (`slots`,
-/// `sendHealth`, `joined`); the rest are `let`s.
+/// `@unchecked Sendable`: the sockets, their health, the memberships and the interface watch change under their
+/// locks (`slots`, `sendHealth`, `joined`, `interfaceChanges`); the rest are `let`s.
 final class AdvertSocket: @unchecked Sendable {
     /// The IPv4 group adverts go to (administratively scoped, RFC 2365).
     static let group = "239.77.11.1"
@@ -75,7 +76,17 @@ final class AdvertSocket: @unchecked Sendable {
         var backoff = AdvertSocketHealth.ReopenBackoff()
     }
 
+    /// The kernel's word that the interfaces changed, and who hears of it.
+    struct InterfaceChanges {
+        /// Nil with multicast off, or where netlink is not allowed: the advert loop then looks on a timer.
+        var watch: InterfaceWatch?
+        /// The memberships changed with the interfaces since the advert loop last asked.
+        var pending = false
+        var notify: (@Sendable () -> Void)?
+    }
+
     let slots: NIOLockedValueBox<[Kind: Slot]>
+    let interfaceChanges = NIOLockedValueBox(InterfaceChanges())
     let sendHealth = NIOLockedValueBox(AdvertSocketHealth.SendFailures())
     let joined = NIOLockedValueBox(Memberships())
     /// Set by ``close()``: a channel closing then is no failure.
@@ -174,7 +185,59 @@ final class AdvertSocket: @unchecked Sendable {
         )
         for (kind, open) in opened { socket.adopt(open, kind: kind) }
         socket.refreshMemberships(log: log)
+        if socket.multicastIsOn { await socket.watchInterfaces() }
         return socket
+    }
+
+    /// Whether the kernel tells this socket of interface changes (otherwise the advert loop looks every
+    /// ``Agent/membershipCheckInterval``).
+    var watchesInterfaces: Bool { interfaceChanges.withLockedValue { $0.watch?.isWatching == true } }
+
+    /// Calls `notify` (on the event loop) each time the memberships change with the interfaces, and once if the
+    /// kernel's word stops (the caller then looks on its timer).
+    func whenInterfacesChange(_ notify: @escaping @Sendable () -> Void) {
+        interfaceChanges.withLockedValue { $0.notify = notify }
+    }
+
+    /// Whether the memberships changed with the interfaces since the last call (the caller advertises again at once).
+    func takeInterfacesChanged() -> Bool {
+        interfaceChanges.withLockedValue { changes in
+            defer { changes.pending = false }
+            return changes.pending
+        }
+    }
+
+    /// Starts hearing of interface changes from the kernel (issue 26 item 6); where that is not allowed, says so.
+    private func watchInterfaces() async {
+        let opened = InterfaceWatch.open(
+            on: loop,
+            changed: { [weak self] in self?.interfacesChanged() },
+            ended: { [weak self] in self?.interfaceWatchEnded() }
+        )
+        do {
+            let watch = try await opened.get()
+            interfaceChanges.withLockedValue { $0.watch = watch }
+        } catch {
+            log("network interfaces: the kernel's change messages cannot be had (\(error)); looking every \(Agent.membershipCheckInterval / 1000) s")
+        }
+    }
+
+    /// The kernel says the interfaces changed: join and leave to match, and tell the advert loop when that changed
+    /// anything. On the event loop.
+    private func interfacesChanged() {
+        guard !closing.withLockedValue({ $0 }), refreshMemberships(log: log) else { return }
+        let notify = interfaceChanges.withLockedValue { changes in
+            changes.pending = true
+            return changes.notify
+        }
+        notify?()
+    }
+
+    /// The watch's channel closed: unless the agent is closing, the advert loop goes back to looking on its timer.
+    private func interfaceWatchEnded() {
+        guard !closing.withLockedValue({ $0 }) else { return }
+        warn("network interfaces: the kernel's change messages stopped; looking every \(Agent.membershipCheckInterval / 1000) s")
+        interfaceChanges.withLockedValue(\.notify)?()
     }
 
     /// Opens one socket: bound here, read by NIO from a duplicate of it.
@@ -432,6 +495,7 @@ final class AdvertSocket: @unchecked Sendable {
     /// Closes every socket (for good: nothing reopens after this).
     func close() {
         closing.withLockedValue { $0 = true }
+        interfaceChanges.withLockedValue(\.watch)?.close()
         let open = slots.withLockedValue { slots in
             let open = slots.values.compactMap(\.open)
             for kind in slots.keys { slots[kind]?.open = nil }
