@@ -57,6 +57,21 @@ let package = Package(
         // sd-bus from libsystemd: the session D-Bus, for desktop notifications of what is nearby (issue 16). Loaded
         // with dlopen at run time (issue 24), so building needs no libsystemd-dev and running no libsystemd0.
         .target(name: "CSystemd"),
+        // Desktop notifications of what is nearby (issue 16 part 2, C3) over the session D-Bus: the notification state
+        // machine, the sd-bus thread and the notifier that drives them. Its own target (issue 26 item 4): what it knows
+        // of the agent is a NearbyFeed (the nearby changes, the offers, Continue), never the Agent.
+        .target(
+            name: "BatonNotifications",
+            dependencies: [
+                "BatonCore",
+                "BatonProtocol",
+                "CSystemd",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Association files over HTTPS (issue 14, SEMANTICS E4), what the agent and `baton aasa` share: a GET client on
         // NIO (not async-http-client: ARCHITECTURE), the fetcher that verifies files, the cache on disk and the refresh
         // schedule. Its own target (issue 26 item 4), so its dependencies and its fuzzing stand apart from the agent's.
@@ -84,7 +99,7 @@ let package = Package(
                 // The search index (issue 15): GRDB brings the full Foundation into the agent (ARCHITECTURE, "A lean agent").
                 "BatonSearch",
                 // Desktop notifications over the session D-Bus (issue 16): sd-bus, on a thread of its own.
-                "CSystemd",
+                "BatonNotifications",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -183,6 +198,8 @@ let package = Package(
                 "BatonAgentCommand",
                 // `baton aasa` (issue 14).
                 "BatonAssociations",
+                // `baton doctor`'s notifications check (issue 16).
+                "BatonNotifications",
                 "BatonCore",
                 "BatonProtocol",
                 "BatonRegistry",
@@ -233,6 +250,7 @@ let package = Package(
             dependencies: [
                 "BatonAgent",
                 "BatonAssociations",
+                "BatonNotifications",
                 "BatonClient",
                 "BatonRegistry",
                 "BatonTestSupport",

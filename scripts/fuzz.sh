@@ -100,7 +100,7 @@ build() {
         ;;
     dbus)
         # The pure state machine that interprets the server's answers; the sd-bus adapter around it needs libsystemd.
-        sources=("${core[@]}" "$root/Sources/BatonAgent/Notifications/NearbyNotifications.swift" "$root/Fuzz/NotificationsFuzzer.swift")
+        sources=("${core[@]}" "$root/Sources/BatonNotifications/NearbyNotifications.swift" "$root/Fuzz/NotificationsFuzzer.swift")
         ;;
     search-query)
         # The query builder and the marked-text reader, and the two value types they name; none of these imports GRDB.

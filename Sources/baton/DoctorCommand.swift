@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonAgent
 import BatonAgentCommand
 import BatonClient
+import BatonNotifications
 import BatonProtocol
 import BatonRegistry
 import Foundation
@@ -166,8 +167,8 @@ struct DoctorCommand: AsyncParsableCommand {
             return Check(name: "notifications", level: .warn, detail: why, advice: "apt-get install libsystemd0 (then restart the agent); `baton nearby` lists offers meanwhile")
         }
         // sd-bus blocks: ask on a thread of its own, not on Swift's cooperative pool.
-        let found: Result<NotificationServer?, BatonAgentError> = await withCheckedContinuation { waiter in
-            Thread.detachNewThread { waiter.resume(returning: Result { () throws(BatonAgentError) in try NotificationServer.find(onBusAt: address) }) }
+        let found: Result<NotificationServer?, NotificationBusError> = await withCheckedContinuation { waiter in
+            Thread.detachNewThread { waiter.resume(returning: Result { () throws(NotificationBusError) in try NotificationServer.find(onBusAt: address) }) }
         }
         switch found {
         case .success(let server?):

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import BatonAgent
+@testable import BatonNotifications
 
 /// Issue 16 part 2, the pure tier: which desktop notifications of nearby offers are shown, replaced and withdrawn
 /// (C3), what a Continue does (C5), and the session bus coming and going. No D-Bus, no clock: time is passed in.

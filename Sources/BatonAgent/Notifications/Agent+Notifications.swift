@@ -1,4 +1,7 @@
+import BatonNotifications
 import BatonRegistry
+import Logging
+import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -7,6 +10,21 @@ import BatonRegistry
 #endif
 
 extension Agent {
+    /// What the desktop notifier is given of this agent (issue 26 item 4: it holds no `Agent`): the nearby table's
+    /// changes, the offers an app here continues, and Continue. The agent keeps its observers for its life, so the
+    /// observer holds only the stream's end, never the notifier.
+    func nearbyFeed() -> NearbyFeed {
+        NearbyFeed(
+            nearbyChanges: { [self] in
+                let (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                observeNearby { _, _ in changed.yield() }
+                return changes
+            },
+            offers: { [self] in notificationOffers(await nearbyItems(describe: true)) },
+            continueNearby: { [self] device in await continueNearby(device: device) }
+        )
+    }
+
     /// The nearby items a desktop notification is shown for (issue 16 part 2; C3): those an app here continues, with
     /// that app's name and icon. An offer no app here can continue gets none: choosing it could only fail (`noApp`),
     /// and `baton nearby` still lists it.
@@ -47,5 +65,25 @@ extension Agent {
             }
         }
         return fallbackNotificationIcon
+    }
+}
+
+/// Desktop notifications of what is nearby (issue 16 part 2): a notification per offer an app here continues, with a
+/// Continue action, over the session D-Bus (``NearbyNotifier``, ``NotificationBus``). Last in the group, so it stops
+/// first: its notifications are withdrawn while the agent still runs. Without a session bus it does nothing.
+struct NotificationService: Service, CustomStringConvertible {
+    /// The agent as the notifier sees it (BatonNotifications; issue 26 item 4): no `Agent` is kept here.
+    let feed: NearbyFeed
+    let logger: Logger
+    var description: String { "desktop notifications" }
+
+    init(agent: Agent) {
+        feed = agent.nearbyFeed()
+        logger = agent.logger
+    }
+
+    func run() async {
+        let notifier = NearbyNotifier(feed: feed, logger: logger)
+        await cancelWhenGracefulShutdown { await notifier.run() }
     }
 }

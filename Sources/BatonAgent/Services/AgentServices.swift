@@ -73,15 +73,5 @@ struct AdvertisingService: Service, CustomStringConvertible {
     }
 }
 
-/// Desktop notifications of what is nearby (issue 16 part 2): a notification per offer an app here continues, with a
-/// Continue action, over the session D-Bus (``NearbyNotifier``, ``NotificationBus``). Last in the group, so it stops
-/// first: its notifications are withdrawn while the agent still runs. Without a session bus it does nothing.
-struct NotificationService: Service, CustomStringConvertible {
-    let agent: Agent
-    var description: String { "desktop notifications" }
-
-    func run() async {
-        let notifier = NearbyNotifier(agent: agent)
-        await cancelWhenGracefulShutdown { await notifier.run() }
-    }
-}
+// `NotificationService` (desktop notifications, issue 16 part 2) is in Notifications/Agent+Notifications.swift, beside
+// the ``NearbyFeed`` it gives BatonNotifications' notifier (issue 26 item 4).

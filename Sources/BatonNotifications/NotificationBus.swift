@@ -26,8 +26,8 @@ final class NotificationBus: @unchecked Sendable {
     /// What happened on the bus.
     enum Event: Sendable {
         case connected
-        case connectFailed(BatonAgentError)
-        case disconnected(BatonAgentError)
+        case connectFailed(NotificationBusError)
+        case disconnected(NotificationBusError)
         case notified(token: UInt64, id: UInt32)
         case notifyFailed(token: UInt64, NearbyNotifications.NotifyFailure, String)
         case actionInvoked(id: UInt32, key: String)
@@ -53,13 +53,13 @@ final class NotificationBus: @unchecked Sendable {
     private var slots: [OpaquePointer] = []
 
     /// An adapter for the bus at `address` (a D-Bus address, `unix:path=...`); nothing happens before ``start()``.
-    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when no eventfd can be made.
-    init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws(BatonAgentError) {
+    /// - Throws: ``NotificationBusError/Code/busUnavailable`` when no eventfd can be made.
+    init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws(NotificationBusError) {
         self.address = address
         self.onEvent = onEvent
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
         guard wakeDescriptor >= 0 else {
-            throw BatonAgentError(
+            throw NotificationBusError(
                 .busUnavailable,
                 "cannot make an eventfd for the session bus thread: \(String(cString: strerror(errno)))"
             )
@@ -67,8 +67,8 @@ final class NotificationBus: @unchecked Sendable {
     }
 
     /// Starts the bus thread.
-    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when no thread can be started.
-    func start() throws(BatonAgentError) {
+    /// - Throws: ``NotificationBusError/Code/busUnavailable`` when no thread can be started.
+    func start() throws(NotificationBusError) {
         let argument = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
@@ -84,7 +84,7 @@ final class NotificationBus: @unchecked Sendable {
         guard result == 0 else {
             Unmanaged<NotificationBus>.fromOpaque(argument).release()
             close(wakeDescriptor)
-            throw BatonAgentError(
+            throw NotificationBusError(
                 .busUnavailable,
                 "cannot start the session bus thread: \(String(cString: strerror(result)))"
             )
@@ -295,7 +295,7 @@ final class NotificationBus: @unchecked Sendable {
                 var now = timespec()
                 clock_gettime(CLOCK_MONOTONIC, &now)
                 let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
-                timeout = Int32(min((until.subtractingSaturated(nowMicroseconds) + 999) / 1_000, 60_000))
+                timeout = Int32(min(((until > nowMicroseconds ? until - nowMicroseconds : 0) + 999) / 1_000, 60_000))
             }
         }
         _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
@@ -355,10 +355,10 @@ final class NotificationBus: @unchecked Sendable {
 
     /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`); libsystemd
     /// is loaded first, if it was not.
-    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when libsystemd cannot be loaded, or the connection cannot be
+    /// - Throws: ``NotificationBusError/Code/busUnavailable`` when libsystemd cannot be loaded, or the connection cannot be
     ///   made or started.
-    static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
-        if let why = NotificationServer.libraryUnavailable() { throw BatonAgentError(.busUnavailable, why) }
+    static func open(_ address: String) throws(NotificationBusError) -> OpaquePointer {
+        if let why = NotificationServer.libraryUnavailable() { throw NotificationBusError(.busUnavailable, why) }
         var opened: OpaquePointer?
         var result = baton_sd_bus_new(&opened)
         guard result >= 0, let opened else { throw error("cannot make a bus connection", result) }
@@ -389,7 +389,7 @@ final class NotificationBus: @unchecked Sendable {
         text.withCString { baton_sd_bus_message_append_basic(message, type("s"), $0) }
     }
 
-    private static func error(_ what: String, _ result: Int32) -> BatonAgentError {
-        BatonAgentError(.busUnavailable, "\(what): \(String(cString: strerror(-result)))")
+    private static func error(_ what: String, _ result: Int32) -> NotificationBusError {
+        NotificationBusError(.busUnavailable, "\(what): \(String(cString: strerror(-result)))")
     }
 }

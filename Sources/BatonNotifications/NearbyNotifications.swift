@@ -16,7 +16,7 @@ import BatonCore
 public struct NearbyNotifications: Sendable {
     /// What another device offers, as a notification shows it.
     public struct Offer: Sendable, Hashable {
-        /// The offering device's id (what ``Agent/continueNearby(device:)`` takes) and name.
+        /// The offering device's id (what ``NearbyFeed/continueNearby`` takes) and name.
         public var device: String
         public var deviceName: String
         /// The activity's sequence there: a new one is a new activity.

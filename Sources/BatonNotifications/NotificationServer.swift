@@ -47,12 +47,12 @@ public struct NotificationServer: Sendable, Hashable {
 
     /// Asks the bus at `address` for the notification server (starting it, if the bus can): nil when there is none.
     /// Blocks for up to `timeoutMicroseconds`: call it from a thread of its own, never from Swift's cooperative pool.
-    /// - Throws: ``BatonAgentError/Code/busUnavailable`` when the bus cannot be reached, or the server's answer is
+    /// - Throws: ``NotificationBusError/Code/busUnavailable`` when the bus cannot be reached, or the server's answer is
     ///   not what the specification says.
     public static func find(
         onBusAt address: String,
         timeoutMicroseconds: UInt64 = 1_000_000
-    ) throws(BatonAgentError) -> NotificationServer? {
+    ) throws(NotificationBusError) -> NotificationServer? {
         let bus = try NotificationBus.open(address)
         defer { baton_sd_bus_flush_close_unref(bus) }
         var message: OpaquePointer?
@@ -64,7 +64,7 @@ public struct NotificationServer: Sendable, Hashable {
             NotificationBus.service,
             "GetServerInformation"
         )
-        guard made >= 0, let message else { throw BatonAgentError(.busUnavailable, "cannot make a call (\(-made))") }
+        guard made >= 0, let message else { throw NotificationBusError(.busUnavailable, "cannot make a call (\(-made))") }
         defer { baton_sd_bus_message_unref(message) }
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         var reply: OpaquePointer?
@@ -76,13 +76,13 @@ public struct NotificationServer: Sendable, Hashable {
         guard result >= 0, let reply else {
             if baton_sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0 { return nil }
             let named = error.name.map { String(cString: $0) } ?? String(cString: strerror(-result))
-            throw BatonAgentError(.busUnavailable, "the notification server did not answer: \(named)")
+            throw NotificationBusError(.busUnavailable, "the notification server did not answer: \(named)")
         }
         var fields: [String] = []
         for _ in 0..<4 {
             var text: UnsafePointer<CChar>?
             guard baton_sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &text) > 0, let text else {
-                throw BatonAgentError(
+                throw NotificationBusError(
                     .busUnavailable,
                     "the notification server's GetServerInformation answer is not four strings"
                 )
