@@ -65,13 +65,13 @@ public struct AssociationCache: Sendable {
     }
 
     /// Writes `record` (atomically, 0600).
-    /// - Throws: ``AssociationCacheError`` `stateUnwritable`.
+    /// - Throws: ``AssociationFetchError`` `stateUnwritable`.
     public func store(_ record: AssociationRecord) throws {
         guard Self.isStorable(record.domain) else {
-            throw AssociationCacheError(.stateUnwritable, "\(record.domain) is not a domain name that can be cached")
+            throw AssociationFetchError(.stateUnwritable, "\(record.domain) is not a domain name that can be cached")
         }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try AtomicFile.store(try record.encoded(), at: file(record.domain)) { AssociationCacheError(.stateUnwritable, AtomicFile.describe($0)) }
+        try AtomicFile.store(try record.encoded(), at: file(record.domain)) { AssociationFetchError(.stateUnwritable, AtomicFile.describe($0)) }
     }
 
     /// Records the outcome of a fetch of `domain` at `now` and returns the record written: a success replaces the
@@ -94,9 +94,9 @@ public struct AssociationCache: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let lockPath = folder.appendingPathComponent(Self.lockFileName).path
         let descriptor = open(lockPath, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw AssociationCacheError(.stateUnwritable, "cannot open \(lockPath)") }
+        guard descriptor >= 0 else { throw AssociationFetchError(.stateUnwritable, "cannot open \(lockPath)") }
         defer { close(descriptor) }
-        guard flock(descriptor, LOCK_EX) == 0 else { throw AssociationCacheError(.stateUnwritable, "cannot lock \(lockPath)") }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw AssociationFetchError(.stateUnwritable, "cannot lock \(lockPath)") }
         defer { flock(descriptor, LOCK_UN) }
         return try body()
     }

@@ -1,8 +1,9 @@
-/// Why an association file could not be fetched, verified or read back from the cache (SEMANTICS E4).
+/// Why an association file could not be fetched, verified, read back from the cache or written to it (SEMANTICS E4):
+/// BatonAssociations' one error type (issue 26 item 4).
 ///
-/// Its own type, beside ``AssociationCacheError`` (writing the cache), because the codes are what `baton aasa status`
-/// shows and the router's reasons name, and because the cache decoder that throws it is fuzzed on its own
-/// (`scripts/fuzz.sh association-cache`) without the rest of the module. Compare ``code``, not ``message``.
+/// Its own type, not the agent's, because the codes are what `baton aasa status` shows and the router's reasons name,
+/// and because the cache decoder that throws it is fuzzed on its own (`scripts/fuzz.sh association-cache`) without the
+/// rest of the module. Compare ``code``, not ``message``.
 public struct AssociationFetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier for the kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -33,11 +34,14 @@ public struct AssociationFetchError: Error, Sendable, Hashable, CustomStringConv
         public static let malformed = Code("malformed")
         /// A cache file that cannot be read back (it is reported, set aside and fetched again).
         public static let cacheCorrupt = Code("cacheCorrupt")
+        /// The cache folder, its lock or a record cannot be created or written, or the domain cannot be a file name
+        /// (the code the agent's own state errors use).
+        public static let stateUnwritable = Code("stateUnwritable")
         /// A name under a TLD reserved by RFC 6761 (`.example`, `.test`, `.invalid`, `.localhost`) that no
         /// `--resolve` rule names: such a name is never looked up (issue 25 item 7).
         public static let reservedName = Code("reservedName")
 
-        /// Every code, for decoding a stored one.
+        /// Every code a record can store, for decoding a stored one (a write that failed stored nothing).
         static let all: [Code] = [.connectFailed, .tlsFailed, .untrusted, .timedOut, .redirected, .tooLarge, .httpStatus, .badSignature, .malformed, .cacheCorrupt, .reservedName]
 
         /// The code named `name`, or `malformed` for a name this version does not know.
