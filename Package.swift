@@ -38,6 +38,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The synced folders' integration with Syncthing (issue 16 part 3, C9): its config.xml reader, behind `baton
+        // folders syncthing`. Out of BatonProtocol, which holds what crosses the wire (issue 26 item 4); on BatonCore
+        // alone, so the app library could read it too.
+        .target(name: "BatonFolders", dependencies: ["BatonCore"]),
         // What crosses the wire, as pure values and state machines: the account roster, pairing, invites.
         .target(
             name: "BatonProtocol",
@@ -200,6 +204,8 @@ let package = Package(
                 "BatonAssociations",
                 // `baton doctor`'s notifications check (issue 16).
                 "BatonNotifications",
+                // `baton folders syncthing` (issue 16 part 3).
+                "BatonFolders",
                 "BatonCore",
                 "BatonProtocol",
                 "BatonRegistry",
@@ -243,6 +249,7 @@ let package = Package(
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton", "BatonTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry", "BatonTestSupport"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
+        .testTarget(name: "BatonFoldersTests", dependencies: ["BatonFolders"]),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(

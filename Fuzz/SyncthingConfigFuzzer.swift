@@ -2,8 +2,8 @@
 // config.xml (SyncthingConfig, behind `baton folders syncthing`), and a URL in travel form as another device sends
 // it (SyncedFolders.arriving, in the continuing agent).
 //
-// Compiled together with BatonCore's sources and the Folders files of BatonProtocol into one module by
-// scripts/fuzz.sh syncthing (not part of the package build: a fuzzer has no `main`). A trap, a sanitizer report, an
+// Compiled together with BatonCore's sources, BatonFolders' config reader and the Folders files of BatonProtocol
+// into one module by scripts/fuzz.sh syncthing (not part of the package build: a fuzzer has no `main`). A trap, a sanitizer report, an
 // untyped error or one with a code of another decoder, a folder over the limits, or a URL that arrives outside its
 // folder stops the fuzzer with the input saved.
 import Foundation
@@ -23,8 +23,8 @@ public func syncthingConfigFuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>, _ c
         for folder in config.folders {
             precondition(folder.path.count <= limits.maximumAttributeLength && folder.id.count <= limits.maximumAttributeLength, "an attribute over the limit")
         }
-    } catch let error as BatonProtocolError {
-        precondition(error.code == .syncthingConfigMalformed || error.code == .syncthingConfigTooLarge, "unexpected error code: \(error)")
+    } catch let error as SyncthingConfigError {
+        precondition(error.code == .malformed || error.code == .tooLarge, "unexpected error code: \(error)")
     } catch {
         preconditionFailure("untyped error: \(error)")
     }

@@ -89,9 +89,11 @@ build() {
             "$protocol/Browser/BrowserFocus.swift" "$root/Fuzz/NativeMessageFuzzer.swift")
         ;;
     syncthing)
-        # The config reader and the folder mapping; the rest of BatonProtocol needs swift-crypto, which these do not.
+        # The config reader (BatonFolders) and the folder mapping; the rest of BatonProtocol needs swift-crypto, which
+        # these do not.
         sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Folders/SyncedFolders.swift"
-            "$protocol/Folders/SyncthingConfig.swift" "$root/Fuzz/SyncthingConfigFuzzer.swift")
+            "$root/Sources/BatonFolders/SyncthingConfig.swift" "$root/Sources/BatonFolders/SyncthingConfigError.swift"
+            "$root/Fuzz/SyncthingConfigFuzzer.swift")
         ;;
     beacon)
         # The beacon codec and the sightings list need the module's error type and BatonCore's text helpers (no swift-crypto).

@@ -41,10 +41,6 @@ public struct BatonProtocolError: Error, Sendable, Hashable, CustomStringConvert
         public static let nativeMessageField = Code("nativeMessageField")
         /// A synced folder's id that is not 1-64 of `A-Za-z0-9._-`, or its path not absolute (C9).
         public static let invalidFolder = Code("invalidFolder")
-        /// A Syncthing `config.xml` that is not well-formed where Baton reads it.
-        public static let syncthingConfigMalformed = Code("syncthingConfigMalformed")
-        /// A Syncthing `config.xml` over one of ``SyncthingConfigLimits`` (size, folders, attribute length).
-        public static let syncthingConfigTooLarge = Code("syncthingConfigTooLarge")
         /// A datagram on the discovery port that is not a pairing beacon (an advert, say): ignore it.
         public static let notPairingBeacon = Code("notPairingBeacon")
         /// A pairing beacon (it starts with the magic) that is cut short, too long, or names port 0 or a name a

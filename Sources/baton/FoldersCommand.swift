@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonAgent
 import BatonAgentCommand
+import BatonFolders
 import BatonProtocol
 import Foundation
 
@@ -117,7 +118,7 @@ struct FoldersCommand: ParsableCommand {
             let parsed: SyncthingConfig
             do {
                 parsed = try SyncthingConfig.decode(data)
-            } catch let error as BatonProtocolError {
+            } catch let error as SyncthingConfigError {
                 throw CommandLineError("\(file): \(error)")
             }
             let known = Set(parsed.folders.map(\.id))

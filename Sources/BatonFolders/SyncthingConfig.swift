@@ -58,11 +58,11 @@ public struct SyncthingConfig: Sendable, Hashable {
     public var folders: [Folder]
 
     /// Reads the folders of a Syncthing `config.xml`.
-    /// - Throws: ``BatonProtocolError`` `syncthingConfigTooLarge` over one of `limits`, `syncthingConfigMalformed`
+    /// - Throws: ``SyncthingConfigError`` `syncthingConfigTooLarge` over one of `limits`, `syncthingConfigMalformed`
     ///   for anything that is not well-formed where it is read (the byte offset in the message).
     public static func decode(_ data: Data, limits: SyncthingConfigLimits = .default) throws -> SyncthingConfig {
         guard data.count <= limits.maximumBytes else {
-            throw BatonProtocolError(.syncthingConfigTooLarge, "the Syncthing configuration is \(data.count) bytes, more than \(limits.maximumBytes)")
+            throw SyncthingConfigError(.tooLarge, "the Syncthing configuration is \(data.count) bytes, more than \(limits.maximumBytes)")
         }
         var reader = Reader(bytes: Array(data), limits: limits)
         return SyncthingConfig(folders: try reader.read())
@@ -113,7 +113,7 @@ public struct SyncthingConfig: Sendable, Hashable {
                     }
                     if name == "folder", open == ["configuration"] {
                         guard folders.count < limits.maximumFolders else {
-                            throw BatonProtocolError(.syncthingConfigTooLarge, "more than \(limits.maximumFolders) folders in the Syncthing configuration")
+                            throw SyncthingConfigError(.tooLarge, "more than \(limits.maximumFolders) folders in the Syncthing configuration")
                         }
                         guard let id = attributes["id"], let path = attributes["path"] else {
                             throw malformed("a <folder> without its id or path")
@@ -122,7 +122,7 @@ public struct SyncthingConfig: Sendable, Hashable {
                     }
                     if !empty {
                         guard open.count < limits.maximumDepth else {
-                            throw BatonProtocolError(.syncthingConfigTooLarge, "elements nested deeper than \(limits.maximumDepth)")
+                            throw SyncthingConfigError(.tooLarge, "elements nested deeper than \(limits.maximumDepth)")
                         }
                         open.append(name)
                     }
@@ -201,13 +201,13 @@ public struct SyncthingConfig: Sendable, Hashable {
                 guard let end = bytes[offset...].firstIndex(of: quote) else { throw malformed("attribute \(name)'s value never ends") }
                 // Checked again after unescaping; an escape is at most 10 bytes (`&#x10FFFF;`) for one character.
                 guard end - offset <= limits.maximumAttributeLength * 10 else {
-                    throw BatonProtocolError(.syncthingConfigTooLarge, "attribute \(name) is longer than \(limits.maximumAttributeLength) characters")
+                    throw SyncthingConfigError(.tooLarge, "attribute \(name) is longer than \(limits.maximumAttributeLength) characters")
                 }
                 let value = try unescape(bytes[offset..<end], name: name)
                 offset = end + 1
                 guard attributes[name] == nil else { throw malformed("attribute \(name) twice") }
                 guard attributes.count < limits.maximumAttributes else {
-                    throw BatonProtocolError(.syncthingConfigTooLarge, "more than \(limits.maximumAttributes) attributes on one element")
+                    throw SyncthingConfigError(.tooLarge, "more than \(limits.maximumAttributes) attributes on one element")
                 }
                 attributes[name] = value
             }
@@ -237,13 +237,13 @@ public struct SyncthingConfig: Sendable, Hashable {
             }
             guard let text = String(validating: output, as: UTF8.self) else { throw malformed("attribute \(name) is not UTF-8") }
             guard text.count <= limits.maximumAttributeLength else {
-                throw BatonProtocolError(.syncthingConfigTooLarge, "attribute \(name) is longer than \(limits.maximumAttributeLength) characters")
+                throw SyncthingConfigError(.tooLarge, "attribute \(name) is longer than \(limits.maximumAttributeLength) characters")
             }
             return text
         }
 
-        func malformed(_ what: String) -> BatonProtocolError {
-            BatonProtocolError(.syncthingConfigMalformed, "the Syncthing configuration is not well-formed at byte \(offset): \(what)")
+        func malformed(_ what: String) -> SyncthingConfigError {
+            SyncthingConfigError(.malformed, "the Syncthing configuration is not well-formed at byte \(offset): \(what)")
         }
     }
 }

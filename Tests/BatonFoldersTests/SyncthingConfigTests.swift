@@ -1,4 +1,4 @@
-import BatonProtocol
+import BatonFolders
 import Foundation
 import Testing
 
@@ -44,11 +44,11 @@ struct SyncthingConfigTests {
             "<configuration><folder id=\"<\" path=\"/\"/></configuration>",
         ]
         for text in cases {
-            #expect(throws: BatonProtocolError.self, "\(text)") {
+            #expect(throws: SyncthingConfigError.self, "\(text)") {
                 do {
                     _ = try SyncthingConfig.decode(Data(text.utf8))
-                } catch let error as BatonProtocolError {
-                    #expect(error.code == .syncthingConfigMalformed, "\(text): \(error)")
+                } catch let error as SyncthingConfigError {
+                    #expect(error.code == .malformed, "\(text): \(error)")
                     throw error
                 }
             }
@@ -67,11 +67,11 @@ struct SyncthingConfigTests {
             "<configuration><a><b><c></c></b></a></configuration>",
         ]
         for text in cases {
-            #expect(throws: BatonProtocolError.self, "\(text)") {
+            #expect(throws: SyncthingConfigError.self, "\(text)") {
                 do {
                     _ = try SyncthingConfig.decode(Data(text.utf8), limits: small)
-                } catch let error as BatonProtocolError {
-                    #expect(error.code == .syncthingConfigTooLarge, "\(text): \(error)")
+                } catch let error as SyncthingConfigError {
+                    #expect(error.code == .tooLarge, "\(text): \(error)")
                     throw error
                 }
             }
@@ -105,7 +105,7 @@ struct SyncthingConfigTests {
                 let config = try SyncthingConfig.decode(Data(bytes))
                 read += 1
                 #expect(config.folders.count <= SyncthingConfigLimits.default.maximumFolders)
-            } catch is BatonProtocolError {
+            } catch is SyncthingConfigError {
                 continue
             }
         }
