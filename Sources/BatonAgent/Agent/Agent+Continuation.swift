@@ -79,7 +79,7 @@ extension Agent: PeerLinkResponder {
         // A peer not synced over this session yet is synced, once the request that opened the link has had its
         // answer: a sync reads and writes the state folder on both devices (fsyncs), and racing a cold
         // continuation's fetch it doubled that continuation's time (issue 11).
-        link.channel.eventLoop.scheduleTask(in: Self.syncAfterLinkOpened) { [syncBell] in syncBell.ring() }
+        link.channel.eventLoop.scheduleTask(in: Self.syncAfterLinkOpened) { [syncTrigger] in syncTrigger.ring() }
     }
 
     /// How long after a link opens its roster sync starts.

@@ -63,11 +63,10 @@ public final class Agent: @unchecked Sendable {
     let appWork = TaskPool()
     /// What wakes each service's loop (issue 11 part 8: nothing polls).
     let advertBell = Doorbell()
-    let syncBell = Doorbell()
     let sessionBell: Doorbell
     let childBell = Doorbell()
-    /// Set when every peer must be synced again, in step or not (a damaged peer cache).
-    let resyncAll = NIOLockedValueBox(false)
+    /// Asks the sync service for a round (it owns roster sync's state: issue 26 item 1).
+    let syncTrigger = SyncService.Trigger()
     /// Uptime milliseconds of the last advert of the current activity (re-advertised every `advertInterval`).
     let lastAdvert = NIOLockedValueBox<UInt64>(0)
     /// Peers added while running (``addPeer(_:)``), beside the configured ones.
@@ -194,7 +193,7 @@ public final class Agent: @unchecked Sendable {
             SearchService(agent: agent),
             SessionService(agent: agent),
             AppSocketService(agent: agent),
-            SyncService(agent: agent),
+            agent.syncService(),
             AdvertisingService(agent: agent),
             AssociationService(agent: agent),
         ]
@@ -246,7 +245,7 @@ public final class Agent: @unchecked Sendable {
         log("agent for \(identity.name) (\(identity.id.short)) on \(Self.joinHostPort(host, port)); \(roster.activeMembers.count) devices, key epoch \(roster.accountKey.epoch)")
         log("apps connect at \(socketPath); \(registry.apps.count) apps registered; multicast \(adverts.multicastIsOn ? "on port \(configuration.discoveryPort ?? 0)" : "off")")
         refreshTargets()
-        syncBell.ring()
+        syncTrigger.ring()
     }
 
     /// The broker stops: the current activity's goodbye goes out and everything waiting fails (advertising's

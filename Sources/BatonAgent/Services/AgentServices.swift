@@ -49,16 +49,8 @@ struct AppSocketService: Service, CustomStringConvertible {
     }
 }
 
-/// Roster sync with the known peers: when the roster changes (a merge, or another `baton` command writing the state
-/// folder), when a session opens, and again after a failure; never on a timer when all is in step.
-struct SyncService: Service, CustomStringConvertible {
-    let agent: Agent
-    var description: String { "roster sync" }
-
-    func run() async {
-        await cancelWhenGracefulShutdown { await agent.syncLoop() }
-    }
-}
+// `SyncService` (roster sync, owning its state: issue 26 item 1) is in Sync/SyncService.swift, beside its
+// ``RosterSyncSchedule``.
 
 /// Advertising the current activity and discovering others': the advert sockets, re-advertising, expiring silent
 /// nearby entries, following network changes. Its shutdown sends the goodbye (A9) and fails what still waits.
