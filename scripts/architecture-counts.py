@@ -8,10 +8,14 @@ Reads the sources as text (it runs nothing) and prints one line per count, or JS
   agent.lockBoxes      locks made in Sources/BatonAgent (NIOLockedValueBox, NIOLock, Mutex)
   agent.lockUses       their acquisitions there (withLockedValue, withLock)
   agent.clockReads     direct reads of a clock there (Date(), ContinuousClock.now, NIODeadline.now(), ...)
+  modules.lockBoxes,   the same three over the agent and the targets split out of it (BatonAgent, BatonAssociations,
+  modules.lockUses,    BatonNotifications, BatonFolders), so code that only moved is still counted
+  modules.clockReads
   uncheckedSendable    `@unchecked Sendable` in Sources/
   c5Places             files in Sources/ outside the broker that name C5 ("exactly one of continue or didFail")
   testSleeps           fixed sleeps of 100 ms or more in the in-process test targets (BatonTests, BatonAgentTests,
-                       AppleShapedTests, BatonCoreTests, BatonProtocolTests, BatonRegistryTests, BatonSearchTests),
+                       AppleShapedTests, BatonCoreTests, BatonProtocolTests, BatonRegistryTests, BatonSearchTests,
+                       BatonFoldersTests),
                        with their total seconds: a sleep inside a polling loop (`while` or `for … in` on the same line) is
                        not counted, nor one over 10 s (a task parked until it is cancelled)
 
@@ -26,8 +30,9 @@ import sys
 
 IN_PROCESS_TESTS = [
     "BatonTests", "BatonAgentTests", "AppleShapedTests", "BatonCoreTests", "BatonProtocolTests",
-    "BatonRegistryTests", "BatonSearchTests",
+    "BatonRegistryTests", "BatonSearchTests", "BatonFoldersTests",
 ]
+AGENT_MODULES = ["BatonAgent", "BatonAssociations", "BatonNotifications", "BatonFolders"]
 LOCK_MADE = re.compile(r"NIOLockedValueBox\s*(<[^>]*>)?\s*\(|NIOLock\s*\(\s*\)|\bMutex\s*(<[^>]*>)?\s*\(")
 LOCK_USED = re.compile(r"\.withLockedValue\b|\.withLock\b")
 CLOCK_READ = re.compile(
@@ -78,6 +83,14 @@ def counts(root):
         result["agent.lockBoxes"] += len(LOCK_MADE.findall(lines))
         result["agent.lockUses"] += len(LOCK_USED.findall(lines))
         result["agent.clockReads"] += len(CLOCK_READ.findall(lines))
+    for name in ["lockBoxes", "lockUses", "clockReads"]:
+        result[f"modules.{name}"] = 0
+    for module in AGENT_MODULES:
+        for path in swift_files(os.path.join(root, "Sources", module)):
+            lines = "\n".join(code_lines(read(path)))
+            result["modules.lockBoxes"] += len(LOCK_MADE.findall(lines))
+            result["modules.lockUses"] += len(LOCK_USED.findall(lines))
+            result["modules.clockReads"] += len(CLOCK_READ.findall(lines))
     unchecked = 0
     c5 = []
     for path in swift_files(os.path.join(root, "Sources")):
