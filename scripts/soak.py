@@ -117,9 +117,12 @@ class World:
             time.sleep(0.05)
         return False
 
-    def setup(self, interval="0.2"):
+    def setup(self, interval="0.2", agent=None, lan=None):
         """Two paired devices, ShopSnap installed for both, and their agents started; `interval` is the agents'
-        --interval (None: the default)."""
+        --interval (None: the default). `agent` is the command that runs an agent (default `baton agent`). `lan`
+        names a LAN of two hosts from scripts/netns.sh (its PREFIX): the agents then run one in each host with
+        their default address, port and multicast, each the other's --peer; by default both run on loopback, on
+        free ports, without multicast."""
         for name in ("laptop", "desktop"):
             self.run("init", "--name", name, "--state", self.state(name)).check_returncode()
         port = free_port()
@@ -132,15 +135,21 @@ class World:
         os.makedirs(apps)
         shutil.copy(os.path.join(os.path.dirname(__file__), "..", "Examples", "ShopSnap.app", "Info.plist"), apps)
         os.symlink(self.shopsnap, os.path.join(apps, "shopsnap"))
-        self.ports = {"laptop": free_port(), "desktop": free_port()}
+        self.ports = {"laptop": free_port(), "desktop": free_port()} if not lan else {"laptop": 47810, "desktop": 47810}
         self.agents = {}
-        for name, other in (("laptop", "desktop"), ("desktop", "laptop")):
+        for host, (name, other) in enumerate((("laptop", "desktop"), ("desktop", "laptop")), start=1):
+            if lan:
+                place = ["ip", "netns", "exec", f"{lan}-h{host}"]  # execs the agent: the same pid
+                network = ["--peer", f"10.77.0.{3 - host}:{self.ports[other]}"]
+            else:
+                place = []
+                network = ["--host", "127.0.0.1", "--port", str(self.ports[name]), "--no-multicast", "--peer", f"127.0.0.1:{self.ports[other]}"]
             self.agents[name] = self.background(
-                [
-                    self.baton, "agent", "--state", self.state(name), "--host", "127.0.0.1", "--port", str(self.ports[name]),
-                    "--no-multicast", "--peer", f"127.0.0.1:{self.ports[other]}",
-                    "--apps", os.path.join(self.root, "apps"), "--launch-timeout", "5",
-                ]
+                place
+                + (agent or [self.baton, "agent"])
+                + ["--state", self.state(name)]
+                + network
+                + ["--apps", os.path.join(self.root, "apps"), "--launch-timeout", "5"]
                 + (["--interval", interval] if interval else [])
                 + (os.environ.get("BATON_AGENT_ARGS", "").split()),
                 f"agent-{name}.log",
