@@ -57,7 +57,7 @@ extension Agent: IPCHandler {
         case (.control, .getStatus(let request)):
             connection.send(.status(request: request, status()))
         case (.app(let bundle, _), .index(let activity, let payload)):
-            indexActivity(activity, payload: payload, bundle: bundle, app: connection.appID.value)
+            search.save(payload, activity: activity, bundle: bundle, app: connection.appID.value)
         case (.app(let bundle, _), .deleteSaved(let request, let identifiers)):
             deleteSaved(request, identifiers: identifiers, bundle: bundle, on: connection)
         case (.control, .continueSaved(let request, let id)):
@@ -71,7 +71,7 @@ extension Agent: IPCHandler {
         let id = ObjectIdentifier(connection)
         if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) {
             streamAppGone(connection.appID, bundle: bundle)
-            search.post(.forget(app: connection.appID.value))
+            search.forget(app: connection.appID.value)
         }
         let actions = state.withLockedValue { state in
             state.watchers[id] = nil

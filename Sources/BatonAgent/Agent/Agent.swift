@@ -47,8 +47,8 @@ public final class Agent: @unchecked Sendable {
     var router: ActivityRouter { catalog.withLockedValue(\.router) }
     /// The association files fetched and cached, and when to fetch them again (issue 14; Agent+Associations).
     let associations: AssociationKeeper
-    /// The search index's work queue (issue 15; Agent+Search).
-    let search: SearchKeeper
+    /// Asks the search service for work (issue 15; it owns the index and its state: issue 26 item 1).
+    let search = SearchQueue()
     /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
     let logger: Logger
     /// What was refused from outside, logged once per kind (issue 25 item 12).
@@ -136,7 +136,6 @@ public final class Agent: @unchecked Sendable {
         self.store = configuration.store
         let associations = AssociationKeeper(configuration: configuration)
         self.associations = associations
-        self.search = SearchKeeper(stateFolder: configuration.store.folder, limits: configuration.searchLimits)
         self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
         self.logger = configuration.logger
         self.refusals = RefusalLog(logger: configuration.logger)
@@ -190,7 +189,7 @@ public final class Agent: @unchecked Sendable {
         agent.watchFolders(apps: configuration.apps == nil ? appFolders : [])
         var services: [any Service] = [
             // First, so it stops last: after the app socket, with what apps sent saved.
-            SearchService(agent: agent),
+            agent.searchService(),
             SessionService(agent: agent),
             AppSocketService(agent: agent),
             agent.syncService(),

@@ -52,6 +52,9 @@ struct AppSocketService: Service, CustomStringConvertible {
 // `SyncService` (roster sync, owning its state: issue 26 item 1) is in Sync/SyncService.swift, beside its
 // ``RosterSyncSchedule``.
 
+// `SearchService` (the search index, owning its state: issue 26 item 1) is in Search/SearchService.swift, beside its
+// ``SearchQueue`` and ``SearchIndexUpkeep``.
+
 /// Advertising the current activity and discovering others': the advert sockets, re-advertising, expiring silent
 /// nearby entries, following network changes. Its shutdown sends the goodbye (A9) and fails what still waits.
 struct AdvertisingService: Service, CustomStringConvertible {

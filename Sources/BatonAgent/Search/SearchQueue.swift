@@ -6,9 +6,11 @@ import Foundation
 #endif
 import NIOConcurrencyHelpers
 
-/// What the search service is asked to do (issue 15; SEMANTICS G1-G3), posted from the app socket's loop and done in
-/// order, one at a time, by ``Agent/searchLoop()``: an app's saves reach the index in the order it sent them.
-final class SearchKeeper: Sendable {
+/// How the rest of the agent asks the search service for work (issue 15; SEMANTICS G1-G3; issue 26 item 1): the one
+/// handle to ``SearchService`` the agent keeps. Posted from the app socket's loop, done in order, one at a time, by
+/// the service's loop: an app's saves reach the index in the order it sent them. Requests are answered by callback
+/// (or by `await`, ``entry(id:)``); nothing of the index itself is reachable from here.
+final class SearchQueue: Sendable {
     /// One piece of work for the index.
     enum Job: Sendable {
         /// An app's activity, eligible for search, with its state now (IPC `index`): decoded and saved by the loop.
@@ -37,18 +39,32 @@ final class SearchKeeper: Sendable {
         var activity: UInt64
     }
 
-    /// `STATE/search.sqlite`.
-    let path: String
-    let limits: SearchLimits
-    /// How often expired entries are purged (G1): they are never returned anyway, so this only frees space.
-    let purgeInterval: Duration
+    /// What the service's loop sleeps on between jobs.
     let bell = Doorbell()
     private let inbox = NIOLockedValueBox<[Job]>([])
 
-    init(stateFolder: URL, limits: SearchLimits, purgeInterval: Duration = .seconds(3_600)) {
-        path = stateFolder.appendingPathComponent(SearchIndex.fileName).path
-        self.limits = limits
-        self.purgeInterval = purgeInterval
+    init() {}
+
+    /// IPC `index` from app connection `app` (G1): activity `activity`'s state, saved if the app marked it eligible.
+    func save(_ payload: Data, activity: UInt64, bundle: String, app: UInt64) {
+        post(.save(bundle: bundle, key: RowKey(app: app, activity: activity), payload: payload))
+    }
+
+    /// IPC `delete` (G3): `bundle`'s entries with these identifiers, or all of its entries; `reply` gets the count.
+    func delete(bundle: String, identifiers: [String]?, reply: @escaping @Sendable (Result<Int, SearchError>) -> Void) {
+        post(.delete(bundle: bundle, identifiers: identifiers, reply: reply))
+    }
+
+    /// The saved entry `id`, unless it is gone or expired (G2).
+    func entry(id: Int64) async -> Result<SearchEntry?, SearchError> {
+        await withCheckedContinuation { continuation in
+            post(.lookup(id: id) { continuation.resume(returning: $0) })
+        }
+    }
+
+    /// App connection `app` closed: its live activities' later saves make new entries.
+    func forget(app: UInt64) {
+        post(.forget(app: app))
     }
 
     /// Queues `job` for the loop.
@@ -57,7 +73,7 @@ final class SearchKeeper: Sendable {
         bell.ring()
     }
 
-    /// The jobs posted since the last call, oldest first.
+    /// The jobs posted since the last call, oldest first (the service's loop alone takes them).
     func take() -> [Job] {
         inbox.withLockedValue { jobs in
             defer { jobs.removeAll() }
