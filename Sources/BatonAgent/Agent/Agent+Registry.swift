@@ -14,11 +14,11 @@ extension Agent {
     /// Starts watching the state folder, and `apps` (the search paths; none when the registry was given in code).
     func watchFolders(apps folders: [URL]) {
         let stateFolder = store.folder.standardizedFileURL.path
-        let associationFolder = associations.cache.folder.standardizedFileURL.path
+        let associationFolder = self.associationFolder.standardizedFileURL.path
         watcher = FolderWatcher(ignoring: [AccountStore.lockFileName]) { [weak self] changed in
             guard let self else { return }
             if changed.contains(stateFolder) { stateFolderChanged() }
-            if changed.contains(associationFolder) { associations.post(.cacheChanged) }
+            if changed.contains(associationFolder) { associations.cacheChanged() }
             if !changed.subtracting([stateFolder, associationFolder]).isEmpty { appsChanged(folders) }
         }
         guard let watcher else {
@@ -32,8 +32,8 @@ extension Agent {
     /// edited Info.plist).
     func watchedFolders(apps searchPaths: [URL]) -> Set<String> {
         // The association cache too (issue 14): `baton aasa fetch` writes it while the agent runs.
-        try? FileManager.default.createDirectory(at: associations.cache.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var folders: Set<String> = [store.folder.standardizedFileURL.path, associations.cache.folder.standardizedFileURL.path]
+        try? FileManager.default.createDirectory(at: associationFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var folders: Set<String> = [store.folder.standardizedFileURL.path, associationFolder.standardizedFileURL.path]
         for folder in searchPaths {
             let path = folder.standardizedFileURL.path
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
@@ -47,9 +47,9 @@ extension Agent {
     func appsChanged(_ searchPaths: [URL]) {
         let fresh = configuration.withBuiltInApps(AppRegistry.load(searchPaths: searchPaths))
         let old = registry
-        let approvals = associations.approvals(now: Date())
-        catalog.withLockedValue { $0 = (fresh, ActivityRouter(registry: fresh, approvals: approvals)) }
-        associations.post(.appsChanged)
+        let now = Date()
+        catalog.withLockedValue { $0 = (fresh, $0.associations, ActivityRouter(registry: fresh, approvals: $0.associations.approvals(now: now))) }
+        associations.appsChanged()
         rebuildHashIndex()
         watcher?.replaceWatches(watchedFolders(apps: searchPaths))
         let before = Dictionary(old.apps.map { ($0.bundleIdentifier, $0) }, uniquingKeysWith: { first, _ in first })

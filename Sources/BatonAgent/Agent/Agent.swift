@@ -18,7 +18,7 @@ import ServiceLifecycle
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
 /// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
 /// or awaits. ``build(_:)`` returns its long-running parts as services (``AgentServices``; AgentServices.swift,
-/// association files: Agent+Associations.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
+/// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
 /// `nearbyObservers`) or a `var` assigned only by ``build(_:)`` before the agent is returned and its services
@@ -42,11 +42,13 @@ public final class Agent: @unchecked Sendable {
     let links: PeerLinks
     let state: NIOLockedValueBox<State>
     /// The installed apps and the router over them: replaced when an app folder changes (part 7).
-    let catalog: NIOLockedValueBox<(registry: AppRegistry, router: ActivityRouter)>
+    /// The association files are the last the association service sent (Agent+Associations).
+    let catalog: NIOLockedValueBox<(registry: AppRegistry, associations: AssociationFiles, router: ActivityRouter)>
     var registry: AppRegistry { catalog.withLockedValue(\.registry) }
     var router: ActivityRouter { catalog.withLockedValue(\.router) }
-    /// The association files fetched and cached, and when to fetch them again (issue 14; Agent+Associations).
-    let associations: AssociationKeeper
+    /// Tells the association service the apps or its cache changed (issue 14; it owns the files and when to fetch
+    /// them: issue 26 item 1).
+    let associations = AssociationService.Trigger()
     /// Asks the search service for work (issue 15; it owns the index and its state: issue 26 item 1).
     let search = SearchQueue()
     /// Where the log goes, with metadata (peer, app, sequence, continuation); never key material.
@@ -134,9 +136,8 @@ public final class Agent: @unchecked Sendable {
         self.configuration = configuration
         self.identity = identity
         self.store = configuration.store
-        let associations = AssociationKeeper(configuration: configuration)
-        self.associations = associations
-        self.catalog = NIOLockedValueBox((registry, ActivityRouter(registry: registry, approvals: Self.startingApprovals(associations, logger: configuration.logger))))
+        // No association files until the association service reads its cache, in build(_:), before anything routes.
+        self.catalog = NIOLockedValueBox((registry, AssociationFiles(), ActivityRouter(registry: registry)))
         self.logger = configuration.logger
         self.refusals = RefusalLog(logger: configuration.logger)
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
@@ -171,6 +172,7 @@ public final class Agent: @unchecked Sendable {
         let appFolders = configuration.appFolders ?? AppRegistry.searchPaths()
         let registry = configuration.withBuiltInApps(configuration.apps ?? AppRegistry.load(searchPaths: appFolders))
         let agent = try Agent(configuration: configuration, identity: identity, roster: roster, registry: registry)
+        let associations = agent.associationService()
         // The links (and the app socket, in open()) reach the agent through a forwarder that holds it weakly: the
         // agent holds them, so an open link or a connected app never keeps a stopped agent alive (issue 26 item 1).
         agent.links.responder = AgentForwarder(agent)
@@ -194,7 +196,7 @@ public final class Agent: @unchecked Sendable {
             AppSocketService(agent: agent),
             agent.syncService(),
             AdvertisingService(agent: agent),
-            AssociationService(agent: agent),
+            associations,
         ]
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
         if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
