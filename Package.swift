@@ -2,6 +2,24 @@
 // Baton: Handoff for Swift on Linux. Module layout and the reasons for it: docs/ARCHITECTURE.md.
 import PackageDescription
 
+/// What the command line and its benchmarks both build on: the agent (to run or embed), the app library, the example
+/// app `baton demo` runs, search, and NIO for talking to agents.
+let commandLine: [Target.Dependency] = [
+    "BatonAgentCommand",
+    "BatonCore",
+    "BatonProtocol",
+    "BatonRegistry",
+    "BatonAgent",
+    "Baton",
+    "BatonEmbedded",
+    "BatonSearch",
+    "ShopSnapKit",
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+]
+
 let package = Package(
     name: "Baton",
     platforms: [.macOS(.v14)],
@@ -140,7 +158,14 @@ let package = Package(
         // Agents inside the process (tests, benchmarks, `baton demo`, single-binary tools), with the app library.
         .target(
             name: "BatonEmbedded",
-            dependencies: ["Baton", "BatonAgent", "BatonRegistry", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Baton",
+                "BatonAgent",
+                "BatonRegistry",
+                .product(name: "Logging", package: "swift-log"),
+                // Each device's services run in a ServiceGroup of LocalDevices' own (issue 26 item 1).
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // `baton agent`'s options and running it, shared by `baton` and the lean `baton-agent`.
         .target(
@@ -175,50 +200,24 @@ let package = Package(
         // the same run, for `plist`, `route`, `handoff`, `stream` and `search`.
         .target(
             name: "BatonBench",
-            dependencies: [
-                "BatonAgentCommand",
-                "BatonCore",
-                "BatonProtocol",
-                "BatonRegistry",
-                "BatonAgent",
-                "Baton",
-                "BatonEmbedded",
-                // `bench search`: the index, and raw FTS5 through GRDB beside it (issue 15).
-                "BatonSearch",
-                "ShopSnapKit",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            dependencies: commandLine + [
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `bench search`: raw FTS5 through GRDB beside the index (issue 15).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .executableTarget(
             name: "baton",
-            dependencies: [
+            dependencies: commandLine + [
                 "BatonBench",
-                "BatonAgentCommand",
                 // `baton aasa` (issue 14).
                 "BatonAssociations",
                 // `baton doctor`'s notifications check (issue 16).
                 "BatonNotifications",
                 // `baton folders syncthing` (issue 16 part 3).
                 "BatonFolders",
-                "BatonCore",
-                "BatonProtocol",
-                "BatonRegistry",
-                "BatonAgent",
-                "Baton",
-                "BatonEmbedded",
-                // `baton search` (issue 15).
-                "BatonSearch",
-                "ShopSnapKit",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BatonClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]

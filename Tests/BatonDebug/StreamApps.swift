@@ -168,14 +168,14 @@ final class StreamAppsHarness {
 /// The originating apps' side: every stream's input written straight back to it, until the other side finishes.
 final class StreamEcho: UserActivityDelegate, Sendable {
     let say: @Sendable (String) -> Void
-    let counts = Mutex((streams: 0, ended: 0))
+    /// How many streams have ended, for the `echo ended N` lines the load script follows.
+    let ended = Mutex(0)
 
     init(say: @escaping @Sendable (String) -> Void) {
         self.say = say
     }
 
     func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
-        counts.withLock { $0.streams += 1 }
         Task.detached { [self] in
             var echoed = 0
             do {
@@ -187,9 +187,9 @@ final class StreamEcho: UserActivityDelegate, Sendable {
             } catch {
                 say("echo failed after \(echoed) bytes: \(error)")
             }
-            let ended = self.counts.withLock { counts in
-                counts.ended += 1
-                return counts.ended
+            let ended = self.ended.withLock { count in
+                count += 1
+                return count
             }
             say("echo ended \(ended): \(echoed) bytes")
         }

@@ -40,7 +40,7 @@ struct HostileIndexFileTests {
             #expect(error?.code == .damaged, "\(String(describing: error))")
             #expect(error?.message.contains("trigger planted_after_insert") == true, "\(String(describing: error))")
             #expect(error?.message.contains("table planted") == true)
-            // What an agent does with a damaged file (Agent+Search openIndex), timed: it must not wait for a lock (a
+            // What an agent does with a damaged file (SearchService.openIndex), timed: it must not wait for a lock (a
             // writer waits up to SearchIndex.busyTimeout, 5 s). Half of that, not a stopwatch's "fast": CI runs every
             // test at once on two cores, where this took 0.65 s once (milliseconds on a quiet machine).
             let started = ContinuousClock.now
