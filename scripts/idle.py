@@ -14,11 +14,12 @@ By default the two agents run in two network namespaces on one bridge (scripts/n
 defaults, multicast on, each the other's --peer: a LAN, as a desktop runs. --network loopback runs them on
 loopback without multicast instead (the only choice without root); that hides whatever multicast does when idle.
 
-After a settling pause each agent is measured over --seconds (default 60). With perf (`perf stat -p`; its counters
-follow threads created later): CPU time (task-clock), wakeups (context switches: each is a thread going to sleep
-after it woke, or being preempted) and threads created (task:task_newtask, counted in the thread that creates).
-Without perf the same come from /proc, sampled every 0.25 s (CPU time then only in 10 ms clock ticks, too coarse to
-judge). Beside them, from /proc, resident memory (anonymous and file-backed). `idle-floor` (when built in --bin)
+After a settling pause each agent is measured over --seconds (default 60). Wakeups are the voluntary context
+switches of every thread (/proc/PID/task/*/status, sampled every 0.25 s so short-lived threads count too): each is
+a thread going back to sleep after something woke it. With perf (`perf stat -p`; its counters follow threads created
+later): CPU time (task-clock), threads created (task:task_newtask, counted in the thread that creates) and all
+context switches (wakeups plus preemptions, which grow with the machine's load, not with the agent's work). Without
+perf, threads created are the sampled ones and CPU time is /proc's, in 10 ms clock ticks: too coarse to judge. Beside them, from /proc, resident memory (anonymous and file-backed). `idle-floor` (when built in --bin)
 runs beside the agents: a program on the same libraries that only makes a key and a TLS context and listens, no
 Baton code; its figures are the floor.
 
@@ -64,8 +65,8 @@ def parse():
 
 
 def switches(pid):
-    """Context switches of each thread of a process so far, by thread id: each one is the thread waking (or being
-    woken)."""
+    """Voluntary context switches of each thread of a process so far, by thread id: each one is the thread going
+    back to sleep after it woke (a preemption, an involuntary switch, is the machine's load, not a wakeup)."""
     counts = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -73,7 +74,7 @@ def switches(pid):
                 counts[task] = sum(
                     int(line.split()[1])
                     for line in handle
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+                    if line.startswith("voluntary_ctxt_switches")
                 )
         except FileNotFoundError:
             continue  # a thread that ended between the listing and the read
@@ -81,7 +82,7 @@ def switches(pid):
 
 
 class WakeupCounter:
-    """Context switches over a window, sampled every SAMPLE_SECONDS: a thread's switches count from the first
+    """Voluntary context switches over a window, sampled every SAMPLE_SECONDS: a thread's switches count from the first
     sample that saw it (all of them, for a thread born in the window), so threads that come and go are counted
     too, up to their last sample."""
 
@@ -246,8 +247,9 @@ def measure(way, options, use_perf, lan):
             figures[name] = {
                 "runs": running_as(pid),
                 "measuredBy": "perf" if counted else "/proc",
-                "wakeups": int(counted["switches"]) if counted else counters[name].total,
-                "wakeupsPerSecond": round((counted["switches"] if counted else counters[name].total) / window, 2),
+                "wakeups": counters[name].total,
+                "wakeupsPerSecond": round(counters[name].total / elapsed, 2),
+                "switchesWithPreemptions": int(counted["switches"]) if counted else None,
                 "threadsCreated": int(counted["threadsCreated"]) if counted else counters[name].threads_started,
                 "cpuMillisecondsPerMinute": round(counted["cpuMilliseconds"] * 60 / window, 2) if counted else None,
                 "cpuSecondsByTicks": round(cpu_seconds(pid) - cpu[name], 3),
@@ -255,7 +257,7 @@ def measure(way, options, use_perf, lan):
                 "rssAnonMB": round(memory.get("RssAnon", 0), 1),
                 "rssFileMB": round(memory.get("RssFile", 0), 1),
                 "threads": threads(pid),
-                "seconds": round(window, 1),
+                "seconds": round(elapsed, 1),
             }
         return figures, None
     finally:
@@ -288,6 +290,7 @@ def line(name, figures):
         f"  {name:8} {figures['wakeupsPerSecond']:5.2f} wakeups/s  {cpu_text}  {figures['threadsCreated']} threads created  "
         f"{figures['rssMB']:5.1f} MB resident ({figures['rssAnonMB']:.1f} anonymous, {figures['rssFileMB']:.1f} file-backed)  "
         f"{figures['threads']} threads, runs {figures['runs']}"
+        + (f"; {figures['switchesWithPreemptions']} switches with preemptions" if figures["switchesWithPreemptions"] is not None else "")
     )
 
 
@@ -304,7 +307,7 @@ def main():
     if options.network == "lan" and not lan:
         raise SystemExit("--network lan: scripts/netns.sh cannot build namespaces here (needs root and iproute2)")
     where = "two network namespaces on a bridge, multicast on" if lan else "loopback, multicast off"
-    how = "perf stat (task-clock, context switches, task:task_newtask)" if use_perf else "/proc, sampled (no perf here)"
+    how = "/proc's voluntary switches and perf stat (task-clock, task:task_newtask)" if use_perf else "/proc, sampled (no perf here)"
     print(f"idle agents, two paired, nothing current; {where}; measured by {how} over {options.seconds:g} s each:")
     report = {"seconds": options.seconds, "network": "lan" if lan else "loopback", "measuredBy": "perf" if use_perf else "/proc", "ways": {}}
     failed = []
