@@ -8,85 +8,26 @@ import Foundation
 import Dispatch
 import NIOCore
 
+/// The agent's side of discovery (issue 26 item 1): ``Discovery`` owns the sockets' state and the nearby table and
+/// ``DiscoveryService`` runs its loop; the agent passes on the broker's adverts, the datagrams that arrive, and
+/// builds nearby items with the apps here that would continue them.
 extension Agent {
-    /// The keyed hash an activity is advertised under: team and type, or the host of a web page (E3).
-    static func typeHash(_ notice: ActivityNotice, team: String, keys: AdvertKeys) -> [UInt8] {
-        if notice.activityType == AppRecord.browsingWebActivityType, let host = notice.webpageHost {
-            return keys.typeHash(webHost: host)
-        }
-        return keys.typeHash(team: team, activityType: notice.activityType)
-    }
-
-    /// Seals and sends one advert (or, with `isCurrent` false, a goodbye: A9) to every target.
+    /// Seals and sends one advert (or, with `isCurrent` false, a goodbye: A9) to every target: the broker's
+    /// `.advertise` and `.goodbye`, told to discovery.
     func sendAdvert(_ current: HandoffBroker.CurrentActivity, isCurrent: Bool) {
-        let (keys, targets) = state.withLockedValue { ($0.keys, $0.targets) }
-        let notice = current.notice
-        var flags = Advert.Flags().with(revision: current.revision)
-        if notice.webpageHost != nil { flags.insert(.hasWebpageURL) }
-        if notice.supportsStreams { flags.insert(.supportsStreams) }
-        if isCurrent { flags.insert(.isCurrent) }
-        let advert = Advert(
-            device: identity.id,
-            sequence: current.sequence,
-            typeHash: Self.typeHash(notice, team: current.team, keys: keys),
-            flags: flags,
-            sessionPort: UInt16(port),
-            timestamp: Self.now()
-        )
-        guard let datagram = try? keys.seal(advert) else { return }
-        adverts?.send(datagram, to: targets)
-        if isCurrent {
-            lastAdvert.withLockedValue { $0 = Self.uptimeMilliseconds() }
-            advertBell.ring()  // the loop re-advertises from now on
-        }
+        discovery.advertise(current, isCurrent: isCurrent)
     }
 
-    /// Re-advertises the current activity every `advertInterval`, expires silent nearby entries, and re-advertises
-    /// at once when the multicast memberships changed with the interfaces (the advert socket hears of that from the
-    /// kernel, issue 26 item 6; checked every round while sends fail). Sleeps until the earliest of those is due;
-    /// with nothing current and nothing nearby, nothing wakes it (issue 11 part 8) but an interface change, or,
-    /// where the kernel's word cannot be had, the interface check every ``membershipCheckInterval``.
-    func advertLoop() async {
-        let interval = UInt64(configuration.advertInterval * 1000)
-        let timeToLive = UInt64(configuration.nearbyTimeToLive * 1000)
-        let multicast = adverts?.multicastIsOn == true
-        var nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
-        adverts?.whenInterfacesChange { [advertBell] in advertBell.ring() }
-        while !Task.isCancelled {
-            let now = Self.uptimeMilliseconds()
-            // A timer only where the kernel does not say: each wake of this task on a timer started a thread.
-            let polling = multicast && adverts?.watchesInterfaces != true
-            let (offered, oldest) = state.withLockedValue { state in
-                (state.broker.current?.isOffered(at: Self.now()) == true, state.nearby.entries.values.map(\.lastSeen).min())
-            }
-            var deadlines: [UInt64] = []
-            if offered { deadlines.append(lastAdvert.withLockedValue { $0 } + interval) }
-            if let oldest { deadlines.append(now + (oldest + timeToLive).subtractingSaturated(Self.now()) + 1) }
-            if polling { deadlines.append(nextMembershipCheck) }
-            let wait = deadlines.min().map { Duration.milliseconds(Int64($0.subtractingSaturated(now))) }
-            await advertBell.wait(timeout: wait)
-            guard !Task.isCancelled else { return }
-            var networkChanged = false
-            // While sends fail (a link down, say), the interfaces are checked every round, not every 10 s: the
-            // moment the link is back its groups are joined and the advert goes out (issue 25 item 1).
-            if multicast, (polling && Self.uptimeMilliseconds() >= nextMembershipCheck) || adverts?.isFailing == true {
-                nextMembershipCheck = Self.uptimeMilliseconds() + Self.membershipCheckInterval
-                networkChanged = adverts?.refreshMemberships(log: { [logger] line in logger.info("\(line)") }) ?? false
-            }
-            if adverts?.takeInterfacesChanged() == true { networkChanged = true }
-            if networkChanged { log("network interfaces changed: advertising again") }
-            let current = state.withLockedValue(\.broker.current)
-            if let current, current.isOffered(at: Self.now()),
-                networkChanged || Self.uptimeMilliseconds() >= lastAdvert.withLockedValue({ $0 }) + interval
-            {
-                sendAdvert(current, isCurrent: true)
-            }
-            let expired = state.withLockedValue { $0.nearby.expire(now: Self.now()) }
-            for entry in expired {
-                logger.info("nearby: \(entry.advert.device.short) expired (no advert for \(PeerLink.format(configuration.nearbyTimeToLive)))")
-                nearbyChanged(entry.advert.device, .removed)
-            }
-        }
+    /// The discovery loop (its state is the ``discovery``); its shutdown stops the broker first, so the goodbye goes
+    /// out on the still open socket.
+    func discoveryService() -> DiscoveryService {
+        DiscoveryService(
+            discovery: discovery,
+            advertInterval: UInt64(configuration.advertInterval * 1000),
+            timeToLive: configuration.nearbyTimeToLive,
+            logger: logger,
+            stop: { [weak self] in self?.stopBroker() }
+        )
     }
 
     /// Milliseconds between checks of the network interfaces for multicast where the kernel's change messages
@@ -107,26 +48,12 @@ extension Agent {
         Allocator.giveBackFreeMemory()
     }
 
-    /// One datagram from the network: through the receiver's checks into the nearby table.
+    /// One datagram from the network: discovery judges it and keeps it; a refusal is logged here, and a member
+    /// whose clock is off is dialled.
     func receiveAdvert(_ datagram: Data, from source: SocketAddress) {
-        let now = Self.now()
-        let (outcome, change) = state.withLockedValue { state -> (AdvertReceiver.Outcome, (DeviceID, NearbyTable.Change)?) in
-            let roster = state.roster
-            let outcome = state.receiver.receive(datagram, now: now) { roster.isActive($0) }
-            guard case .accepted(let advert) = outcome else { return (outcome, nil) }
-            // The address as text only for an advert that counts (a flood's datagrams never get here).
-            let change = state.nearby.apply(advert, from: source.hostText ?? "?", now: now)
-            if change == .replaced || change == .removed || change == .revised { state.summaries[advert.device] = nil }
-            return (outcome, (advert.device, change))
-        }
+        let outcome = discovery.receive(datagram, from: source)
         advertRefused(outcome, from: source)
         if case .stale(let advert, _) = outcome { probeClock(of: advert, from: source) }
-        guard let (device, change) = change, change != .refreshed, change != .ignored else { return }
-        if change == .added { advertBell.ring() }  // its expiry is due some time
-        if change == .removed {
-            logger.info("nearby: \(device.short) withdrew its activity (goodbye, A9)", metadata: ["peer": "\(device.short)"])
-        }
-        nearbyChanged(device, change)
     }
 
     /// Logs a refused advert, once per kind (issue 25 item 12): a flood of forged or replayed datagrams is one line.
@@ -151,9 +78,8 @@ extension Agent {
         }
     }
 
-    /// Tells observers and watching command lines that the nearby list changed.
-    func nearbyChanged(_ device: DeviceID, _ change: NearbyTable.Change) {
-        for observer in nearbyObservers.withLockedValue({ $0 }) { observer(device, change) }
+    /// Tells watching command lines that the nearby list changed (an observer of ``discovery``).
+    func tellWatchersNearbyChanged() {
         let watchers = state.withLockedValue { Array($0.watchers.values) }
         guard !watchers.isEmpty else { return }
         appWork.start { [self] in
@@ -168,7 +94,7 @@ extension Agent {
     /// `describe`, asks each originating device for type and title it has not told yet (C3), at most 1 s.
     public func nearbyItems(describe: Bool = false) async -> [NearbyItem] {
         if describe {
-            let missing = entriesToDescribe()
+            let missing = discovery.entriesToDescribe()
             await withTaskGroup(of: Void.self) { group in
                 for entry in missing {
                     group.addTask { await self.describe(entry) }
@@ -178,31 +104,21 @@ extension Agent {
         return nearbyItemsNow()
     }
 
-    /// The nearby entries whose type and title this device has not been told yet.
-    func entriesToDescribe() -> [NearbyTable.Entry] {
-        state.withLockedValue { state in
-            state.nearby.entries.values.filter { entry in
-                state.summaries[entry.advert.device].map { !$0.describes(entry.advert) } ?? true
-            }
-        }
-    }
-
     /// The activities other devices offer now, with what is known of them (``nearbyItems(describe:)`` without the
     /// asking).
     func nearbyItemsNow() -> [NearbyItem] {
-        let now = Self.now()
+        let now = discovery.clock.wall()
+        let offers = discovery.offers()
         return state.withLockedValue { state in
-            state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }.map { entry in
-                let device = entry.advert.device
-                let summary = state.summaries[device].flatMap { $0.describes(entry.advert) ? $0.summary : nil }
-                return NearbyItem(
-                    device: device.description,
-                    deviceName: state.roster.members[device]?.name ?? device.short,
-                    sequence: entry.advert.sequence,
-                    ageMilliseconds: now > entry.firstSeen ? now - entry.firstSeen : 0,
-                    app: appFor(entry.advert, state: state)?.bundle ?? "",
-                    activityType: summary?.activityType,
-                    title: summary?.title
+            offers.map { offer in
+                NearbyItem(
+                    device: offer.entry.advert.device.description,
+                    deviceName: offer.deviceName,
+                    sequence: offer.entry.advert.sequence,
+                    ageMilliseconds: now > offer.entry.firstSeen ? now - offer.entry.firstSeen : 0,
+                    app: appFor(offer.entry.advert, state: state)?.bundle ?? "",
+                    activityType: offer.summary?.activityType,
+                    title: offer.summary?.title
                 )
             }
         }
@@ -225,28 +141,7 @@ extension Agent {
 
     /// Keeps the type and title a device told for `entry`'s sequence.
     func remember(_ reply: SessionMultiplexer.Reply, for entry: NearbyTable.Entry) {
-        if case .summary(let summary) = reply {
-            state.withLockedValue { $0.summaries[entry.advert.device] = NearbySummary(of: entry.advert, summary) }
-        }
-    }
-}
-
-/// What another device said its current activity is (C3), and which advert of it that answers: the sequence and
-/// the revision (a new title moves the revision on, and the device is asked again).
-struct NearbySummary: Sendable {
-    let sequence: UInt64
-    let revision: UInt8
-    let summary: ActivitySummary
-
-    init(of advert: Advert, _ summary: ActivitySummary) {
-        sequence = advert.sequence
-        revision = advert.flags.revision
-        self.summary = summary
-    }
-
-    /// Whether this is what `advert` offers now.
-    func describes(_ advert: Advert) -> Bool {
-        sequence == advert.sequence && revision == advert.flags.revision
+        if case .summary(let summary) = reply { discovery.remember(summary, for: entry) }
     }
 }
 

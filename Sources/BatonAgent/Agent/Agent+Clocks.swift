@@ -15,15 +15,8 @@ extension Agent {
         let now = Self.now()
         // The dialling side spoke first (once per link); the answer is this side's clock, once.
         if !link.dialedByMe { link.send(.clock(milliseconds: now)) }
-        let changed = state.withLockedValue { state -> Bool in
-            let before = state.receiver.clockOffsets[link.peer]
-            state.receiver.learnClock(of: link.peer, theirs: milliseconds, now: now)
-            let after = state.receiver.clockOffsets[link.peer] ?? 0
-            // Said when the difference first exceeds the window, or moves by more than it (a clock that was set).
-            return after.magnitude > AdvertReceiver.Limits().replayWindowMilliseconds
-                && (before.map { ($0 &- after).magnitude > AdvertReceiver.Limits().replayWindowMilliseconds } ?? true)
-        }
-        guard changed, let offset = state.withLockedValue({ $0.receiver.clockOffsets[link.peer] }) else { return }
+        // Said when the difference first exceeds the window, or moves by more than it (a clock that was set).
+        guard let offset = discovery.learnClock(of: link.peer, theirs: milliseconds, now: now) else { return }
         let seconds = offset.magnitude / 1000
         let name = state.withLockedValue { $0.roster.members[link.peer]?.name } ?? link.peer.short
         logger.notice(
@@ -38,13 +31,7 @@ extension Agent {
     func probeClock(of advert: Advert, from source: SocketAddress) {
         guard let host = source.hostText, advert.sessionPort > 0 else { return }
         let now = Self.now()
-        let due = state.withLockedValue { state -> Bool in
-            guard state.roster.isActive(advert.device) else { return false }
-            if let last = state.clockProbes[advert.device], now &- last < Self.clockProbeInterval { return false }
-            state.clockProbes[advert.device] = now
-            return true
-        }
-        guard due else { return }
+        guard discovery.clockProbeDue(advert.device, now: now, interval: Self.clockProbeInterval) else { return }
         sessionWork.start { [self] in
             _ = try? await links.connectReusing(host: host, port: Int(advert.sessionPort))
         }

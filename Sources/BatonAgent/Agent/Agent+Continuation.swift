@@ -113,7 +113,7 @@ extension Agent: PeerLinkResponder {
                     } else if !entry.advert.flags.contains(.hasWebpageURL) {
                         // Issue 25 item 4: no app claims the hash and there is no web page to fall back on (E1-E3),
                         // so no state could go anywhere: fail now, before the originating app is asked for it.
-                        let summary = state.summaries[entry.advert.device].flatMap { $0.describes(entry.advert) ? $0.summary : nil }
+                        let summary = discovery.summary(of: entry.advert)
                         let what = summary.map { "\($0.activityType) (from \($0.bundleIdentifier))" } ?? "the activity advertised"
                         reason = "no app here claims the advertised type hash, and the activity has no web page (D1, D3)"
                         route = .noApp(message: "no app on this device continues \(what) (D1, D3)")
@@ -356,12 +356,7 @@ extension Agent: PeerLinkResponder {
 
     /// The nearby entry `selector` names: a device id or a prefix of one, or a device name.
     func nearbyEntry(matching selector: String?) -> NearbyTable.Entry? {
-        state.withLockedValue { state in
-            let entries = state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }
-            guard let selector, !selector.isEmpty else { return entries.first }
-            guard let device = state.roster.member(named: selector)?.id else { return nil }
-            return state.nearby.entries[device]
-        }
+        discovery.entry(matching: selector)
     }
 }
 

@@ -20,9 +20,9 @@ import ServiceLifecycle
 /// or awaits. ``build(_:)`` returns its long-running parts as services (``AgentServices``; AgentServices.swift,
 /// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
-/// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`,
-/// `nearbyObservers`) or a `var` assigned only by ``build(_:)`` before the agent is returned and its services
-/// started (`port`, `listener`, `ipc`, `adverts`, `watcher`), and only read after that.
+/// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`) or a `var`
+/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `listener`, `ipc`,
+/// `adverts`, `watcher`), and only read after that.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -64,19 +64,18 @@ public final class Agent: @unchecked Sendable {
     let sessionWork = TaskPool()
     let appWork = TaskPool()
     /// What wakes each service's loop (issue 11 part 8: nothing polls).
-    let advertBell = Doorbell()
     let sessionBell: Doorbell
     let childBell = Doorbell()
     /// Asks the sync service for a round (it owns roster sync's state: issue 26 item 1).
     let syncTrigger = SyncService.Trigger()
-    /// Uptime milliseconds of the last advert of the current activity (re-advertised every `advertInterval`).
-    let lastAdvert = NIOLockedValueBox<UInt64>(0)
     /// Peers added while running (``addPeer(_:)``), beside the configured ones.
     let extraPeers = NIOLockedValueBox<[String]>([])
     /// The synced folders as last read from `folders.plist` (C9; Agent+Folders).
     let foldersCache = NIOLockedValueBox<SyncedFoldersSnapshot?>(nil)
-    /// Called with every change of the nearby table (benchmarks and tests timestamp it).
-    let nearbyObservers = NIOLockedValueBox<[@Sendable (DeviceID, NearbyTable.Change) -> Void]>([])
+    /// Discovery's state, under its own lock (issue 26 item 1): the advert keys and receiver, the nearby table, the
+    /// activity advertised, its observers (benchmarks and tests timestamp the changes). Its loop is the
+    /// ``DiscoveryService``.
+    let discovery: Discovery
 
     /// What the agent keeps for a continuation the broker runs: where its state comes from, and who waits for it.
     struct ContinuationRecord {
@@ -100,9 +99,7 @@ public final class Agent: @unchecked Sendable {
 
     struct State {
         var roster: Roster
-        var keys: AdvertKeys
-        var receiver: AdvertReceiver
-        var nearby: NearbyTable
+        /// The keyed type hash of every (team, type) an app here claims (``rebuildHashIndex()``).
         var hashIndex: [[UInt8]: [(team: String, type: String)]] = [:]
         /// The originating side's decisions: the current activity and the fetches of it (``HandoffBroker``).
         var broker: HandoffBroker
@@ -116,10 +113,6 @@ public final class Agent: @unchecked Sendable {
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
         var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
-        var summaries: [DeviceID: NearbySummary] = [:]
-        /// When each member whose adverts were stale was last dialled to learn its clock (issue 25 item 9).
-        var clockProbes: [DeviceID: UInt64] = [:]
-        var targets: [SocketAddress] = []
         /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]
         var spawned: Set<pid_t> = []
@@ -141,13 +134,15 @@ public final class Agent: @unchecked Sendable {
         self.logger = configuration.logger
         self.refusals = RefusalLog(logger: configuration.logger)
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
-        let keys = AdvertKeys(roster.accountKey)
+        discovery = Discovery(
+            me: identity.id,
+            roster: roster,
+            timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000),
+            logger: configuration.logger
+        )
         state = NIOLockedValueBox(
             State(
                 roster: roster,
-                keys: keys,
-                receiver: AdvertReceiver(me: identity.id, keys: keys),
-                nearby: NearbyTable(timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000)),
                 broker: HandoffBroker(deviceName: identity.name, saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000))
             )
         )
@@ -158,6 +153,8 @@ public final class Agent: @unchecked Sendable {
         links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop) {
             sessionBell.ring()
         }
+        // Command lines watching the nearby list hear of its changes (the observer holds the agent weakly).
+        discovery.observe { [weak self] _, _ in self?.tellWatchersNearbyChanged() }
     }
 
     /// Builds an agent: loads the account, listens for sessions, opens the advert sockets and the app socket, and
@@ -195,7 +192,7 @@ public final class Agent: @unchecked Sendable {
             SessionService(agent: agent),
             AppSocketService(agent: agent),
             agent.syncService(),
-            AdvertisingService(agent: agent),
+            agent.discoveryService(),
             associations,
         ]
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
@@ -239,6 +236,7 @@ public final class Agent: @unchecked Sendable {
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         self.adverts = adverts
+        discovery.attach(adverts, sessionPort: port)
         ipc = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
@@ -287,7 +285,7 @@ public final class Agent: @unchecked Sendable {
 
     /// Calls `observer` on every change of the nearby table (an advert that added, replaced or removed an entry).
     public func observeNearby(_ observer: @escaping @Sendable (DeviceID, NearbyTable.Change) -> Void) {
-        nearbyObservers.withLockedValue { $0.append(observer) }
+        discovery.observe(observer)
     }
 
     // MARK: The account
@@ -296,24 +294,10 @@ public final class Agent: @unchecked Sendable {
     /// hash index, and no more links to or entries from removed devices.
     func rosterChanged() {
         guard let roster = try? store.roster() else { return }
-        let (rotated, forgotten) = state.withLockedValue { state -> (Bool, [DeviceID]) in
-            // A merge can change the key without a new epoch (two accounts' first keys meeting), so compare keys.
-            let rotated = roster.accountKey != state.roster.accountKey
-            state.roster = roster
-            if rotated {
-                state.keys = AdvertKeys(roster.accountKey)
-                state.receiver.update(keys: state.keys)
-            }
-            // After a rotation every entry goes: its type hash was keyed by the old key, so no app here would match
-            // it any more (issue 25 item 9: a continuation then failed noApp). A device that has the new key is back
-            // with its next advert, within the advert interval; one that does not (it could not save the roster)
-            // is out of step, and not offered, until it catches up.
-            let forgotten = state.nearby.entries.keys.filter { rotated || !roster.isActive($0) }
-            for device in forgotten { state.nearby.forget(device) }
-            return (rotated, forgotten)
-        }
-        // Watchers and observers (a desktop notification of its offer, issue 16) hear that a removed device's offer went.
-        for device in forgotten { nearbyChanged(device, .removed) }
+        state.withLockedValue { $0.roster = roster }
+        // After a rotation every nearby entry goes: its type hash was keyed by the old key, so no app here would
+        // match it any more (issue 25 item 9: a continuation then failed noApp). Observers hear of each removal.
+        let rotated = discovery.rosterChanged(roster)
         if rotated {
             log("account key changed (epoch \(roster.accountKey.epoch)): adverts sealed anew")
             rebuildHashIndex()
@@ -325,11 +309,12 @@ public final class Agent: @unchecked Sendable {
     /// The keyed hash of every (team, type) an app here can continue, so an advert's hash names the app at once.
     func rebuildHashIndex() {
         state.withLockedValue { state in
+            let keys = AdvertKeys(state.roster.accountKey)
             var index: [[UInt8]: [(team: String, type: String)]] = [:]
             for app in registry.apps where app.isIdentityResolved {
                 guard let team = app.teamIdentifier else { continue }
                 for type in app.claimedActivityTypes.sorted() {
-                    index[state.keys.typeHash(team: team, activityType: type), default: []].append((team, type))
+                    index[keys.typeHash(team: team, activityType: type), default: []].append((team, type))
                 }
             }
             state.hashIndex = index
@@ -349,7 +334,7 @@ public final class Agent: @unchecked Sendable {
     /// Resolves the targets of unicast adverts.
     func refreshTargets() {
         let resolved = syncTargets().compactMap(Self.socketAddress)
-        state.withLockedValue { $0.targets = resolved }
+        discovery.setTargets(resolved)
     }
 
     /// `host:port` or `[v6]:port` as a socket address; nil when it does not parse or resolve.

@@ -55,18 +55,8 @@ struct AppSocketService: Service, CustomStringConvertible {
 // `SearchService` (the search index, owning its state: issue 26 item 1) is in Search/SearchService.swift, beside its
 // ``SearchQueue`` and ``SearchIndexUpkeep``.
 
-/// Advertising the current activity and discovering others': the advert sockets, re-advertising, expiring silent
-/// nearby entries, following network changes. Its shutdown sends the goodbye (A9) and fails what still waits.
-struct AdvertisingService: Service, CustomStringConvertible {
-    let agent: Agent
-    var description: String { "advertising" }
-
-    func run() async {
-        await cancelWhenGracefulShutdown { await agent.advertLoop() }
-        agent.stopBroker()
-        agent.adverts?.close()
-    }
-}
+// `DiscoveryService` (advertising and the nearby table, owning its state through its ``Discovery``: issue 26 item 1)
+// is in Discovery/DiscoveryService.swift.
 
 // `NotificationService` (desktop notifications, issue 16 part 2) is in Notifications/Agent+Notifications.swift, beside
 // the ``NearbyFeed`` it gives BatonNotifications' notifier (issue 26 item 4).

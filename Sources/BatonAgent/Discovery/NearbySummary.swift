@@ -1,0 +1,20 @@
+import BatonCore
+
+/// What another device said its current activity is (C3), and which advert of it that answers: the sequence and
+/// the revision (a new title moves the revision on, and the device is asked again).
+struct NearbySummary: Sendable {
+    let sequence: UInt64
+    let revision: UInt8
+    let summary: ActivitySummary
+
+    init(of advert: Advert, _ summary: ActivitySummary) {
+        sequence = advert.sequence
+        revision = advert.flags.revision
+        self.summary = summary
+    }
+
+    /// Whether this is what `advert` offers now.
+    func describes(_ advert: Advert) -> Bool {
+        sequence == advert.sequence && revision == advert.flags.revision
+    }
+}
