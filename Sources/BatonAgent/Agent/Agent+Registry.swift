@@ -73,7 +73,7 @@ extension Agent {
     public func status() -> AgentStatus {
         let folders = configuration.apps == nil ? (configuration.appFolders ?? AppRegistry.searchPaths()) : []
         return AgentStatus(
-            multicast: adverts?.multicastIsOn == true,
+            multicast: discovery.socket?.multicastIsOn == true,
             multicastDisabled: configuration.discoveryPort == nil,
             appFolders: folders.map(\.path)
         )

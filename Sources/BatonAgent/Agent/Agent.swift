@@ -22,7 +22,7 @@ import ServiceLifecycle
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`) or a `var`
 /// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `listener`, `ipc`,
-/// `adverts`, `watcher`), and only read after that.
+/// `watcher`), and only read after that. The advert socket is its ``discovery``'s.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -57,7 +57,6 @@ public final class Agent: @unchecked Sendable {
     let refusals: RefusalLog
     var listener: Channel?
     var ipc: Channel?
-    var adverts: AdvertSocket?
     var watcher: FolderWatcher?
     /// The work peers' requests and continuations start, run by the session service; and the command lines'
     /// requests, run by the app socket service. Nothing runs outside them.
@@ -179,7 +178,7 @@ public final class Agent: @unchecked Sendable {
             try await agent.open()
         } catch {
             agent.stopBroker()
-            agent.adverts?.close()
+            agent.discovery.socket?.close()
             agent.links.closeAll()
             try? await agent.listener?.close()
             await agent.closeIPC()
@@ -235,7 +234,6 @@ public final class Agent: @unchecked Sendable {
             }
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
-        self.adverts = adverts
         discovery.attach(adverts, sessionPort: port)
         ipc = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
