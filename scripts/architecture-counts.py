@@ -33,7 +33,8 @@ IN_PROCESS_TESTS = [
     "BatonRegistryTests", "BatonSearchTests", "BatonFoldersTests",
 ]
 AGENT_MODULES = ["BatonAgent", "BatonAssociations", "BatonNotifications", "BatonFolders"]
-LOCK_MADE = re.compile(r"NIOLockedValueBox\s*(<[^>]*>)?\s*\(|NIOLock\s*\(\s*\)|\bMutex\s*(<[^>]*>)?\s*\(")
+# The generic arguments may hold a closure type (`<[@Sendable (A) -> Void]>`): up to the last `>(` on the line.
+LOCK_MADE = re.compile(r"NIOLockedValueBox\s*(<.*>)?\s*\(|NIOLock\s*\(\s*\)|\bMutex\s*(<.*>)?\s*\(")
 LOCK_USED = re.compile(r"\.withLockedValue\b|\.withLock\b")
 CLOCK_READ = re.compile(
     r"\bDate\s*\(\s*\)|ContinuousClock\s*\(\s*\)\.now|ContinuousClock\.now|SuspendingClock\s*\(\s*\)\.now|"
