@@ -129,7 +129,7 @@ extension Agent: IPCHandler {
         connection.identify(.app(bundle: bundle, team: team))
         connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
         log("app \(bundle) connected (pid \(credentials.pid))")
-        // Continuations waiting for this app's launch go on (C5).
+        // The broker hears that the app connected: continuations waiting for its launch go on.
         broker { $0.appConnected(connection.appID, bundle: bundle) }
     }
 
@@ -220,7 +220,8 @@ extension Agent: IPCHandler {
     }
 
     /// Reaps the programs this agent started that have ended, so none is left a zombie. An app launched to continue
-    /// an activity that ended before it connected fails its continuations at once (C5), saying how it ended.
+    /// an activity that ended before it connected is reported to the broker at once, saying how it ended (its
+    /// continuations fail now, not at their launch deadline).
     func reapChildren() {
         let ended = state.withLockedValue { state -> [(bundle: String, how: String)] in
             var ended: [(bundle: String, how: String)] = []

@@ -7,7 +7,9 @@ import Foundation
 import NIOCore
 
 /// The agent as the driver of its ``HandoffBroker``: events go in under the state lock, actions come out and are
-/// performed here, outside it (issue 11 part 1).
+/// performed here, outside it (issue 11 part 1). The broker decides every deadline (issue 26 item 2): the driver
+/// schedules the timers it asks for on the agent's loop and reports their firing, and reports what has begun (an app
+/// asked, a process launched, a request sent, documents looked for), deciding nothing.
 extension Agent {
     /// Feeds one event to the broker and performs what it decides.
     func broker(_ event: (inout HandoffBroker) -> [HandoffBroker.Action]) {
@@ -23,15 +25,13 @@ extension Agent {
             case .goodbye(let current):
                 sendAdvert(current, isCurrent: false)
             case .askSave(let app, let save, let activity, let deadline):
-                guard let connection = state.withLockedValue({ $0.appConnections[app] }) else {
-                    // Gone already: its ipcClosed fails the fetch; the timer is the backstop.
-                    startSaveTimer(save, after: deadline, on: links.group.next())
-                    continue
-                }
-                startSaveTimer(save, after: deadline, on: connection.channel.eventLoop)
-                connection.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
-            case .cancelTimer(let save):
-                state.withLockedValue { $0.saveTimers.removeValue(forKey: save) }?.cancel()
+                // An app gone already is asked nothing: its ipcClosed fails the fetch, the deadline is the backstop.
+                state.withLockedValue { $0.appConnections[app] }?.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
+                broker { $0.saveAsked(save, now: Self.uptimeMilliseconds()) }
+            case .startTimer(let timer, let milliseconds):
+                startTimer(timer, after: milliseconds)
+            case .cancelTimer(let timer):
+                onLoop { [self] in state.withLockedValue { $0.timers.removeValue(forKey: timer) }?.cancel() }
             case .reply(let fetch, let reply):
                 state.withLockedValue { $0.fetchWaiters.removeValue(forKey: fetch) }?(reply)
             case .tellContinued(let app, let activity):
@@ -44,7 +44,7 @@ extension Agent {
                 let route = routePayload(id, payload)
                 broker { $0.payloadRouted(id, route) }
             case .awaitDocuments(let id, let paths):
-                awaitDocuments(id, paths: paths)
+                lookForDocuments(id, paths: paths)
             case .tellWillContinue(let app, let id, let type):
                 state.withLockedValue { $0.appConnections[app] }?.send(.willContinue(continuation: id.value, activityType: type))
             case .deliver(let app, let id, let payload):
@@ -54,21 +54,31 @@ extension Agent {
                 state.withLockedValue { $0.appConnections[app] }?
                     .send(.failed(continuation: id.value, activityType: type, reason: reason, message: message))
             case .stopWork(let id):
-                let record = state.withLockedValue { $0.continuationRecords[id] }
-                record?.work?()
-                record?.launchTimer?.cancel()
+                state.withLockedValue { $0.continuationRecords[id]?.work }?()
             case .finished(let id, let outcome):
                 finish(id, outcome)
             }
         }
     }
 
-    func startSaveTimer(_ save: UInt64, after milliseconds: UInt64, on loop: EventLoop) {
-        let timer = loop.scheduleTask(in: .milliseconds(Int64(milliseconds))) { [self] in
-            state.withLockedValue { _ = $0.saveTimers.removeValue(forKey: save) }
-            broker { $0.deadlinePassed(save: save) }
+    /// Schedules the broker's timer `timer` on the agent's loop; its firing goes back to the broker with the time.
+    /// Timers are started, cancelled and fired on the loop alone, so a cancellation never overtakes its start.
+    func startTimer(_ timer: HandoffBroker.TimerID, after milliseconds: UInt64) {
+        onLoop { [self] in
+            let scheduled = loop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [self] in
+                let actions = state.withLockedValue { state in
+                    state.timers[timer] = nil
+                    return state.broker.timerFired(timer, now: Self.uptimeMilliseconds())
+                }
+                perform(actions)
+            }
+            state.withLockedValue { $0.timers.updateValue(scheduled, forKey: timer) }?.cancel()
         }
-        state.withLockedValue { $0.saveTimers[save] = timer }
+    }
+
+    /// Runs `body` on the agent's loop: now when called there, else next.
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { body() } else { loop.execute(body) }
     }
 
     /// A fetch from another device (C4): the broker asks the app and answers exactly once (the state, or why not),

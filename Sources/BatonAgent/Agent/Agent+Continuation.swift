@@ -128,8 +128,8 @@ extension Agent: PeerLinkResponder {
         }
     }
 
-    /// Launches `bundle` for continuation `id` unless it is already starting; the broker hears when it connects
-    /// (hello) or why not.
+    /// Launches `bundle` for continuation `id` unless it is already starting; the broker hears when its process runs
+    /// (it times the hello from then), and when it connects or why not.
     func launch(_ id: HandoffBroker.ContinuationID, bundle: String) {
         guard bundle != BuiltInBrowser.bundleIdentifier else {
             // Issue 14: the built-in browser is the `baton` binary, not something to launch.
@@ -150,7 +150,7 @@ extension Agent: PeerLinkResponder {
                 let pid = try Launcher.spawn(executable.path, environment: environment)
                 state.withLockedValue { $0.launched[bundle] = pid }
                 // An app that ends at once can be reaped before it is recorded above, its SIGCHLD spent: look again,
-                // so C5's "ended before it connected" is told now, not at the launch deadline.
+                // so the broker hears "ended before it connected" now, not at the launch deadline.
                 childBell.ring()
                 log("launched \(bundle) (pid \(pid))")
             } catch {
@@ -158,11 +158,7 @@ extension Agent: PeerLinkResponder {
                 return broker { $0.launchFailed(id, message: (error as? BatonAgentError)?.message ?? "\(error)") }
             }
         }
-        let timeout = configuration.launchTimeout
-        let timer = links.group.next().scheduleTask(in: .milliseconds(Int64(timeout * 1000))) { [self] in
-            broker { $0.launchFailed(id, message: "\(bundle) did not connect within \(PeerLink.format(timeout)) of being launched") }
-        }
-        state.withLockedValue { $0.continuationRecords[id]?.launchTimer = timer }
+        broker { $0.launchStarted(id, now: Self.uptimeMilliseconds()) }
     }
 
     /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer. No task: over a
@@ -204,14 +200,17 @@ extension Agent: PeerLinkResponder {
         if !running { cancel() }
     }
 
-    /// Sends the fetch of continuation `id` on `link`; its reply goes to the broker. The originating app gets the
-    /// save deadline; the network a little more on top.
+    /// Sends the fetch of continuation `id` on `link`; its reply goes to the broker, which times it from now. The
+    /// originating app gets the save deadline; the broker's fetch deadline adds the network's share.
     func requestFetch(_ id: HandoffBroker.ContinuationID, _ entry: NearbyTable.Entry, on link: PeerLink) -> PeerLink.Cancel {
-        let deadline = configuration.saveDeadline
+        let (save, fetch) = state.withLockedValue { ($0.broker.saveDeadlineMilliseconds, $0.broker.fetchMilliseconds) }
         // `confirms`: this agent tells the originating device when the state has reached the app (finish(_:_:)), and
         // only then is the originating app told `continued` (A8; issue 25 item 4).
-        let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: UInt64(deadline * 1000), confirms: true)
-        return link.request(request, timeout: deadline + 1) { [self] reply in
+        let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: save, confirms: true)
+        broker { $0.fetchSent(id, to: link.peerName, now: Self.uptimeMilliseconds()) }
+        // The link's own bound only frees its waiter if nothing else does: the broker's deadline comes first, and
+        // the continuation's ending stops the request (finish(_:_:) calls its cancel, which tells the peer).
+        return link.request(request, timeout: Double(fetch) / 1000 + Self.linkBackstop) { [self] reply in
             switch reply {
             case .payload(let data):
                 fetched(id, .success(data))
@@ -223,6 +222,9 @@ extension Agent: PeerLinkResponder {
         }
     }
 
+    /// How long after the broker's fetch deadline a link gives up on the request by itself, in seconds.
+    static let linkBackstop = 5.0
+
     /// The fetch of continuation `id` ended: the state goes to the broker, or why not.
     func fetched(_ id: HandoffBroker.ContinuationID, _ result: Result<Data, FetchError>) {
         switch result {
@@ -233,7 +235,6 @@ extension Agent: PeerLinkResponder {
             case .ready(let payload, let missing):
                 broker { $0.fetchReplied(id, payload: payload, awaiting: missing) }
             case .unavailable(let message):
-                log("\(id): \(message)")
                 broker { $0.documentsMissing(id, message: message) }
             case .invalid(let message):
                 refusals.refused(.documentURLInvalid) { "the state of \(id) from another device: \(message)" }
@@ -333,7 +334,10 @@ extension Agent: PeerLinkResponder {
     func finish(_ id: HandoffBroker.ContinuationID, _ outcome: HandoffBroker.Outcome) {
         guard let record = state.withLockedValue({ $0.continuationRecords.removeValue(forKey: id) }) else { return }
         record.work?()
-        record.launchTimer?.cancel()
+        if outcome.failure == .documentNotSynced {
+            // The person sees the app's error; which file, and why, is in this log too.
+            log("\(id): \(outcome.message)")
+        }
         if outcome.failure == nil, let entry = record.entry {
             // A8 (issue 25 item 4): the state reached the app (the broker ends a continuation without a failure only
             // after its `deliver`, or once the browser has the page): now the originating app may hear `continued`.

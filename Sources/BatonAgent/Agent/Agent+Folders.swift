@@ -8,8 +8,8 @@ import Foundation
 /// Documents in synced folders (SEMANTICS C9, issue 16 part 3): the agents rewrite `file:` URLs, the apps never see
 /// the travel form. The originating agent puts the state it serves into travel form (``travelling(_:)``, from
 /// ``answerFetch``); the continuing agent turns it into this device's paths (``arriving(_:)``, from ``fetched``),
-/// and when a document is not here yet (sync lag) the broker waits in `awaitingDocuments` while
-/// ``awaitDocuments(_:paths:)`` looks for it, up to ``AgentConfiguration/syncWait``.
+/// and when a document is not here yet (sync lag) the broker waits in `awaitingDocuments`, asking
+/// ``lookForDocuments(_:paths:)`` to look for it until its bound, ``AgentConfiguration/syncWait``.
 extension Agent {
     /// The synced folders as `folders.plist` says now. The file's status is compared on each call (a `stat`), and
     /// the file read again only when it changed, so `baton folders add` takes effect without a restart. A damaged
@@ -91,41 +91,23 @@ extension Agent {
         return .ready(payload: encoded, missing: missing)
     }
 
-    /// Waits until every file at `paths` exists, checking every ``documentPollInterval`` in a task of the session
-    /// service (no thread blocked), for at most ``AgentConfiguration/syncWait``; the broker then hears
-    /// `documentsArrived` or `documentsMissing`. A file that resolves outside its folder (a symbolic link) counts as
-    /// missing. The broker's `stopWork` cancels the wait.
-    func awaitDocuments(_ id: HandoffBroker.ContinuationID, paths: [String]) {
-        let bound = configuration.syncWait
+    /// Looks whether every file at `paths` is here now, and tells the broker what it found: it decides whether to
+    /// look again (every 100 ms, up to ``AgentConfiguration/syncWait``) or that the continuation fails (issue 26 item
+    /// 2). A file that resolves outside its folder (a symbolic link) is refused. A look is a few `stat`s, on the loop.
+    func lookForDocuments(_ id: HandoffBroker.ContinuationID, paths: [String]) {
         let folders = syncedFolders()
-        let work = sessionWork.start { [self] in
-            let deadline = ContinuousClock.now + .milliseconds(Int64(bound * 1000))
-            var missing = paths
-            while true {
-                missing = missing.filter { !FileManager.default.fileExists(atPath: $0) }
-                if missing.isEmpty || ContinuousClock.now >= deadline { break }
-                do {
-                    try await Task.sleep(for: Self.documentPollInterval)
-                } catch {
-                    return  // cancelled: the continuation ended already
-                }
-            }
-            if let path = missing.first {
-                let folder = folders.folder(containing: path)
-                let message = "\(path) is not on this device after waiting \(PeerLink.format(bound)) for it to sync"
-                    + (folder.map { " into folder \"\($0.folder.id)\" (\($0.folder.path))" } ?? "") + " (C9)"
-                log("\(id): \(message)")
-                return broker { $0.documentsMissing(id, message: message) }
-            }
-            if let message = Self.escapingDocument(paths, folders: folders) {
-                log("\(id): \(message)")
-                return broker { $0.documentsMissing(id, message: message) }
-            }
+        let found: HandoffBroker.DocumentsCheck
+        if let path = paths.first(where: { !FileManager.default.fileExists(atPath: $0) }) {
+            let folder = folders.folder(containing: path).map { "folder \"\($0.folder.id)\" (\($0.folder.path))" }
+            found = .missing(path: path, folder: folder)
+        } else if let message = Self.escapingDocument(paths, folders: folders) {
+            found = .refused(message: message)
+        } else {
             // The wait was long enough for the app's process to change: checked again before the state goes to it.
             guard toldAppIsTrusted(id) else { return }
-            broker { $0.documentsArrived(id) }
+            found = .present
         }
-        record({ work.cancel() }, for: id)
+        broker { $0.documentsChecked(id, found, now: Self.uptimeMilliseconds()) }
     }
 
     /// Why one of `paths` (existing files in `folders`) is not opened: it resolves outside its folder through a
@@ -143,8 +125,6 @@ extension Agent {
         return nil
     }
 
-    /// How often a document still syncing is looked for.
-    static let documentPollInterval = Duration.milliseconds(100)
     static let fileScheme = Array("file:".utf8)
 
     /// `path` with its parent folder's symbolic links resolved (the file itself may be a link, kept as one), or nil

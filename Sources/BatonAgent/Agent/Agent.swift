@@ -76,7 +76,8 @@ public final class Agent: @unchecked Sendable {
     /// ``DiscoveryService``.
     let discovery: Discovery
 
-    /// What the agent keeps for a continuation the broker runs: where its state comes from, and who waits for it.
+    /// The I/O context the agent keeps for a continuation the broker runs (the broker keeps its one record, with its
+    /// deadlines: issue 26 item 2): where its state comes from, who waits for its outcome, what stops its fetch.
     struct ContinuationRecord {
         /// The offer continued; nil for a search result (G2), whose state is here already.
         var entry: NearbyTable.Entry?
@@ -85,9 +86,8 @@ public final class Agent: @unchecked Sendable {
         /// Uptime nanoseconds when it was asked for.
         var started: UInt64
         var waiter: CheckedContinuation<ContinuationOutcome, Never>
-        /// What stops its fetch, and its launch deadline, while they run.
+        /// What stops its fetch while it runs.
         var work: PeerLink.Cancel?
-        var launchTimer: Scheduled<Void>?
     }
 
     /// A fetch that failed, with the reason the app is told (C8).
@@ -106,9 +106,10 @@ public final class Agent: @unchecked Sendable {
         var apps: [String: IPCConnection] = [:]
         var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
-        /// Fetches from other devices waiting for the broker's reply, and the deadline timers of their saves.
+        /// Fetches from other devices waiting for the broker's reply.
         var fetchWaiters: [HandoffBroker.FetchID: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
-        var saveTimers: [UInt64: Scheduled<Void>] = [:]
+        /// The timers the broker asked for, scheduled on ``loop`` (Agent+Broker).
+        var timers: [HandoffBroker.TimerID: Scheduled<Void>] = [:]
         var nextFetch: UInt64 = 1
         var nextRequest: UInt64 = 1
         var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
@@ -142,7 +143,14 @@ public final class Agent: @unchecked Sendable {
         state = NIOLockedValueBox(
             State(
                 roster: roster,
-                broker: HandoffBroker(deviceName: identity.name, saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000))
+                broker: HandoffBroker(
+                    deviceName: identity.name,
+                    saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000),
+                    deadlines: HandoffBroker.Deadlines(
+                        launchMilliseconds: UInt64(configuration.launchTimeout * 1000),
+                        documentsMilliseconds: UInt64(configuration.syncWait * 1000)
+                    )
+                )
             )
         )
         let sessionBell = Doorbell()

@@ -9,8 +9,9 @@ import Foundation
 ///
 /// Each continuation is in one ``ContinuationState``. The app is told `willContinue` at once when it runs (or once
 /// it has connected after a launch), and from then on exactly one of `deliver` or `failed` reaches it (C5), whatever
-/// happens: a newer continuation (C6, `cancelled`), a failed fetch (C8), the app going away. A continuation whose
-/// app no claim names is fetched first and routed by what its state says (web pages: E1-E3).
+/// happens: a newer continuation (C6, `cancelled`), a failed fetch (C8), a deadline, the app going away. A
+/// continuation whose app no claim names is fetched first and routed by what its state says (web pages: E1-E3).
+/// Each is one ``Continuation`` record: its state, and the deadline it waits on (`HandoffBroker+Deadlines.swift`).
 extension HandoffBroker {
     /// A continuation, as the agent numbers them (the number apps see in `willContinue`).
     public struct ContinuationID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -99,8 +100,20 @@ extension HandoffBroker {
         }
     }
 
+    /// The broker's one record of a continuation in progress (issue 26 item 2): where it is, and what it waits on.
+    struct Continuation: Sendable, Hashable {
+        var state: ContinuationState
+        /// The timer started for its present step (its launch, its fetch, the next look for its documents), if any.
+        var armed: Armed? = nil
+        /// The device its state is fetched from, once the request went out (named when it does not answer).
+        var peer: String? = nil
+        /// The documents its state waits for (C9), and when the wait gives up (set at the first look).
+        var documents: [String] = []
+        var documentsDue: UInt64? = nil
+    }
+
     /// The continuations in progress and their states.
-    public var continuations: [ContinuationID: ContinuationState] { ongoing }
+    public var continuations: [ContinuationID: ContinuationState] { ongoing.mapValues(\.state) }
 
     // MARK: Events
 
@@ -111,13 +124,13 @@ extension HandoffBroker {
         switch route {
         case .app(let bundle, let type, let running?):
             let told = Told(app: running, bundle: bundle, activityType: type)
-            ongoing[id] = .fetching(told: told)
+            ongoing[id] = Continuation(state: .fetching(told: told))
             actions += [.tellWillContinue(app: running, id, activityType: type), .fetch(id)]
         case .app(let bundle, let type, nil):
-            ongoing[id] = .launching(bundle: bundle, activityType: type)
+            ongoing[id] = Continuation(state: .launching(bundle: bundle, activityType: type))
             actions.append(.launch(id, bundle: bundle))
         case .byPayload:
-            ongoing[id] = .fetching(told: nil)
+            ongoing[id] = Continuation(state: .fetching(told: nil))
             actions.append(.fetch(id))
         case .noApp(let message):
             actions.append(.finished(id, Outcome(app: "", failure: .noApp, message: message)))
@@ -125,7 +138,7 @@ extension HandoffBroker {
             actions.append(.tellWillContinue(app: running, id, activityType: type))
             actions += deliver(id, to: running, bundle: bundle, payload: payload)
         case .saved(let bundle, let type, nil, let payload):
-            ongoing[id] = .launchingWithState(bundle: bundle, activityType: type, payload: payload)
+            ongoing[id] = Continuation(state: .launchingWithState(bundle: bundle, activityType: type, payload: payload))
             actions.append(.launch(id, bundle: bundle))
         }
         return actions
@@ -134,13 +147,13 @@ extension HandoffBroker {
     /// `app` connected as `bundle`: continuations waiting for its launch go on (C5: `willContinue` at once).
     public mutating func appConnected(_ app: AppID, bundle: String) -> [Action] {
         var actions: [Action] = []
-        for (id, state) in ongoing.sorted(by: { $0.key < $1.key }) {
-            switch state {
+        for (id, record) in ongoing.sorted(by: { $0.key < $1.key }) {
+            switch record.state {
             case .launching(bundle, let type):
-                ongoing[id] = .fetching(told: Told(app: app, bundle: bundle, activityType: type))
+                actions += enter(id, .fetching(told: Told(app: app, bundle: bundle, activityType: type)))
                 actions += [.tellWillContinue(app: app, id, activityType: type), .fetch(id)]
             case .launchingWithState(bundle, let type, let payload):
-                ongoing[id] = nil
+                actions += remove(id)
                 actions += [.tellWillContinue(app: app, id, activityType: type)]
                 actions += deliver(id, to: app, bundle: bundle, payload: payload)
             case .launching, .launchingWithState, .fetching, .awaitingDocuments, .routing:
@@ -150,12 +163,11 @@ extension HandoffBroker {
         return actions
     }
 
-    /// The launch for `id` failed, or its app did not connect in time.
+    /// The launch for `id` failed, or its app did not connect in time (its launch timer, ``timerFired(_:now:)``).
     public mutating func launchFailed(_ id: ContinuationID, message: String) -> [Action] {
-        switch ongoing[id] {
+        switch ongoing[id]?.state {
         case .launching(let bundle, _), .launchingWithState(let bundle, _, _):
-            ongoing[id] = nil
-            return [.finished(id, Outcome(app: bundle, failure: .launchFailed, message: message))]
+            return remove(id) + [.finished(id, Outcome(app: bundle, failure: .launchFailed, message: message))]
         case .fetching, .awaitingDocuments, .routing, nil:
             return []
         }
@@ -167,7 +179,7 @@ extension HandoffBroker {
     public mutating func launchedAppEnded(_ bundle: String, message: String) -> [Action] {
         var actions: [Action] = []
         for id in ongoing.keys.sorted() {
-            switch ongoing[id] {
+            switch ongoing[id]?.state {
             case .launching(let launching, _) where launching == bundle,
                 .launchingWithState(let launching, _, _) where launching == bundle:
                 actions += launchFailed(id, message: message)
@@ -182,17 +194,18 @@ extension HandoffBroker {
     /// `documents` are the files in synced folders it names that do not exist here yet: the state waits for them
     /// (``documentsArrived(_:)``, ``documentsMissing(_:message:)``).
     public mutating func fetchReplied(_ id: ContinuationID, payload: Data, awaiting documents: [String] = []) -> [Action] {
-        guard case .fetching(let told) = ongoing[id] else { return [] }
+        guard case .fetching(let told) = ongoing[id]?.state else { return [] }
         guard documents.isEmpty else {
-            ongoing[id] = .awaitingDocuments(told: told, payload: payload)
-            return [.awaitDocuments(id, paths: documents)]
+            let stopped = enter(id, .awaitingDocuments(told: told, payload: payload))
+            ongoing[id]?.documents = documents
+            return stopped + [.awaitDocuments(id, paths: documents)]
         }
         return arrived(id, told: told, payload: payload)
     }
 
     /// The documents continuation `id` waited for exist now (C9): its state goes on as if it had just arrived.
     public mutating func documentsArrived(_ id: ContinuationID) -> [Action] {
-        guard case .awaitingDocuments(let told, let payload) = ongoing[id] else { return [] }
+        guard case .awaitingDocuments(let told, let payload) = ongoing[id]?.state else { return [] }
         return arrived(id, told: told, payload: payload)
     }
 
@@ -200,10 +213,9 @@ extension HandoffBroker {
     /// sync within the agent's bound. The app told `willContinue` hears `documentNotSynced` (C5). Valid while the
     /// state is fetched (the agent finds an unknown folder as it arrives) or waits for documents.
     public mutating func documentsMissing(_ id: ContinuationID, message: String) -> [Action] {
-        switch ongoing[id] {
+        switch ongoing[id]?.state {
         case .fetching(let told), .awaitingDocuments(let told, _):
-            ongoing[id] = nil
-            var actions: [Action] = []
+            var actions = remove(id)
             if let told {
                 actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: .documentNotSynced, message: message))
             }
@@ -216,18 +228,15 @@ extension HandoffBroker {
     /// The state of `id` is here and complete: to the app told, or routed by what it says.
     mutating func arrived(_ id: ContinuationID, told: Told?, payload: Data) -> [Action] {
         guard let told else {
-            ongoing[id] = .routing
-            return [.route(id, payload: payload)]
+            return enter(id, .routing) + [.route(id, payload: payload)]
         }
-        ongoing[id] = nil
-        return deliver(id, to: told.app, bundle: told.bundle, payload: payload, bytes: true)
+        return remove(id) + deliver(id, to: told.app, bundle: told.bundle, payload: payload, bytes: true)
     }
 
     /// The fetch of `id` failed (C8): the app told `willContinue` hears why.
     public mutating func fetchFailed(_ id: ContinuationID, reason: FetchFailure, message: String) -> [Action] {
-        guard case .fetching(let told) = ongoing[id] else { return [] }
-        ongoing[id] = nil
-        var actions: [Action] = []
+        guard case .fetching(let told) = ongoing[id]?.state else { return [] }
+        var actions = remove(id)
         if let told {
             actions.append(.tellFailed(app: told.app, id, activityType: told.activityType, reason: .fetch(reason), message: message))
         }
@@ -237,13 +246,13 @@ extension HandoffBroker {
 
     /// Where the state of `id`, fetched without a route, goes (E1-E3).
     public mutating func payloadRouted(_ id: ContinuationID, _ route: PayloadRoute) -> [Action] {
-        guard case .routing = ongoing[id] else { return [] }
+        guard case .routing = ongoing[id]?.state else { return [] }
         ongoing[id] = nil
         switch route {
         case .app(let bundle, let type, let running?, let payload):
             return [.tellWillContinue(app: running, id, activityType: type)] + deliver(id, to: running, bundle: bundle, payload: payload)
         case .app(let bundle, let type, nil, let payload):
-            ongoing[id] = .launchingWithState(bundle: bundle, activityType: type, payload: payload)
+            ongoing[id] = Continuation(state: .launchingWithState(bundle: bundle, activityType: type, payload: payload))
             return [.launch(id, bundle: bundle)]
         case .opened(let app, let message):
             return [.finished(id, Outcome(app: app, failure: nil, message: message))]
@@ -257,7 +266,7 @@ extension HandoffBroker {
     public mutating func appDistrusted(_ app: AppID, message: String) -> [Action] {
         var actions: [Action] = []
         for (id, told) in toldContinuations(of: app) {
-            ongoing[id] = nil
+            actions += remove(id)
             actions += [
                 .tellFailed(app: app, id, activityType: told.activityType, reason: .notPermitted, message: message),
                 .stopWork(id),
@@ -274,15 +283,15 @@ extension HandoffBroker {
 
     /// The app told about a continuation now, if any (the agent checks it before a delivery).
     public func told(_ id: ContinuationID) -> Told? {
-        ongoing[id]?.told
+        ongoing[id]?.state.told
     }
 
     // MARK: Helpers
 
     /// Continuations told to `app` and not ended.
     func toldContinuations(of app: AppID) -> [(ContinuationID, Told)] {
-        ongoing.sorted(by: { $0.key < $1.key }).compactMap { id, state in
-            guard let told = state.told, told.app == app else { return nil }
+        ongoing.sorted(by: { $0.key < $1.key }).compactMap { id, record in
+            guard let told = record.state.told, told.app == app else { return nil }
             return (id, told)
         }
     }
@@ -290,8 +299,7 @@ extension HandoffBroker {
     /// The app going away ends what it was told (nobody is left to tell).
     mutating func continuationsGone(with app: AppID) -> [Action] {
         toldContinuations(of: app).flatMap { id, told -> [Action] in
-            ongoing[id] = nil
-            return [.stopWork(id), .finished(id, Outcome(app: told.bundle, failure: .fetch(.appGone), message: "\(told.bundle) went away"))]
+            remove(id) + [.stopWork(id), .finished(id, Outcome(app: told.bundle, failure: .fetch(.appGone), message: "\(told.bundle) went away"))]
         }
     }
 
@@ -302,8 +310,8 @@ extension HandoffBroker {
 
     /// Ends continuation `id` with `failure`; its app hears it if it was told `willContinue` (C5).
     mutating func end(_ id: ContinuationID, failure: ContinuationFailure, message: String) -> [Action] {
-        guard let state = ongoing.removeValue(forKey: id) else { return [] }
-        var actions: [Action] = []
+        guard let state = ongoing[id]?.state else { return [] }
+        var actions = remove(id)
         var app = ""
         switch state {
         case .fetching(let told?), .awaitingDocuments(let told?, _):
@@ -315,6 +323,20 @@ extension HandoffBroker {
             break
         }
         return actions + [.stopWork(id), .finished(id, Outcome(app: app, failure: failure, message: message))]
+    }
+
+    /// Moves continuation `id` to `state`: the timer of the step it leaves is cancelled (the actions returned).
+    mutating func enter(_ id: ContinuationID, _ state: ContinuationState) -> [Action] {
+        let stopped = disarm(id)
+        ongoing[id]?.state = state
+        return stopped
+    }
+
+    /// Continuation `id` ends: its record goes, and the timer of its last step is cancelled (the actions returned).
+    mutating func remove(_ id: ContinuationID) -> [Action] {
+        let stopped = disarm(id)
+        ongoing[id] = nil
+        return stopped
     }
 
     func deliver(_ id: ContinuationID, to app: AppID, bundle: String, payload: Data, bytes: Bool = false) -> [Action] {

@@ -6,8 +6,10 @@ import Foundation
 #endif
 
 /// The device's handoff decisions as a pure state machine (issue 11 part 1): no sockets, no clocks, no tasks. The
-/// agent feeds it events (an app made an activity current, a peer asked for it, the app answered, a deadline
-/// passed) with the time, and performs the actions it returns (advertise, ask the app, answer the peer).
+/// agent feeds it events (an app made an activity current, a peer asked for it, the app answered, a timer fired)
+/// with the time, and performs the actions it returns (advertise, ask the app, answer the peer, start a timer).
+/// Every deadline is the broker's (issue 26 item 2): it says when a timer starts and stops, and what its firing
+/// means (`HandoffBroker+Deadlines.swift`); the agent only schedules it and reports it.
 ///
 /// The originating side: the device's one current activity (A9, C2) and every fetch another device makes of it
 /// (C4), with the save deadline (A7), `continued` (A8), expiry and eligibility (A10), the size limit (A11) and the
@@ -66,27 +68,31 @@ public struct HandoffBroker: Sendable {
         case advertise(CurrentActivity)
         /// Send the activity's goodbye, now (A9): it disappears from every device.
         case goodbye(CurrentActivity)
-        /// Ask `app` for the state of `activity` (A7), telling it the deadline, and call
-        /// ``HandoffBroker/deadlinePassed(save:)`` after `deadlineMilliseconds` unless the save ends first.
+        /// Ask `app` for the state of `activity` (A7), telling it the deadline, then call
+        /// ``HandoffBroker/saveAsked(_:now:)``: the deadline runs from then.
         case askSave(app: AppID, save: UInt64, activity: UInt64, deadlineMilliseconds: UInt64)
-        /// The save ended before its deadline: its timer is no longer needed.
-        case cancelTimer(save: UInt64)
+        /// Start the timer `timer`, to fire once after `afterMilliseconds` with ``HandoffBroker/timerFired(_:now:)``.
+        case startTimer(TimerID, afterMilliseconds: UInt64)
+        /// What the timer `timer` was timing has ended: it is no longer needed.
+        case cancelTimer(TimerID)
         /// Answer another device's fetch: exactly one reply per fetch.
         case reply(FetchID, SessionMultiplexer.Reply)
         /// Tell `app` that `activity` was continued on another device (A8).
         case tellContinued(app: AppID, activity: UInt64)
 
-        /// Launch the app `bundle` for continuation `id`, and call ``HandoffBroker/appConnected(_:bundle:)`` when it
-        /// connects, or ``HandoffBroker/launchFailed(_:message:)`` when it cannot start or does not connect in time.
+        /// Launch the app `bundle` for continuation `id`: call ``HandoffBroker/launchStarted(_:now:)`` once its
+        /// process runs (its hello is timed from then), ``HandoffBroker/appConnected(_:bundle:)`` when it connects,
+        /// or ``HandoffBroker/launchFailed(_:message:)`` when it cannot start.
         case launch(ContinuationID, bundle: String)
-        /// Fetch the state of continuation `id` from its originating device (C4), and call
+        /// Fetch the state of continuation `id` from its originating device (C4): call
+        /// ``HandoffBroker/fetchSent(_:to:now:)`` as the request goes out (its answer is timed from then), then
         /// ``HandoffBroker/fetchReplied(_:payload:awaiting:)`` or ``HandoffBroker/fetchFailed(_:reason:message:)``.
         case fetch(ContinuationID)
         /// Decide where the state of continuation `id` goes (E1-E3), and call ``HandoffBroker/payloadRouted(_:_:)``.
         case route(ContinuationID, payload: Data)
-        /// Wait until the files at `paths` exist (documents in synced folders still syncing, C9), then call
-        /// ``HandoffBroker/documentsArrived(_:)``, or ``HandoffBroker/documentsMissing(_:message:)`` after the
-        /// agent's bound; ``stopWork(_:)`` ends the wait.
+        /// The state of continuation `id` waits for the files at `paths` (documents in synced folders still
+        /// syncing, C9): look whether they are here now and answer ``HandoffBroker/documentsChecked(_:_:now:)``.
+        /// The broker asks again after its poll interval, until its bound.
         case awaitDocuments(ContinuationID, paths: [String])
         /// Tell `app` that continuation `id` of `activityType` is coming (C5: at once, before the state).
         case tellWillContinue(app: AppID, ContinuationID, activityType: String)
@@ -94,10 +100,13 @@ public struct HandoffBroker: Sendable {
         case deliver(app: AppID, ContinuationID, payload: Data)
         /// Tell `app` that continuation `id` failed, and why (C5, C6, C8).
         case tellFailed(app: AppID, ContinuationID, activityType: String, reason: ContinuationFailure, message: String)
-        /// Stop whatever is under way for continuation `id` (its fetch, its launch wait): it has ended.
+        /// Stop the fetch under way for continuation `id`: it has ended.
         case stopWork(ContinuationID)
         /// Continuation `id` ended: answer whoever asked for it.
         case finished(ContinuationID, Outcome)
+
+        /// The save request `save` ended before its deadline: its timer is no longer needed.
+        public static func cancelTimer(save: UInt64) -> Action { .cancelTimer(.save(save)) }
     }
 
     /// A fetch waiting for the app's state.
@@ -110,6 +119,8 @@ public struct HandoffBroker: Sendable {
         /// The device that asked, when it will confirm that its app has the state (A8; issue 25 item 4).
         var confirmingAsker: String? = nil
         var sequence: UInt64 = 0
+        /// When the deadline passes, on the timers' clock, once the app has been asked (``saveAsked(_:now:)``).
+        var due: UInt64? = nil
     }
 
     /// A state sent to a device that will confirm when its app has it: the activity's app hears `continued` (A8)
@@ -134,6 +145,8 @@ public struct HandoffBroker: Sendable {
     public let deviceName: String
     /// The most an app is given to answer a save, whatever the other device asks (ISSUE 5 part 4: 1 s).
     public let saveDeadlineMilliseconds: UInt64
+    /// The deadlines of continuations on this device.
+    public let deadlines: Deadlines
     /// The current activity, if any.
     public private(set) var current: CurrentActivity?
     var lastSequence: UInt64 = 0
@@ -142,13 +155,15 @@ public struct HandoffBroker: Sendable {
     var saves: [UInt64: Save] = [:]
     /// States sent and not yet confirmed as continued, by who asked and for which advert.
     var handedOff: [HandoffKey: HandedOff] = [:]
-    /// Every continuation in progress on this device.
-    var ongoing: [ContinuationID: ContinuationState] = [:]
+    /// Every continuation in progress on this device: the one record of each (issue 26 item 2).
+    var ongoing: [ContinuationID: Continuation] = [:]
 
-    /// A broker for the device `deviceName`, giving apps `saveDeadlineMilliseconds` to answer a save.
-    public init(deviceName: String, saveDeadlineMilliseconds: UInt64 = 1_000) {
+    /// A broker for the device `deviceName`, giving apps `saveDeadlineMilliseconds` to answer a save, and its
+    /// continuations `deadlines`.
+    public init(deviceName: String, saveDeadlineMilliseconds: UInt64 = 1_000, deadlines: Deadlines = Deadlines()) {
         self.deviceName = deviceName
         self.saveDeadlineMilliseconds = saveDeadlineMilliseconds
+        self.deadlines = deadlines
     }
 
     /// Fetches waiting for their app now.
@@ -328,7 +343,8 @@ public struct HandoffBroker: Sendable {
         return [.cancelTimer(save: save), .reply(waiting.fetch, .failed(.saveFailed, "\(waiting.bundle) on \(deviceName) could not give its state\(why)"))]
     }
 
-    /// The deadline of `save` passed before its app answered (C8: `appNotAnswering`, never a hang).
+    /// The deadline of `save` passed before its app answered (C8: `appNotAnswering`, never a hang); its timer's
+    /// firing (``timerFired(_:now:)``) comes here.
     public mutating func deadlinePassed(save: UInt64) -> [Action] {
         guard let waiting = saves.removeValue(forKey: save) else { return [] }
         return [
