@@ -62,7 +62,8 @@ extension Agent {
     }
 
     /// Schedules the broker's timer `timer` on the agent's loop; its firing goes back to the broker with the time.
-    /// Timers are started, cancelled and fired on the loop alone, so a cancellation never overtakes its start.
+    /// Timers are started, cancelled and fired on the loop alone. A cancellation that reaches the loop before its
+    /// start (two threads racing) leaves the timer to fire once for nothing: the broker ignores what has ended.
     func startTimer(_ timer: HandoffBroker.TimerID, after milliseconds: UInt64) {
         onLoop { [self] in
             let scheduled = loop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [self] in
