@@ -39,15 +39,6 @@ extension Agent {
         DispatchTime.now().uptimeNanoseconds / 1_000_000
     }
 
-    /// After a burst of connections has ended (many more were open at once than now), hands the memory the
-    /// allocator kept for them back to the system (ISSUE 10 item 7: glibc keeps freed memory in its per-thread
-    /// arenas; 2,000 connections left 60 MB behind per round). Costs a few milliseconds, only after such a burst.
-    func givesMemoryBackAfterBursts() {
-        let (peak, open) = links.takePeak()
-        guard peak - open >= PeerLinks.burst else { return }
-        Allocator.giveBackFreeMemory()
-    }
-
     /// One datagram from the network: discovery judges it and keeps it; a refusal is logged here, and a member
     /// whose clock is off is dialled.
     func receiveAdvert(_ datagram: Data, from source: SocketAddress) {

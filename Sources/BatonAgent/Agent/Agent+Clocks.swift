@@ -32,7 +32,7 @@ extension Agent {
         guard let host = source.hostText, advert.sessionPort > 0 else { return }
         let now = Self.now()
         guard discovery.clockProbeDue(advert.device, now: now, interval: Self.clockProbeInterval) else { return }
-        sessionWork.start { [self] in
+        sessions.start { [self] in
             _ = try? await links.connectReusing(host: host, port: Int(advert.sessionPort))
         }
     }

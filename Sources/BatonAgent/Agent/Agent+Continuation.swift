@@ -20,7 +20,7 @@ extension Agent: PeerLinkResponder {
     ) -> PeerLink.Cancel {
         switch request {
         case .sync(let roster, let agentPort):
-            let work = sessionWork.start { [self] in reply(answerSync(roster: roster, agentPort: agentPort, on: link)) }
+            let work = sessions.start { [self] in reply(answerSync(roster: roster, agentPort: agentPort, on: link)) }
             return { work.cancel() }
         case .describe(let sequence):
             guard let summary = state.withLockedValue({ $0.broker.summary(sequence: sequence) }) else {
@@ -75,7 +75,7 @@ extension Agent: PeerLinkResponder {
     }
 
     func linkOpened(_ link: PeerLink) {
-        sessionBell.ring()
+        sessions.linksChanged()
         // A peer not synced over this session yet is synced, once the request that opened the link has had its
         // answer: a sync reads and writes the state folder on both devices (fsyncs), and racing a cold
         // continuation's fetch it doubled that continuation's time (issue 11).

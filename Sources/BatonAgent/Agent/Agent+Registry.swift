@@ -107,15 +107,9 @@ extension Agent {
 
     // MARK: Sessions
 
-    /// Closes idle and retired links as they come due (ISSUE 10 item 1) and gives memory back after bursts: it
-    /// sleeps until the next link could be due (``PeerLinks/nextSweep(now:)``), and while no link is open, until one
-    /// opens (issue 11 part 8).
-    func sweepLinks() async {
-        while !Task.isCancelled {
-            await sessionBell.wait(timeout: links.nextSweep())
-            guard !Task.isCancelled else { return }
-            links.sweep()
-            givesMemoryBackAfterBursts()
-        }
+    /// The session service: its work and sweep are its own (issue 26 item 1); it is given the links and the listener
+    /// ``open()`` bound, and the agent keeps only the ``SessionService/Work`` handle.
+    func sessionService() -> SessionService {
+        SessionService(work: sessions, links: links, listener: listener)
     }
 }

@@ -58,12 +58,12 @@ public final class Agent: @unchecked Sendable {
     var listener: Channel?
     var ipc: Channel?
     var watcher: FolderWatcher?
-    /// The work peers' requests and continuations start, run by the session service; and the command lines'
-    /// requests, run by the app socket service. Nothing runs outside them.
-    let sessionWork = TaskPool()
+    /// The session service's handle (it owns its work and its sweep of idle links: issue 26 item 1): starts what
+    /// peers' requests need, and wakes the sweep when a link opens.
+    let sessions: SessionService.Work
+    /// The command lines' requests, run by the app socket service. Nothing runs outside the services.
     let appWork = TaskPool()
-    /// What wakes each service's loop (issue 11 part 8: nothing polls).
-    let sessionBell: Doorbell
+    /// What wakes the app socket service's loop (issue 11 part 8: nothing polls).
     let childBell = Doorbell()
     /// Asks the sync service for a round (it owns roster sync's state: issue 26 item 1).
     let syncTrigger = SyncService.Trigger()
@@ -153,12 +153,12 @@ public final class Agent: @unchecked Sendable {
                 )
             )
         )
-        let sessionBell = Doorbell()
-        self.sessionBell = sessionBell
+        let sessions = SessionService.Work()
+        self.sessions = sessions
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.loop = loop
         links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop) {
-            sessionBell.ring()
+            sessions.linksChanged()
         }
         // Command lines watching the nearby list hear of its changes (the observer holds the agent weakly).
         discovery.observe { [weak self] _, _ in self?.tellWatchersNearbyChanged() }
@@ -196,7 +196,7 @@ public final class Agent: @unchecked Sendable {
         var services: [any Service] = [
             // First, so it stops last: after the app socket, with what apps sent saved.
             agent.searchService(),
-            SessionService(agent: agent),
+            agent.sessionService(),
             AppSocketService(agent: agent),
             agent.syncService(),
             agent.discoveryService(),

@@ -13,24 +13,6 @@ import ServiceLifecycle
 // and the sessions last. None of them polls: each loop sleeps on a ``Doorbell`` until something changes or its next
 // deadline (part 8).
 
-/// Sessions with the account's other devices: the listener, the links (ISSUE 10's one link per pair, closed when
-/// idle) and the work their requests start.
-struct SessionService: Service, CustomStringConvertible {
-    let agent: Agent
-    var description: String { "sessions" }
-
-    func run() async {
-        await cancelWhenGracefulShutdown {
-            await withDiscardingTaskGroup { group in
-                group.addTask { await agent.sessionWork.run() }
-                group.addTask { await agent.sweepLinks() }
-            }
-        }
-        agent.links.closeAll()
-        try? await agent.listener?.close()
-    }
-}
-
 /// The Unix socket apps and command lines connect to, the programs launched for them, and the app registry, which
 /// follows installs (part 7).
 struct AppSocketService: Service, CustomStringConvertible {
@@ -48,6 +30,9 @@ struct AppSocketService: Service, CustomStringConvertible {
         await agent.closeIPC()
     }
 }
+
+// `SessionService` (the session listener, the links and their idle sweep, owning what it runs: issue 26 item 1) is in
+// Session/SessionService.swift, beside its ``LinkSweep``.
 
 // `SyncService` (roster sync, owning its state: issue 26 item 1) is in Sync/SyncService.swift, beside its
 // ``RosterSyncSchedule``.

@@ -131,7 +131,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 
     /// Stops using this link for new requests; closes it once nothing is in flight, if this side opened it (the
-    /// peer, running the same rule, closes the links it opened; ``PeerLinks/sweep(now:)`` closes the rest).
+    /// peer, running the same rule, closes the links it opened; the session service's sweep closes the rest).
     func retire() {
         state.withLockedValue { $0.retired = true }
         closeIfRetiredAndIdle()
@@ -520,11 +520,11 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 ///
 /// When both sides dial at once, both sides keep the link dialled by the device with the lower id and retire the
 /// other: it takes no new requests and is closed by the side that opened it as soon as nothing is in flight on it.
-/// Links idle for ``idleTimeout`` are closed by the side that opened them; retired links the peer never closes are
-/// closed here after ``retiredGrace``.
+/// Links idle for a while are closed by the side that opened them; retired links the peer never closes are closed
+/// here after a grace: the session service sweeps them (``LinkSweep`` decides, ``SessionService`` closes).
 ///
-/// `@unchecked Sendable`: everything mutable is under a lock (`table`, `gauge`) but `responder` (set once by the agent
-/// before it listens or dials) and the two timeouts (set before use, by tests).
+/// `@unchecked Sendable`: everything mutable is under a lock (`table`, `gauge`) but `responder` and `refused` (set once
+/// by the agent before it listens or dials).
 final class PeerLinks: @unchecked Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
@@ -538,10 +538,6 @@ final class PeerLinks: @unchecked Sendable {
     /// 25 item 12). Set once by the agent before it listens or dials, like `responder`.
     var refused: (@Sendable (SessionRefusal) -> Void)?
     let table = NIOLockedValueBox(Table())
-    /// Seconds without a request in either direction before the side that dialled a link closes it.
-    var idleTimeout: Double = 120
-    /// Seconds a retired link the peer opened may stay open, idle, before this side closes it.
-    var retiredGrace: Double = 10
     /// Retired links the peer opened that are kept through their grace at once, per device; past this a newly
     /// retired one is closed at once (a member opening connections in a loop costs this much, no more).
     static let retiredPerDevice = 4
@@ -562,7 +558,7 @@ final class PeerLinks: @unchecked Sendable {
         var devicesByAddress: [String: DeviceID] = [:]
     }
 
-    /// Called when `burst` connections have closed since the most open at once (the agent rings its sweeper).
+    /// Called when `burst` connections have closed since the most open at once (it rings the session service's sweep).
     let burstEnding: @Sendable () -> Void
 
     init(
@@ -608,21 +604,11 @@ final class PeerLinks: @unchecked Sendable {
         return existing(device)
     }
 
-    /// How long until ``sweep(now:)`` could close a link, or give memory back after a burst: nil while there is
-    /// nothing it could do (no link this side must close). A link in use now cannot be due before a whole timeout
-    /// from now; a burst of connections is checked every 5 s until the memory is given back.
-    func nextSweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Duration? {
-        if gauge.withLockedValue({ $0.peak >= Self.burst }) { return .seconds(5) }
+    /// Every link held, in use or retired, with what the idle sweep judges it by (``LinkSweep``).
+    func sweepView() -> [(link: PeerLink, facts: LinkSweep.Link)] {
         let (inUse, retired) = table.withLockedValue { (Array($0.links.values), Array($0.retired.values)) }
-        var due: [UInt64] = []
-        for link in inUse where link.dialedByMe {
-            due.append((link.idleSince() ?? now) + UInt64(idleTimeout * 1e9))
-        }
-        for link in retired {
-            due.append((link.idleSince() ?? now) + (link.dialedByMe ? 0 : UInt64(retiredGrace * 1e9)))
-        }
-        guard let next = due.min() else { return nil }
-        return .nanoseconds(Int64(next > now ? next - now : 0) + 1_000_000)
+        return inUse.map { ($0, LinkSweep.Link(dialedByMe: $0.dialedByMe, retired: false, idleSince: $0.idleSince())) }
+            + retired.map { ($0, LinkSweep.Link(dialedByMe: $0.dialedByMe, retired: true, idleSince: $0.idleSince())) }
     }
 
     /// Connections open at once past which the memory they leave is given back when they have gone.
@@ -759,6 +745,9 @@ final class PeerLinks: @unchecked Sendable {
         }
     }
 
+    /// The most connections open at once since the last ``takePeak()``.
+    var peak: Int { gauge.withLockedValue(\.peak) }
+
     /// The most connections open at once since the last call, and how many are open now.
     func takePeak() -> (peak: Int, open: Int) {
         gauge.withLockedValue { gauge in
@@ -772,18 +761,6 @@ final class PeerLinks: @unchecked Sendable {
         table.withLockedValue { table in
             if table.links[link.peer] === link { table.links[link.peer] = nil }
             table.retired[ObjectIdentifier(link)] = nil
-        }
-    }
-
-    /// Closes idle links this side opened (after ``idleTimeout``) and retired ones the peer left open (after
-    /// ``retiredGrace``). `now` is uptime in nanoseconds.
-    func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
-        let (inUse, retired) = table.withLockedValue { (Array($0.links.values), Array($0.retired.values)) }
-        for link in inUse where link.dialedByMe {
-            if let since = link.idleSince(), now > since, Double(now - since) / 1e9 >= idleTimeout { link.close() }
-        }
-        for link in retired {
-            if let since = link.idleSince(), link.dialedByMe || (now > since && Double(now - since) / 1e9 >= retiredGrace) { link.close() }
         }
     }
 

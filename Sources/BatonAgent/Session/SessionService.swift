@@ -1,0 +1,70 @@
+import Dispatch
+import NIOCore
+import ServiceLifecycle
+
+/// Sessions with the account's other devices (issue 26 item 1): the listener, the links (ISSUE 10's one link per
+/// pair, closed when idle) and the work their requests start. At shutdown the work is cancelled and awaited, then
+/// every link and the listener close.
+///
+/// It owns what it runs: the work pool and the doorbell its sweep sleeps on, both behind its ``Work``, the one handle
+/// the agent keeps (to start a peer's request, and to say a link opened); and the sweep of idle links, whose
+/// decisions are ``LinkSweep``'s, pure. What it needs beyond that comes in at construction as narrow values: the
+/// links, the listener, the sweep's timing and an uptime clock; it holds no agent.
+struct SessionService: Service, CustomStringConvertible {
+    /// How the rest of the agent starts session work and wakes the sweep: the one handle to this service it keeps.
+    final class Work: Sendable {
+        fileprivate let pool = TaskPool()
+        fileprivate let bell = Doorbell()
+
+        init() {}
+
+        /// Runs `body` as a child of the service's `run()` (a peer's roster sync, a probe of a device's clock);
+        /// the handle cancels it. Dropped once the service has stopped.
+        @discardableResult
+        func start(_ body: @escaping @Sendable () async -> Void) -> TaskPool.Handle {
+            pool.start(body)
+        }
+
+        /// The links changed (one opened, or a burst of connections ended): the sweep looks again now.
+        func linksChanged() {
+            bell.ring()
+        }
+    }
+
+    let work: Work
+    let links: PeerLinks
+    /// Where peers' sessions are accepted; closed at shutdown after the links.
+    let listener: Channel?
+    var sweep = LinkSweep()
+    /// Uptime nanoseconds: the clock ``PeerLink`` stamps its activity with (the doorbell times its waits on the same
+    /// monotonic time).
+    var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+
+    var description: String { "sessions" }
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await work.pool.run() }
+                group.addTask { await sweepLoop() }
+            }
+        }
+        links.closeAll()
+        try? await listener?.close()
+    }
+
+    /// Closes idle and retired links as they come due (ISSUE 10 item 1) and gives memory back after bursts: it
+    /// sleeps until the next link could be due, and while no link is open, until one opens (issue 11 part 8).
+    private func sweepLoop() async {
+        while !Task.isCancelled {
+            await work.bell.wait(timeout: sweep.wait(for: links.sweepView().map(\.facts), peak: links.peak, now: now()))
+            guard !Task.isCancelled else { return }
+            let now = now()
+            for (link, facts) in links.sweepView() where sweep.closes(facts, now: now) {
+                link.close()
+            }
+            let (peak, open) = links.takePeak()
+            if sweep.givesMemoryBack(peak: peak, open: open) { Allocator.giveBackFreeMemory() }
+        }
+    }
+}
