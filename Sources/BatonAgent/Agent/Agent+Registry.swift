@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import NIOCore
 
 /// The registry follows installs (issue 11 part 7): the app folders and every bundle in them are watched (inotify,
 /// nothing polled), and a change loads the registry again. A bundle that fails to load is a logged problem; the
@@ -107,9 +108,9 @@ extension Agent {
 
     // MARK: Sessions
 
-    /// The session service: its work and sweep are its own (issue 26 item 1); it is given the links and the listener
-    /// ``open()`` bound, and the agent keeps only the ``SessionService/Work`` handle.
-    func sessionService() -> SessionService {
+    /// The session service: its work, its sweep and the `listener` ``open(listener:)`` bound are its own (issue 26
+    /// item 1); it shares the links, and the agent keeps only the ``SessionService/Work`` handle.
+    func sessionService(listener: Channel?) -> SessionService {
         SessionService(work: sessions, links: links, listener: listener)
     }
 }

@@ -21,8 +21,8 @@ import ServiceLifecycle
 /// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`) or a `var`
-/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `listener`, `ipc`,
-/// `watcher`), and only read after that. The advert socket is its ``discovery``'s.
+/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `ipc`, `watcher`),
+/// and only read after that. The advert socket is its ``discovery``'s; the session listener its session service's.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -55,7 +55,6 @@ public final class Agent: @unchecked Sendable {
     let logger: Logger
     /// What was refused from outside, logged once per kind (issue 25 item 12).
     let refusals: RefusalLog
-    var listener: Channel?
     var ipc: Channel?
     var watcher: FolderWatcher?
     /// The session service's handle (it owns its work and its sweep of idle links: issue 26 item 1): starts what
@@ -182,13 +181,15 @@ public final class Agent: @unchecked Sendable {
         agent.links.responder = AgentForwarder(agent)
         agent.links.refused = { [weak agent] refusal in agent?.sessionRefused(refusal) }
         agent.rebuildHashIndex()
+        // The session listener is the session service's (issue 26 item 1): bound by open(), closed here if it fails.
+        var listener: Channel?
         do {
-            try await agent.open()
+            try await agent.open(listener: &listener)
         } catch {
             agent.stopBroker()
             agent.discovery.socket?.close()
             agent.links.closeAll()
-            try? await agent.listener?.close()
+            try? await listener?.close()
             await agent.closeIPC()
             throw error
         }
@@ -196,7 +197,7 @@ public final class Agent: @unchecked Sendable {
         var services: [any Service] = [
             // First, so it stops last: after the app socket, with what apps sent saved.
             agent.searchService(),
-            agent.sessionService(),
+            agent.sessionService(listener: listener),
             AppSocketService(agent: agent),
             agent.syncService(),
             agent.discoveryService(),
@@ -207,7 +208,8 @@ public final class Agent: @unchecked Sendable {
         return AgentServices(agent: agent, services: services)
     }
 
-    func open() async throws {
+    /// Binds the session listener (into `bound`, for the session service), the advert socket and the app socket.
+    func open(listener bound: inout Channel?) async throws {
         var host = configuration.host
         var adverts: AdvertSocket?
         // A port the system picks is free for TCP; the adverts' UDP socket on the same number may not be (another
@@ -222,7 +224,7 @@ public final class Agent: @unchecked Sendable {
                 listener = try await links.listen(host: host, port: configuration.port)
                 logger.notice("\(error.message); IPv4 only")
             }
-            self.listener = listener
+            bound = listener
             port = listener.localAddress?.port ?? configuration.port
             do {
                 adverts = try await AdvertSocket.open(
@@ -238,7 +240,7 @@ public final class Agent: @unchecked Sendable {
                 break
             } catch let error as BatonAgentError where error.code == .addressInUse && configuration.port == 0 && attempt < 8 {
                 try? await listener.close()
-                self.listener = nil
+                bound = nil
             }
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
