@@ -1,4 +1,6 @@
 @testable import BatonAgent
+import NIOCore
+import NIOPosix
 import Testing
 
 /// Issue 26 item 1: the session service's sweep of idle links (ISSUE 10 items 1 and 7) as a pure decision, on virtual
@@ -57,5 +59,33 @@ struct LinkSweepTests {
         #expect(sweep.wait(for: [], peak: PeerLinks.burst - 1, now: Self.start) == nil)
         #expect(sweep.givesMemoryBack(peak: 100, open: 36))
         #expect(!sweep.givesMemoryBack(peak: 100, open: 37))
+    }
+}
+
+/// Issue 26 item 1: the session service owns what it runs, driven through its handle alone (no agent).
+@Suite("Issue 26 item 1: the session service owns its work and its listener")
+struct SessionServiceTests {
+    @Test("work started through the handle runs in the service and is cancelled when it stops; then the listener closes")
+    func ownsWorkAndListener() async throws {
+        let identity = try DeviceIdentity.generate(name: "sessions")
+        let links = try PeerLinks(identity: identity, policy: .members { [] }, group: MultiThreadedEventLoopGroup.singleton.next())
+        let listener = try await links.listen(host: "127.0.0.1", port: 0)
+        let work = SessionService.Work()
+        let service = SessionService(work: work, links: links, listener: listener)
+        let (events, event) = AsyncStream.makeStream(of: String.self)
+        var heard = events.makeAsyncIterator()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await service.run() }
+            work.start {
+                event.yield("started")
+                await Doorbell().wait()  // until the service stops
+                event.yield(Task.isCancelled ? "cancelled" : "ended")
+            }
+            #expect(await heard.next() == "started")
+            #expect(listener.isActive, "sessions are accepted while it runs")
+            group.cancelAll()
+            #expect(await heard.next() == "cancelled")
+        }
+        #expect(!listener.isActive, "the listener closed with the service")
     }
 }
