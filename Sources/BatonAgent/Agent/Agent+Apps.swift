@@ -205,18 +205,24 @@ extension Agent: IPCHandler {
 
     // MARK: Launching
 
-    /// Reaps the programs this agent started as they end (a SIGCHLD rings the bell; while any runs, a check every
-    /// minute backs that up), so none is left a zombie.
-    func reapLoop() async {
-        let signal = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: .global())
-        signal.setEventHandler { [childBell] in childBell.ring() }
-        signal.resume()
-        defer { signal.cancel() }
-        while !Task.isCancelled {
-            let children = state.withLockedValue { !$0.launched.isEmpty || !$0.spawned.isEmpty }
-            await childBell.wait(timeout: children ? .seconds(60) : nil)
-            reapChildren()
-        }
+    /// The app socket service (issue 26 item 1): it runs the command lines' work (``appWork``), reaps the programs
+    /// started here as they end and closes `socket` and the app folders' watcher at shutdown; it reaches the agent
+    /// only through the closures here, weakly.
+    func appSocketService(socket: AppSocketService.Socket) -> AppSocketService {
+        AppSocketService(
+            work: appWork,
+            socket: socket,
+            watcher: watcher,
+            childrenRunning: { [weak self] in
+                self?.state.withLockedValue { !$0.launched.isEmpty || !$0.spawned.isEmpty } ?? false
+            },
+            reap: { [weak self] in self?.reapChildren() }
+        )
+    }
+
+    /// The app socket bound to `channel`, with its path and the file naming it (removed with it).
+    func appSocket(_ channel: Channel?) -> AppSocketService.Socket {
+        AppSocketService.Socket(channel: channel, path: socketPath, nameFile: store.folder.appendingPathComponent("agent-socket"))
     }
 
     /// Reaps the programs this agent started that have ended, so none is left a zombie. An app launched to continue

@@ -151,7 +151,7 @@ extension Agent: PeerLinkResponder {
                 state.withLockedValue { $0.launched[bundle] = pid }
                 // An app that ends at once can be reaped before it is recorded above, its SIGCHLD spent: look again,
                 // so the broker hears "ended before it connected" now, not at the launch deadline.
-                childBell.ring()
+                appWork.childStarted()
                 log("launched \(bundle) (pid \(pid))")
             } catch {
                 log("cannot launch \(bundle): \(error)")

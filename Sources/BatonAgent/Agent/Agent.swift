@@ -21,8 +21,9 @@ import ServiceLifecycle
 /// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
 /// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`) or a `var`
-/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `ipc`, `watcher`),
-/// and only read after that. The advert socket is its ``discovery``'s; the session listener its session service's.
+/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `watcher`), and
+/// only read after that. The advert socket is its ``discovery``'s; the session listener its session service's; the
+/// app socket its app socket service's.
 public final class Agent: @unchecked Sendable {
     /// This device.
     public let identity: DeviceIdentity
@@ -55,15 +56,13 @@ public final class Agent: @unchecked Sendable {
     let logger: Logger
     /// What was refused from outside, logged once per kind (issue 25 item 12).
     let refusals: RefusalLog
-    var ipc: Channel?
     var watcher: FolderWatcher?
     /// The session service's handle (it owns its work and its sweep of idle links: issue 26 item 1): starts what
     /// peers' requests need, and wakes the sweep when a link opens.
     let sessions: SessionService.Work
-    /// The command lines' requests, run by the app socket service. Nothing runs outside the services.
-    let appWork = TaskPool()
-    /// What wakes the app socket service's loop (issue 11 part 8: nothing polls).
-    let childBell = Doorbell()
+    /// The app socket service's handle (it owns the command lines' work and the reaper: issue 26 item 1): starts a
+    /// request's work, and wakes the reaper when a program is started. Nothing runs outside the services.
+    let appWork = AppSocketService.Work()
     /// Asks the sync service for a round (it owns roster sync's state: issue 26 item 1).
     let syncTrigger = SyncService.Trigger()
     /// Peers added while running (``addPeer(_:)``), beside the configured ones.
@@ -181,16 +180,18 @@ public final class Agent: @unchecked Sendable {
         agent.links.responder = AgentForwarder(agent)
         agent.links.refused = { [weak agent] refusal in agent?.sessionRefused(refusal) }
         agent.rebuildHashIndex()
-        // The session listener is the session service's (issue 26 item 1): bound by open(), closed here if it fails.
+        // The session listener and the app socket are their services' (issue 26 item 1): bound by open(), closed here
+        // if it fails.
         var listener: Channel?
+        var appSocket: Channel?
         do {
-            try await agent.open(listener: &listener)
+            try await agent.open(listener: &listener, appSocket: &appSocket)
         } catch {
             agent.stopBroker()
             agent.discovery.socket?.close()
             agent.links.closeAll()
             try? await listener?.close()
-            await agent.closeIPC()
+            await agent.appSocket(appSocket).close()
             throw error
         }
         agent.watchFolders(apps: configuration.apps == nil ? appFolders : [])
@@ -198,7 +199,7 @@ public final class Agent: @unchecked Sendable {
             // First, so it stops last: after the app socket, with what apps sent saved.
             agent.searchService(),
             agent.sessionService(listener: listener),
-            AppSocketService(agent: agent),
+            agent.appSocketService(socket: agent.appSocket(appSocket)),
             agent.syncService(),
             agent.discoveryService(),
             associations,
@@ -208,8 +209,9 @@ public final class Agent: @unchecked Sendable {
         return AgentServices(agent: agent, services: services)
     }
 
-    /// Binds the session listener (into `bound`, for the session service), the advert socket and the app socket.
-    func open(listener bound: inout Channel?) async throws {
+    /// Binds the session listener (into `bound`, for the session service), the advert socket and the app socket
+    /// (into `appSocket`, for the app socket service).
+    func open(listener bound: inout Channel?, appSocket: inout Channel?) async throws {
         var host = configuration.host
         var adverts: AdvertSocket?
         // A port the system picks is free for TCP; the adverts' UDP socket on the same number may not be (another
@@ -245,7 +247,7 @@ public final class Agent: @unchecked Sendable {
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         discovery.attach(adverts, sessionPort: port)
-        ipc = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
+        appSocket = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)
@@ -263,13 +265,6 @@ public final class Agent: @unchecked Sendable {
             return state.broker.stop()
         }
         perform(stopping)
-    }
-
-    /// Closes the app socket's listener and removes the socket and the file naming it.
-    func closeIPC() async {
-        try? await ipc?.close()
-        unlink(socketPath)
-        try? FileManager.default.removeItem(at: store.folder.appendingPathComponent("agent-socket"))
     }
 
     func log(_ line: String, _ metadata: Logger.Metadata? = nil) {

@@ -13,23 +13,8 @@ import ServiceLifecycle
 // and the sessions last. None of them polls: each loop sleeps on a ``Doorbell`` until something changes or its next
 // deadline (part 8).
 
-/// The Unix socket apps and command lines connect to, the programs launched for them, and the app registry, which
-/// follows installs (part 7).
-struct AppSocketService: Service, CustomStringConvertible {
-    let agent: Agent
-    var description: String { "app socket" }
-
-    func run() async {
-        await cancelWhenGracefulShutdown {
-            await withDiscardingTaskGroup { group in
-                group.addTask { await agent.appWork.run() }
-                group.addTask { await agent.reapLoop() }
-            }
-        }
-        agent.watcher?.close()
-        await agent.closeIPC()
-    }
-}
+// `AppSocketService` (the app socket, the command lines' work, the reaper of the programs launched for apps, owning
+// what it runs: issue 26 item 1) is in IPC/AppSocketService.swift, beside its ``ReapSchedule``.
 
 // `SessionService` (the session listener, the links and their idle sweep, owning what it runs: issue 26 item 1) is in
 // Session/SessionService.swift, beside its ``LinkSweep``.
