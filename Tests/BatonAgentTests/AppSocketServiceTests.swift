@@ -5,6 +5,8 @@ import FoundationEssentials
 import Foundation
 #endif
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import Testing
 
 /// Issue 26 item 1: the app socket service owns what it runs, driven through its handle alone (no agent), and its
@@ -24,7 +26,10 @@ struct AppSocketServiceTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("agent.sock").path
         let nameFile = folder.appendingPathComponent("agent-socket")
-        try Data("x".utf8).write(to: URL(fileURLWithPath: path))
+        // A socket the service bound: only then is it the service's to remove (a start refused because another agent
+        // answers at the path must leave that agent's socket).
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(unixDomainSocketPath: path).get()
         try Data("\(path)\n".utf8).write(to: nameFile)
 
         let work = AppSocketService.Work()
@@ -34,7 +39,7 @@ struct AppSocketServiceTests {
         let running = NIOLockedValueBox(false)
         let service = AppSocketService(
             work: work,
-            socket: AppSocketService.Socket(channel: nil, path: path, nameFile: nameFile),
+            socket: AppSocketService.Socket(channel: listener, path: path, nameFile: nameFile),
             watcher: nil,
             childrenRunning: { running.withLockedValue { $0 } },
             reap: { reaped.yield() }
@@ -58,5 +63,6 @@ struct AppSocketServiceTests {
         }
         #expect(!FileManager.default.fileExists(atPath: path), "the socket is removed with the service")
         #expect(!FileManager.default.fileExists(atPath: nameFile.path), "and the file naming it")
+        #expect(!listener.isActive, "and the listener closed")
     }
 }

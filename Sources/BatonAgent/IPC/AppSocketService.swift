@@ -51,9 +51,11 @@ struct AppSocketService: Service, CustomStringConvertible {
         /// The state folder's `agent-socket`, naming the path for command lines: removed at shutdown.
         var nameFile: URL
 
-        /// Closes the listener and removes the socket and the file naming it.
+        /// Closes the listener and removes the socket and the file naming it; a socket never bound removes nothing,
+        /// since what is at the path is another agent's (a second agent refused because one already runs there).
         func close() async {
-            try? await channel?.close()
+            guard let channel else { return }
+            try? await channel.close()
             unlink(path)
             try? FileManager.default.removeItem(at: nameFile)
         }
