@@ -157,7 +157,10 @@ struct AdvertSocketHealthTests {
         let unreachable = try SocketAddress(ipAddress: "::1", port: 9)
         let advert = Data(repeating: 7, count: AdvertKeys.datagramLength)
         for _ in 0..<3 { socket.send(advert, to: [unreachable]) }
-        try await Task.sleep(for: .milliseconds(100))
+        // send fails synchronously; a close it set off would be a task on the socket's loop: after one turn of that
+        // loop it has run (an ordering, not a wait of some milliseconds).
+        let channel = try #require(socket.slots.withLockedValue { $0[.unicast]?.open?.channel })
+        try await channel.eventLoop.submit {}.get()
         #expect(socket.slots.withLockedValue { $0[.unicast]?.open?.channel.isActive } == true, "the socket is open")
         socket.send(advert, to: [address])
         #expect(await Self.eventually(5) { received.withLockedValue { $0 } == 1 })
