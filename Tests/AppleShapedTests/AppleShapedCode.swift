@@ -155,7 +155,15 @@ class MistypedDelegate: UIResponder, UIApplicationDelegate {
 
 /// An activity delegate whose save takes a while (a large document serialized on the spot).
 final class SlowSaver: NSUserActivityDelegate {
+    private let lock = NSLock()
+    private var started = 0
+
+    /// How many saves have begun (so a test can act while one is under way, not after a guessed delay).
+    var savesStarted: Int { lock.withLock { started } }
+
     func userActivityWillSave(_ userActivity: NSUserActivity) {
+        lock.withLock { started += 1 }
+        // The slow serialization itself: what the test is about (C6: a second continue arrives meanwhile).
         Thread.sleep(forTimeInterval: 0.4)
         userActivity.addUserInfoEntries(from: ["slow": true])
     }

@@ -134,9 +134,13 @@ struct AppleShapedTests {
         let agent = world.devices.agents[1]
         // The first continuation waits for the laptop's slow save; the second, from off the (then busy) main actor,
         // starts meanwhile and cancels it.
+        let saves = saver.savesStarted
         let first = Task.detached { await agent.continueNearby(device: "laptop") }
+        // Once the laptop's app has begun the first continuation's save (which blocks the main actor for 0.4 s).
         let second = Task.detached {
-            try? await Task.sleep(for: .milliseconds(150))
+            for _ in 0..<15_000 where saver.savesStarted == saves {
+                try? await Task.sleep(for: .milliseconds(2))
+            }
             return await agent.continueNearby(device: "laptop")
         }
         let outcomes = (await first.value, await second.value)
