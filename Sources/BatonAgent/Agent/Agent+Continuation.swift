@@ -333,6 +333,9 @@ extension Agent: PeerLinkResponder {
     /// The continuation `id` ended: its caller gets the outcome, and nothing of it is left behind.
     func finish(_ id: HandoffBroker.ContinuationID, _ outcome: HandoffBroker.Outcome) {
         guard let record = state.withLockedValue({ $0.continuationRecords.removeValue(forKey: id) }) else { return }
+        // A fetch still running stops (the peer is told). The link answers its waiter with a bare `cancelled`, which
+        // reaches a broker that has ended the continuation already and ignores it: why it ended (C6's "a newer
+        // continuation started", a deadline) is the broker's outcome, below, and what the app was told.
         record.work?()
         if outcome.failure == .documentNotSynced {
             // The person sees the app's error; which file, and why, is in this log too.

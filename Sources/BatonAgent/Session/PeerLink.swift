@@ -61,6 +61,10 @@ protocol PeerLinkResponder: AnyObject, Sendable {
 /// (ISSUE 5 part 3: one multiplexed connection per device pair, reused). The protocol logic is
 /// ``SessionMultiplexer``; this class only moves its messages and wakes the tasks waiting for replies.
 ///
+/// It carries outcomes and decides none: a request it gives up on (its caller's cancel, its own timeout, the link
+/// closing) comes back as a plain failure; which requirement that serves, and what the person reads, is said by the
+/// caller (the handoff broker for a continuation's fetch), not here (issue 26 item 2).
+///
 /// `@unchecked Sendable`: its `let`s are Sendable but `responder` (an existential the compiler cannot see through,
 /// Sendable by its protocol) and `channel`; everything mutable is in `state`, under its lock.
 public final class PeerLink: MessageSink, @unchecked Sendable {
@@ -89,12 +93,20 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// Uptime nanoseconds when something last arrived: the keepalive pings only a quiet link.
     let lastHeard = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
 
+    /// What this side keeps for a request of its own awaiting its reply, beside what the multiplexer records: whom
+    /// to complete, and the timer that gives up on it.
+    struct Pending {
+        var completion: @Sendable (SessionMultiplexer.Reply) -> Void
+        var timer: Scheduled<Void>?
+    }
+
     struct State {
+        /// The one record of which requests of this side are outstanding, and of what kind (issue 26 item 2).
         var multiplexer = SessionMultiplexer()
-        /// This side's requests waiting for their reply: each is completed exactly once (reply, timeout, cancel, or
-        /// the link closing).
-        var waiters: [UInt64: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
-        var timeouts: [UInt64: Scheduled<Void>] = [:]
+        /// What each of those requests completes, keyed by the multiplexer's ids: added when it asks, removed only on
+        /// its word (a reply it matched, a cancel it still had to send, the ids it failed when the link closed), so
+        /// each is completed exactly once (reply, timeout, cancel, or the link closing).
+        var pending: [UInt64: Pending] = [:]
         /// The peer's requests being answered, with what stops each.
         var answering: [UInt64: Cancel] = [:]
         var closed = false
@@ -126,7 +138,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// Nanoseconds (uptime) since nothing has been in flight in either direction, or nil while something is.
     func idleSince() -> UInt64? {
         state.withLockedValue { state in
-            state.waiters.isEmpty && state.answering.isEmpty && state.streams.isEmpty ? state.lastActivity : nil
+            let idle = state.multiplexer.outstanding == 0 && state.answering.isEmpty && state.streams.isEmpty
+            return idle ? state.lastActivity : nil
         }
     }
 
@@ -139,7 +152,8 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     func closeIfRetiredAndIdle() {
         let close = state.withLockedValue { state in
-            state.retired && dialedByMe && !state.closed && state.waiters.isEmpty && state.answering.isEmpty && state.streams.isEmpty
+            state.retired && dialedByMe && !state.closed
+                && state.multiplexer.outstanding == 0 && state.answering.isEmpty && state.streams.isEmpty
         }
         if close { self.close() }
     }
@@ -150,7 +164,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 
     /// Sends a request and waits for its reply, at most `timeout` seconds. Never throws: a lost connection, a
     /// timeout or the caller's cancellation come back as `.failed` with ``FetchFailure`` `peerGone`, `timedOut`
-    /// or `cancelled` (SEMANTICS C8: an error that says which, never a hang).
+    /// or `cancelled` (an error that says which, never a hang).
     public func request(_ request: SessionMultiplexer.Request, timeout: Double) async -> SessionMultiplexer.Reply {
         let cancel = NIOLockedValueBox<Cancel?>(nil)
         return await withTaskCancellationHandler {
@@ -167,6 +181,11 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     /// Sends a request; `completion` gets its reply exactly once, on whatever thread has it: the reply, or
     /// `.failed` with `peerGone`, `timedOut` (after `timeout` seconds) or `cancelled` (the returned ``Cancel``,
     /// which also tells the peer to stop). No task: the hot path of a warm continuation (issue 11).
+    ///
+    /// `timeout` is the only bound of what nothing else times (a describe, a roster sync, a stream's opening, a
+    /// keepalive ping). A continuation's fetch is timed by the handoff broker, which decides its `timedOut` and ends
+    /// it by the returned cancel; for it `timeout` is only a backstop behind the broker's deadline
+    /// (`Agent.linkBackstop`), freeing the waiter should nothing else.
     @discardableResult
     public func request(
         _ request: SessionMultiplexer.Request,
@@ -188,7 +207,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             guard !state.closed else { return nil }
             let (id, message) = state.multiplexer.ask(request)
             registering?(id, &state)
-            state.waiters[id] = completion
+            state.pending[id] = Pending(completion: completion)
             touch(&state)
             return (id, message)
         }
@@ -197,35 +216,42 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
             return {}
         }
         let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
-            finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), cancelRemote: true)
+            finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), giveUp: true)
         }
         let stillWaiting = state.withLockedValue { state in
-            guard state.waiters[id] != nil else { return false }
-            state.timeouts[id] = timer
+            guard state.pending[id] != nil else { return false }
+            state.pending[id]?.timer = timer
             return true
         }
         // Answered (or the link closed) before the timer was recorded: it has nothing left to time out.
         if !stillWaiting { timer.cancel() }
         send(message)
-        return { [self] in finish(id, .failed(.cancelled, "a newer continuation replaced this one (C6)"), cancelRemote: true) }
+        // Only that the caller cancelled: the caller decided why, and says so to whoever it tells.
+        return { [self] in finish(id, .failed(.cancelled, "cancelled by the caller"), giveUp: true) }
     }
 
     static func format(_ seconds: Double) -> String {
         seconds < 1 ? "\(Int(seconds * 1000)) ms" : "\((seconds * 10).rounded() / 10) s"
     }
 
-    /// Completes request `id` once; optionally tells the peer to stop working on it.
-    func finish(_ id: UInt64, _ reply: SessionMultiplexer.Reply, cancelRemote: Bool) {
-        let (waiter, cancel): ((@Sendable (SessionMultiplexer.Reply) -> Void)?, SessionMessage?) = state.withLockedValue { state in
-            guard let waiter = state.waiters.removeValue(forKey: id) else { return (nil, nil) }
-            state.timeouts.removeValue(forKey: id)?.cancel()
-            let cancel = cancelRemote ? state.multiplexer.cancel(id) : nil
+    /// Completes request `id` once. `giveUp`: this side ends it (a timeout, the caller's cancel), if the
+    /// multiplexer still has it outstanding, and tells the peer to stop working on it; otherwise the multiplexer has
+    /// just matched the peer's reply to it.
+    func finish(_ id: UInt64, _ reply: SessionMultiplexer.Reply, giveUp: Bool) {
+        let (pending, cancel): (Pending?, SessionMessage?) = state.withLockedValue { state in
+            var cancel: SessionMessage?
+            if giveUp {
+                cancel = state.multiplexer.cancel(id)
+                guard cancel != nil else { return (nil, nil) }
+            }
+            guard let pending = state.pending.removeValue(forKey: id) else { return (nil, nil) }
+            pending.timer?.cancel()
             touch(&state)
-            return (waiter, cancel)
+            return (pending, cancel)
         }
-        guard let waiter else { return }
+        guard let pending else { return }
         if let cancel { send(cancel) }
-        waiter(reply)
+        pending.completion(reply)
         closeIfRetiredAndIdle()
     }
 
@@ -265,7 +291,7 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
         }
         switch inbound {
         case .reply(let id, let reply):
-            finish(id, reply, cancelRemote: false)
+            finish(id, reply, giveUp: false)
         case .request(let id, let request):
             answer(id, request)
         case .cancelled(let id):
@@ -344,21 +370,20 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
     }
 
     func failAll(_ reason: FetchFailure, _ text: String) {
-        let (waiters, tasks, streams) = state.withLockedValue { state in
+        let (waiting, tasks, streams) = state.withLockedValue { state in
             state.closed = true
-            _ = state.multiplexer.closed()
-            for timer in state.timeouts.values { timer.cancel() }
-            state.timeouts = [:]
+            // The multiplexer names the requests still waiting (in the order they were asked); each fails once.
+            let waiting = state.multiplexer.closed().compactMap { state.pending.removeValue(forKey: $0) }
+            for pending in waiting { pending.timer?.cancel() }
             state.keepalive?.cancel()
             state.keepalive = nil
             defer {
-                state.waiters = [:]
                 state.answering = [:]
                 state.streams = [:]
             }
-            return (Array(state.waiters.values), Array(state.answering.values), Array(state.streams.values))
+            return (waiting, Array(state.answering.values), Array(state.streams.values))
         }
-        for waiter in waiters { waiter(.failed(reason, text)) }
+        for pending in waiting { pending.completion(.failed(reason, text)) }
         for cancel in tasks { cancel() }
         // F3: no stream outlives its session; both apps hear why.
         for stream in streams { stream.linkClosed(reason == .refused ? .refused : .peerGone, text) }

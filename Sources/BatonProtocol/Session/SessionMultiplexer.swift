@@ -60,6 +60,8 @@ public struct SessionMultiplexer: Sendable {
     /// Requests the peer may have in flight at once here; more are refused, not queued.
     public let maximumInFlight: Int
     var nextID: UInt64 = 1
+    /// This side's requests awaiting a reply: the connection's one record of them (it keeps beside it, by the same
+    /// ids, only what each one completes, and drops that only on this table's word).
     var asked: [UInt64: Request] = [:]
     var answering: Set<UInt64> = []
 
