@@ -330,10 +330,19 @@ struct StreamSpliceTests {
             }
             try await desktopEnd.finish()
         }
-        try await Task.sleep(for: .seconds(1))
+        // Until the agents say the stream stalled: the laptop holds a whole window for its app, the desktop has
+        // stopped reading its app (or the writer got everything out, which the check below catches).
+        #expect(try await StreamReleaseTests.eventually {
+            let receiving = StreamReleaseTests.splices(devices.agents[0], with: devices.agents[1])
+            let sending = StreamReleaseTests.splices(devices.agents[1], with: devices.agents[0])
+            let full = receiving.count == 1 && receiving.allSatisfy { $0.state.withLockedValue { $0.flow?.receiveAllowance == 0 } }
+            let holding = sending.count == 1 && sending.allSatisfy { !$0.state.withLockedValue(\.reading) }
+            return written.withLockedValue { $0 } >= 16 << 20 || (full && holding)
+        }, "the stream never stalled")
         let stalled = written.withLockedValue { $0 }
         // Two 512 KiB windows' worth of agent buffering plus the four socket buffers on the way: far below 64 MiB.
         #expect(stalled < 16 << 20, "the writer got \(stalled) bytes out while nobody read")
+        // A window, not a wait: that the writer stays held has no event to wait for (its socket fills within it).
         try await Task.sleep(for: .milliseconds(300))
         #expect(written.withLockedValue { $0 } - stalled < 1 << 20, "the writer kept going while nobody read")
         laptopEnd.channel?.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
