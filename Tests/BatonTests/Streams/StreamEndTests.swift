@@ -142,7 +142,8 @@ struct StreamEndTests {
             try await streams.output.write(data)
             done.set()
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Until the library has no room left (its write high-water mark), or the write returned after all.
+        #expect(try await StreamReleaseTests.eventually { !end.hasRoom || done.value }, "the library never filled its write buffer")
         #expect(!done.value, "4 MiB cannot fit in the sockets and the library's buffer: the write waits")
         async let arrived = connection.collect()
         try await connection.reading(true)
@@ -230,7 +231,9 @@ struct StreamEndTests {
         }
         var events = connection.events.makeAsyncIterator()
         #expect(await events.next() == .message(.endOfStream))
-        try await Task.sleep(for: .milliseconds(200))
+        // The streams were dropped and their last write is out: a close that dropping set off is queued on the
+        // connection's loop by now, so it has run after one turn of that loop (an ordering, not a wait).
+        try await end.channel.eventLoop.submit {}.get()
         #expect(end.channel.isActive, "still open: the agent closes it")
         connection.close()
         #expect(await events.next() == .closed)
