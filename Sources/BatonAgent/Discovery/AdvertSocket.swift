@@ -32,9 +32,9 @@ import NIOPosix
 /// never closes anything; it is logged once (``AdvertSocketHealth/SendFailures``). A socket that closes anyway is
 /// reopened with backoff (``AdvertSocketHealth/ReopenBackoff``), its memberships joined again.
 ///
-/// `@unchecked Sendable`: the sockets, their health, the memberships and the interface watch change under their
-/// locks (`slots`, `sendHealth`, `joined`, `interfaceChanges`); the rest are `let`s.
-final class AdvertSocket: @unchecked Sendable {
+/// Sendable, checked: the sockets, their health, the memberships and the interface watch change under their locks
+/// (`slots`, `sendHealth`, `joined`, `interfaceChanges`); the rest are `let`s.
+final class AdvertSocket: Sendable {
     /// The IPv4 group adverts go to (administratively scoped, RFC 2365).
     static let group = "239.77.11.1"
     /// The IPv6 group adverts go to: link-local scope (ff02::/16, RFC 4291), so it never leaves the link.

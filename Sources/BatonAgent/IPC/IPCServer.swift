@@ -70,10 +70,10 @@ struct ProcessStamp: Sendable, Hashable {
 
 /// One app (or command line) connected to the agent.
 ///
-/// `@unchecked Sendable`: nothing in it changes but `identity` and `settled`, under their locks; the rest are `let`s
-/// (the channel, the peer's credentials and process stamp, the handler: the agent's ``AgentForwarder``, Sendable by
-/// its protocol, which holds the agent weakly).
-final class IPCConnection: MessageSink, @unchecked Sendable {
+/// Nothing in it changes but `identity`, `streamSink` and `settled`, under their locks; the rest are `let`s (the
+/// channel, the peer's credentials and process stamp, the handler: the agent's ``AgentForwarder``, which holds the
+/// agent weakly), so the compiler checks it is Sendable.
+final class IPCConnection: MessageSink, Sendable {
     let channel: Channel
     let credentials: PeerCredentials
     /// The connecting process as it was when the connection was accepted, before it could say anything. An app's

@@ -65,9 +65,9 @@ protocol PeerLinkResponder: AnyObject, Sendable {
 /// closing) comes back as a plain failure; which requirement that serves, and what the person reads, is said by the
 /// caller (the handoff broker for a continuation's fetch), not here (issue 26 item 2).
 ///
-/// `@unchecked Sendable`: its `let`s are Sendable but `responder` (an existential the compiler cannot see through,
-/// Sendable by its protocol) and `channel`; everything mutable is in `state`, under its lock.
-public final class PeerLink: MessageSink, @unchecked Sendable {
+/// Sendable, checked: its `let`s are Sendable (the responder by its protocol), and everything mutable is in `state`,
+/// under its lock.
+public final class PeerLink: MessageSink, Sendable {
     /// The device at the other end, as its certificate says.
     public let peer: DeviceID
     /// Its address, for messages.
@@ -548,9 +548,9 @@ public final class PeerLink: MessageSink, @unchecked Sendable {
 /// Links idle for a while are closed by the side that opened them; retired links the peer never closes are closed
 /// here after a grace: the session service sweeps them (``LinkSweep`` decides, ``SessionService`` closes).
 ///
-/// `@unchecked Sendable`: everything mutable is under a lock (`table`, `gauge`) but `responder` and `refused` (set once
-/// by the agent before it listens or dials).
-final class PeerLinks: @unchecked Sendable {
+/// Sendable, checked: everything mutable is under a lock (`table`, `gauge`, and `hooks`: `responder` and `refused`,
+/// set once by the agent before it listens or dials, read once per link or refused handshake).
+final class PeerLinks: Sendable {
     let identity: DeviceIdentity
     let policy: PeerPolicy
     let clientTLS: TLSPipeline
@@ -558,10 +558,17 @@ final class PeerLinks: @unchecked Sendable {
     let group: EventLoopGroup
     /// What answers peers, given to every link: the agent's ``AgentForwarder``, which holds the agent weakly (the
     /// agent holds these links: issue 26 item 1).
-    var responder: PeerLinkResponder?
+    var responder: PeerLinkResponder? {
+        get { hooks.withLockedValue(\.responder) }
+        set { hooks.withLockedValue { $0.responder = newValue } }
+    }
     /// Told of every session refused in its TLS handshake, both directions (the agent logs them once per kind: issue
     /// 25 item 12). Set once by the agent before it listens or dials, like `responder`.
-    var refused: (@Sendable (SessionRefusal) -> Void)?
+    var refused: (@Sendable (SessionRefusal) -> Void)? {
+        get { hooks.withLockedValue(\.refused) }
+        set { hooks.withLockedValue { $0.refused = newValue } }
+    }
+    private let hooks = NIOLockedValueBox<(responder: PeerLinkResponder?, refused: (@Sendable (SessionRefusal) -> Void)?)>((nil, nil))
     let table = NIOLockedValueBox(Table())
     /// Retired links the peer opened that are kept through their grace at once, per device; past this a newly
     /// retired one is closed at once (a member opening connections in a loop costs this much, no more).

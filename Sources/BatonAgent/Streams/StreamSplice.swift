@@ -20,9 +20,9 @@ import NIOCore
 /// ``releaseAfter`` even when the app never reads and its connection's send queue is full: the connection is closed
 /// and what it had not read is dropped with it. The agent counts the end against the app's limit until then.
 ///
-/// `@unchecked Sendable`: its mutable state is under `state`'s lock; the rest are `let`s (the app connection, the
-/// link, the bound and the log hook, all Sendable).
-final class StreamSplice: StreamEndpoint, IPCStreamSink, @unchecked Sendable {
+/// Sendable, checked: its mutable state is under `state`'s lock; the rest are `let`s (the app connection, the link,
+/// the bound and the log hook, all Sendable).
+final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
     let app: IPCConnection
     let link: PeerLink
     /// How long the app's end may stay open once the stream has ended (``StreamLimits/releaseMilliseconds``).
