@@ -10,6 +10,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// One device's agent (ARCHITECTURE "The flow of one handoff"): it knows the account, the current activity and the
 /// nearby ones, advertises, answers fetches, launches apps and hands them continuations.
@@ -20,17 +21,21 @@ import ServiceLifecycle
 /// or awaits. ``build(_:)`` returns its long-running parts as services (``AgentServices``; AgentServices.swift,
 /// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
-/// `@unchecked Sendable`: every mutable field is either under a lock (`state`, `catalog`, `extraPeers`) or a `var`
-/// assigned only by ``build(_:)`` before the agent is returned and its services started (`port`, `watcher`), and
-/// only read after that. The advert socket is its ``discovery``'s; the session listener its session service's; the
-/// app socket its app socket service's.
-public final class Agent: @unchecked Sendable {
+/// Sendable, checked: every mutable field is under a lock (`state`, `catalog`, `extraPeers`, `watcher`) or atomic
+/// (`port`); `port` and `watcher` are set only by ``build(_:)`` before the agent is returned and its services started.
+/// The advert socket is its ``discovery``'s; the session listener its session service's; the app socket its app
+/// socket service's.
+public final class Agent: Sendable {
     /// This device.
     public let identity: DeviceIdentity
     /// The configuration it runs with.
     public let configuration: AgentConfiguration
     /// The port sessions and unicast adverts arrive on.
-    public private(set) var port = 0
+    public private(set) var port: Int {
+        get { boundPort.load(ordering: .relaxed) }
+        set { boundPort.store(newValue, ordering: .relaxed) }
+    }
+    private let boundPort = Atomic(0)
     /// The Unix socket apps connect to.
     public let socketPath: String
 
@@ -56,7 +61,11 @@ public final class Agent: @unchecked Sendable {
     let logger: Logger
     /// What was refused from outside, logged once per kind (issue 25 item 12).
     let refusals: RefusalLog
-    var watcher: FolderWatcher?
+    var watcher: FolderWatcher? {
+        get { folderWatcher.withLockedValue { $0 } }
+        set { folderWatcher.withLockedValue { $0 = newValue } }
+    }
+    private let folderWatcher = NIOLockedValueBox<FolderWatcher?>(nil)
     /// The session service's handle (it owns its work and its sweep of idle links: issue 26 item 1): starts what
     /// peers' requests need, and wakes the sweep when a link opens.
     let sessions: SessionService.Work
