@@ -1,17 +1,17 @@
 import BatonCore
 import Foundation
+import Synchronization
 
 /// What a search result shows for an activity (`contentAttributeSet`): Apple's `CSSearchableItemAttributeSet`, the
 /// members Handoff and search code set (issue 12; `import BatonAppleNames` gives it Apple's name). It travels in the
 /// payload as a dictionary (``propertyList``); on-device search (issue 15) reads it.
-// @unchecked: every value is read and written under `lock`.
-public final class SearchableItemAttributeSet: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [String: PropertyList]
+/// Sendable, checked: every value is read and written under the `values` mutex.
+public final class SearchableItemAttributeSet: Sendable {
+    private let values: Mutex<[String: PropertyList]>
 
     /// An attribute set for content of a uniform type identifier (`"public.text"`), as `init(itemContentType:)`.
     public init(itemContentType: String) {
-        values = ["contentType": .string(itemContentType)]
+        values = Mutex(["contentType": .string(itemContentType)])
     }
 
     /// The same, under the newer name (Apple's takes a `UTType`; here the identifier's string).
@@ -21,14 +21,14 @@ public final class SearchableItemAttributeSet: @unchecked Sendable {
 
     /// An attribute set from its payload form.
     public init(propertyList: [String: PropertyList]) {
-        values = propertyList
+        values = Mutex(propertyList)
     }
 
     /// The payload form.
-    public var propertyList: [String: PropertyList] { lock.withLock { values } }
+    public var propertyList: [String: PropertyList] { values.withLock { values in values } }
 
-    private func string(_ key: String) -> String? { lock.withLock { values[key]?.stringValue } }
-    private func set(_ key: String, _ value: PropertyList?) { lock.withLock { values[key] = value } }
+    private func string(_ key: String) -> String? { values.withLock { values in values[key]?.stringValue } }
+    private func set(_ key: String, _ value: PropertyList?) { values.withLock { values in values[key] = value } }
 
     public var title: String? {
         get { string("title") }
@@ -56,13 +56,13 @@ public final class SearchableItemAttributeSet: @unchecked Sendable {
     }
 
     public var keywords: [String]? {
-        get { lock.withLock { values["keywords"]?.arrayValue?.compactMap(\.stringValue) } }
+        get { values.withLock { values in values["keywords"]?.arrayValue?.compactMap(\.stringValue) } }
         set { set("keywords", newValue.map { .array($0.map(PropertyList.string)) }) }
     }
 
     public var thumbnailData: Data? {
         get {
-            lock.withLock {
+            values.withLock { values in
                 guard case .data(let data) = values["thumbnailData"] else { return nil }
                 return data
             }
@@ -72,7 +72,7 @@ public final class SearchableItemAttributeSet: @unchecked Sendable {
 
     public var thumbnailURL: URL? {
         get {
-            lock.withLock {
+            values.withLock { values in
                 guard case .url(let url) = values["thumbnailURL"] else { return nil }
                 return url
             }

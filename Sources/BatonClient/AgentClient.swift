@@ -11,13 +11,19 @@ import NIOPosix
 
 /// A connection to the device's agent over its Unix socket: what the app library and the command line use.
 ///
-/// `@unchecked Sendable`: `device` and `deviceName` are written once, on the channel's event loop, before the welcome
-/// is handed to ``connect(path:bundleIdentifier:timeout:)``, which returns the client only after that; everything
-/// else is a `let` of a Sendable type or under a lock.
-public final class AgentClient: MessageSink, @unchecked Sendable {
+/// Sendable, checked: everything is a `let` of a Sendable type or under a lock (`device` and `deviceName` are written
+/// once, by ``connect(path:bundleIdentifier:timeout:)`` before it returns the client, and read rarely).
+public final class AgentClient: MessageSink, Sendable {
     /// The agent's device id and name, from its welcome.
-    public private(set) var device = ""
-    public private(set) var deviceName = ""
+    public private(set) var device: String {
+        get { agent.withLockedValue(\.device) }
+        set { agent.withLockedValue { $0.device = newValue } }
+    }
+    public private(set) var deviceName: String {
+        get { agent.withLockedValue(\.name) }
+        set { agent.withLockedValue { $0.name = newValue } }
+    }
+    private let agent = NIOLockedValueBox((device: "", name: ""))
     /// Every message the agent sends after its welcome, in order; finishes when the connection ends.
     public let messages: AsyncStream<IPCMessage>
 
