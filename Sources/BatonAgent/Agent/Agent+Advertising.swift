@@ -34,10 +34,6 @@ extension Agent {
     /// cannot be had (``InterfaceWatch``: a netlink socket, which makes it none elsewhere).
     static let membershipCheckInterval: UInt64 = 10_000
 
-    /// Milliseconds of uptime: the clock the loops sleep by.
-    static func uptimeMilliseconds() -> UInt64 {
-        DispatchTime.now().uptimeNanoseconds / 1_000_000
-    }
 
     /// One datagram from the network: discovery judges it and keeps it; a refusal is logged here, and a member
     /// whose clock is off is dialled.

@@ -33,7 +33,7 @@ extension Agent: IPCHandler {
         }
         switch (who, message) {
         case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
-            broker { $0.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, now: Self.now()) }
+            broker { $0.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, now: clock.wall()) }
         case (.app, .resignCurrent(let activity)):
             broker { $0.resign(app: connection.appID, activity: activity) }
         case (.app, .invalidate(let activity)):

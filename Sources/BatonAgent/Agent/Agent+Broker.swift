@@ -27,7 +27,7 @@ extension Agent {
             case .askSave(let app, let save, let activity, let deadline):
                 // An app gone already is asked nothing: its ipcClosed fails the fetch, the deadline is the backstop.
                 state.withLockedValue { $0.appConnections[app] }?.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
-                broker { $0.saveAsked(save, now: Self.uptimeMilliseconds()) }
+                broker { $0.saveAsked(save, now: clock.uptime()) }
             case .startTimer(let timer, let milliseconds):
                 startTimer(timer, after: milliseconds)
             case .cancelTimer(let timer):
@@ -69,7 +69,7 @@ extension Agent {
             let scheduled = loop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds))) { [self] in
                 let actions = state.withLockedValue { state in
                     state.timers[timer] = nil
-                    return state.broker.timerFired(timer, now: Self.uptimeMilliseconds())
+                    return state.broker.timerFired(timer, now: clock.uptime())
                 }
                 perform(actions)
             }
@@ -114,7 +114,7 @@ extension Agent {
             let asker = confirms ? peer.map { "\($0)" } : nil
             return (
                 fetch,
-                state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: Self.now(), confirmingAsker: asker)
+                state.broker.fetchAsked(fetch, sequence: sequence, deadlineMilliseconds: deadlineMilliseconds, now: clock.wall(), confirmingAsker: asker)
             )
         }
         perform(actions)

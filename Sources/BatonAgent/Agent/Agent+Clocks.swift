@@ -12,7 +12,7 @@ extension Agent {
     static let clockProbeInterval: UInt64 = 30_000
 
     func peerClock(_ milliseconds: UInt64, on link: PeerLink) {
-        let now = Self.now()
+        let now = clock.wall()
         // The dialling side spoke first (once per link); the answer is this side's clock, once.
         if !link.dialedByMe { link.send(.clock(milliseconds: now)) }
         // Said when the difference first exceeds the window, or moves by more than it (a clock that was set).
@@ -30,7 +30,7 @@ extension Agent {
     /// only for active members, so a replayed advert costs at most that one connection attempt.
     func probeClock(of advert: Advert, from source: SocketAddress) {
         guard let host = source.hostText, advert.sessionPort > 0 else { return }
-        let now = Self.now()
+        let now = clock.wall()
         guard discovery.clockProbeDue(advert.device, now: now, interval: Self.clockProbeInterval) else { return }
         sessions.start { [self] in
             _ = try? await links.connectReusing(host: host, port: Int(advert.sessionPort))

@@ -91,7 +91,7 @@ extension Agent: PeerLinkResponder {
     /// the broker picks the way (launch, `willContinue`, fetch, deliver, or why not: C3-C8), this agent does the
     /// I/O. A continuation still running is cancelled first (C6).
     public func continueNearby(device selector: String?) async -> ContinuationOutcome {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = clock.uptimeNanoseconds()
         guard let entry = nearbyEntry(matching: selector) else {
             let what = selector.map { "nothing nearby from a device matching \"\($0)\"" } ?? "nothing nearby to continue"
             return ContinuationOutcome(app: "", reason: "", failure: .notFound, message: what, microseconds: 0)
@@ -158,7 +158,7 @@ extension Agent: PeerLinkResponder {
                 return broker { $0.launchFailed(id, message: (error as? BatonAgentError)?.message ?? "\(error)") }
             }
         }
-        broker { $0.launchStarted(id, now: Self.uptimeMilliseconds()) }
+        broker { $0.launchStarted(id, now: clock.uptime()) }
     }
 
     /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer. No task: over a
@@ -207,7 +207,7 @@ extension Agent: PeerLinkResponder {
         // `confirms`: this agent tells the originating device when the state has reached the app (finish(_:_:)), and
         // only then is the originating app told `continued` (A8; issue 25 item 4).
         let request = SessionMultiplexer.Request.fetch(sequence: entry.advert.sequence, deadlineMilliseconds: save, confirms: true)
-        broker { $0.fetchSent(id, to: link.peerName, now: Self.uptimeMilliseconds()) }
+        broker { $0.fetchSent(id, to: link.peerName, now: clock.uptime()) }
         // The link's own bound only frees its waiter if nothing else does: the broker's deadline comes first, and
         // the continuation's ending stops the request (finish(_:_:) calls its cancel, which tells the peer).
         return link.request(request, timeout: Double(fetch) / 1000 + Self.linkBackstop) { [self] reply in
@@ -356,7 +356,7 @@ extension Agent: PeerLinkResponder {
                 reason: record.reason,
                 failure: outcome.failure.map(ContinuationOutcome.Failure.init),
                 message: outcome.message,
-                microseconds: (DispatchTime.now().uptimeNanoseconds - record.started) / 1000
+                microseconds: (clock.uptimeNanoseconds() - record.started) / 1000
             )
         )
     }

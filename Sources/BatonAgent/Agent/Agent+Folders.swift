@@ -107,7 +107,7 @@ extension Agent {
             guard toldAppIsTrusted(id) else { return }
             found = .present
         }
-        broker { $0.documentsChecked(id, found, now: Self.uptimeMilliseconds()) }
+        broker { $0.documentsChecked(id, found, now: clock.uptime()) }
     }
 
     /// Why one of `paths` (existing files in `folders`) is not opened: it resolves outside its folder through a

@@ -48,7 +48,7 @@ extension Agent {
     func appsChanged(_ searchPaths: [URL]) {
         let fresh = configuration.withBuiltInApps(AppRegistry.load(searchPaths: searchPaths))
         let old = registry
-        let now = Date()
+        let now = clock.date()
         catalog.withLockedValue { $0 = (fresh, $0.associations, ActivityRouter(registry: fresh, approvals: $0.associations.approvals(now: now))) }
         associations.appsChanged()
         rebuildHashIndex()
@@ -111,6 +111,6 @@ extension Agent {
     /// The session service: its work, its sweep and the `listener` ``open(listener:)`` bound are its own (issue 26
     /// item 1); it shares the links, and the agent keeps only the ``SessionService/Work`` handle.
     func sessionService(listener: Channel?) -> SessionService {
-        SessionService(work: sessions, links: links, listener: listener)
+        SessionService(work: sessions, links: links, listener: listener, now: clock.uptimeNanoseconds)
     }
 }

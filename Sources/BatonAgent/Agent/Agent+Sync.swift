@@ -20,7 +20,8 @@ extension Agent {
             targets: { [weak self] in self?.syncTargets() ?? [] },
             openLink: { [links] target in links.open(at: target).map(ObjectIdentifier.init) },
             sync: { [weak self] target in await self?.sync(with: target) ?? .failed("the agent has stopped") },
-            logger: logger
+            logger: logger,
+            now: clock.uptimeNanoseconds
         )
     }
 

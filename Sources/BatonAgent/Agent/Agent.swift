@@ -145,7 +145,8 @@ public final class Agent: Sendable {
             me: identity.id,
             roster: roster,
             timeToLiveMilliseconds: UInt64(configuration.nearbyTimeToLive * 1000),
-            logger: configuration.logger
+            logger: configuration.logger,
+            clock: configuration.clock
         )
         state = NIOLockedValueBox(
             State(
@@ -290,10 +291,9 @@ public final class Agent: Sendable {
         line.clipped(toBytes: logLineBytes)
     }
 
-    /// Milliseconds since 1970: the clock adverts carry.
-    static func now() -> UInt64 {
-        UInt64(Date().timeIntervalSince1970 * 1000)
-    }
+    /// The clock the agent reads (``AgentConfiguration/clock``): wall time for what other devices see, uptime for
+    /// deadlines (issue 26 item 2).
+    var clock: AgentClock { configuration.clock }
 
     /// Calls `observer` on every change of the nearby table (an advert that added, replaced or removed an entry).
     public func observeNearby(_ observer: @escaping @Sendable (DeviceID, NearbyTable.Change) -> Void) {

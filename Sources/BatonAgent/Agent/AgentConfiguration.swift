@@ -79,6 +79,9 @@ public struct AgentConfiguration: Sendable {
     /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
     public var searchLimits = SearchLimits.default
 
+    /// The clock the agent and its services read (issue 26 item 2): the system's unless a test passes a virtual one.
+    package var clock = AgentClock.system
+
     /// A configuration for the device whose state lives in `store`.
     public init(store: AccountStore) {
         self.store = store

@@ -20,15 +20,9 @@ import NIOCore
 /// ``AdvertReceiver`` and ``NearbyTable``, given the time from the injected ``Clock``. The lock is never held while
 /// sending, logging or calling an observer.
 final class Discovery: Sendable {
-    /// The clocks discovery reads (tests may pass their own).
-    struct Clock: Sendable {
-        /// Milliseconds since 1970: the time adverts carry and the nearby table keeps.
-        var wall: @Sendable () -> UInt64
-        /// Milliseconds of uptime: what the loop sleeps by and re-advertises by.
-        var uptime: @Sendable () -> UInt64
-
-        static let system = Clock(wall: { Agent.now() }, uptime: { Agent.uptimeMilliseconds() })
-    }
+    /// The clocks discovery reads, the agent's (tests may pass their own): wall time is what adverts carry and the
+    /// nearby table keeps, uptime (milliseconds) what the loop sleeps by and re-advertises by.
+    typealias Clock = AgentClock
 
     /// One nearby offer as known now: the entry, the device's name in the roster, and its type and title when the
     /// device told them for this advert (C3).

@@ -14,7 +14,7 @@ import Logging
 extension Agent {
     /// The search service of this agent: `STATE/search.sqlite`, with the configured limits.
     func searchService() -> SearchService {
-        SearchService(queue: search, stateFolder: store.folder, limits: configuration.searchLimits, logger: logger)
+        SearchService(queue: search, stateFolder: store.folder, limits: configuration.searchLimits, logger: logger, now: clock.uptimeNanoseconds)
     }
 
     // MARK: What apps and command lines ask
@@ -36,11 +36,11 @@ extension Agent {
     /// Continues search result `id` here (G2): its app gets it as it would get a handoff, launched first when it
     /// does not run, `willContinue` and then the state, or why not (C5). Nothing is fetched: the state was saved here.
     public func continueSaved(id: Int64) async -> ContinuationOutcome {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = clock.uptimeNanoseconds()
         func failed(_ failure: ContinuationOutcome.Failure, _ message: String, app: String = "") -> ContinuationOutcome {
             ContinuationOutcome(
                 app: app, reason: "", failure: failure, message: message,
-                microseconds: (DispatchTime.now().uptimeNanoseconds - started) / 1000
+                microseconds: (clock.uptimeNanoseconds() - started) / 1000
             )
         }
         let entry: SearchEntry

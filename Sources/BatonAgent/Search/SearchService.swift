@@ -53,7 +53,7 @@ struct SearchService: Service, CustomStringConvertible {
         limits: SearchLimits,
         purgeInterval: Duration = .seconds(3_600),
         logger: Logger,
-        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+        now: @escaping @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
     ) {
         self.queue = queue
         path = stateFolder.appendingPathComponent(SearchIndex.fileName).path

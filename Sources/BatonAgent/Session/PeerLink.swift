@@ -720,7 +720,7 @@ final class PeerLinks: Sendable {
         // adverts are judged against the sender's own clock, so devices whose clocks are minutes apart still hear
         // each other (issue 25 item 9, PROTOCOL §5). Not first from the accepting side: `baton sync`'s one-shot
         // exchange dials too and reads nothing but its `sync`.
-        if dialedByMe { link.send(.clock(milliseconds: Agent.now())) }
+        if dialedByMe { link.send(.clock(milliseconds: AgentClock.system.wall())) }
         let me = identity.id
         let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
             if dialedByMe { table.devicesByAddress[name] = link.peer }

@@ -38,7 +38,7 @@ struct SessionService: Service, CustomStringConvertible {
     var sweep = LinkSweep()
     /// Uptime nanoseconds: the clock ``PeerLink`` stamps its activity with (the doorbell times its waits on the same
     /// monotonic time).
-    var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    var now: @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
 
     var description: String { "sessions" }
 

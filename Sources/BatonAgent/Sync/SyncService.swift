@@ -67,7 +67,7 @@ struct SyncService: Service, CustomStringConvertible {
         openLink: @escaping @Sendable (String) -> ObjectIdentifier?,
         sync: @escaping @Sendable (String) async -> RosterSyncSchedule.Outcome,
         logger: Logger,
-        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+        now: @escaping @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
     ) {
         self.trigger = trigger
         self.interval = interval

@@ -1,0 +1,49 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The one clock the agent reads (issue 26 item 2), held by ``AgentConfiguration/clock`` and passed to the services
+/// that take a time: this is the one place that says which time is which.
+/// - **Wall time** (milliseconds since 1970) for what is shown or compared with other devices: the time adverts
+///   carry and the nearby table keeps (A-series), a peer's clock (issue 25 item 9), an activity's and an
+///   association's dates.
+/// - **Uptime** (monotonic, nanoseconds; ``uptime()`` in milliseconds) for deadlines and intervals: the broker's
+///   timers (launch, fetch, save, documents still syncing), loops' sleeps, idle links, back-off, timings logged. A
+///   wall clock that is set must not move a deadline.
+///
+/// Tests may pass their own (a virtual clock); the default is the system's.
+package struct AgentClock: Sendable {
+    /// Milliseconds since 1970.
+    package var wall: @Sendable () -> UInt64
+    /// Nanoseconds of uptime (monotonic).
+    package var uptimeNanoseconds: @Sendable () -> UInt64
+
+    package init(wall: @escaping @Sendable () -> UInt64, uptimeNanoseconds: @escaping @Sendable () -> UInt64) {
+        self.wall = wall
+        self.uptimeNanoseconds = uptimeNanoseconds
+    }
+
+    /// A clock whose uptime is given in milliseconds (the broker's and discovery's unit).
+    package init(wall: @escaping @Sendable () -> UInt64, uptime: @escaping @Sendable () -> UInt64) {
+        self.init(wall: wall, uptimeNanoseconds: { uptime() &* 1_000_000 })
+    }
+
+    /// Milliseconds of uptime: the clock the broker's deadlines and the loops' sleeps are in.
+    package func uptime() -> UInt64 {
+        uptimeNanoseconds() / 1_000_000
+    }
+
+    /// The wall time as a `Date` (for what keeps dates: associations, rosters).
+    package func date() -> Date {
+        Date(timeIntervalSince1970: Double(wall()) / 1000)
+    }
+
+    /// The system's clocks.
+    package static let system = AgentClock(
+        wall: { UInt64(Date().timeIntervalSince1970 * 1000) },
+        uptimeNanoseconds: { DispatchTime.now().uptimeNanoseconds }
+    )
+}
