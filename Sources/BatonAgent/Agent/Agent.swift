@@ -139,7 +139,7 @@ public final class Agent: Sendable {
         // No association files until the association service reads its cache, in build(_:), before anything routes.
         self.catalog = NIOLockedValueBox((registry, AssociationFiles(), ActivityRouter(registry: registry)))
         self.logger = configuration.logger
-        self.refusals = RefusalLog(logger: configuration.logger)
+        self.refusals = RefusalLog(logger: configuration.logger, clock: configuration.clock)
         self.socketPath = configuration.socketPath ?? AgentConfiguration.defaultSocketPath(for: configuration.store)
         discovery = Discovery(
             me: identity.id,
@@ -165,7 +165,7 @@ public final class Agent: Sendable {
         self.sessions = sessions
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.loop = loop
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop) {
+        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop, clock: configuration.clock) {
             sessions.linksChanged()
         }
         // Command lines watching the nearby list hear of its changes (the observer holds the agent weakly).

@@ -58,14 +58,18 @@ final class RefusalLog: Sendable {
     }
 
     let logger: Logger
+    /// The agent's clock: its uptime times the quiet periods.
+    let clock: AgentClock
     let counters = NIOLockedValueBox([Kind: Counter]())
 
-    init(logger: Logger) {
+    init(logger: Logger, clock: AgentClock = .system) {
         self.logger = logger
+        self.clock = clock
     }
 
     /// Records a refusal of `kind`; `what` (what was refused, from whom, and why) is only built when a line is due.
-    func refused(_ kind: Kind, _ what: () -> String, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    func refused(_ kind: Kind, _ what: () -> String, now: UInt64? = nil) {
+        let now = now ?? clock.uptimeNanoseconds()
         let due: Int? = counters.withLockedValue { counters in
             guard let counter = counters[kind], now < counter.loggedAt + Self.quietPeriod else {
                 // The first of its kind, or the first since the quiet period: logged, with how many came between.

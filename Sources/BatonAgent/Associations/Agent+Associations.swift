@@ -26,7 +26,8 @@ extension Agent {
                     catalog.router = ActivityRouter(registry: catalog.registry, approvals: approvals)
                 }
             },
-            logger: logger
+            logger: logger,
+            now: clock.date
         )
     }
 

@@ -87,7 +87,7 @@ struct AssociationService: Service, CustomStringConvertible {
         wantedDomains: @escaping @Sendable () -> Set<String>,
         publish: @escaping @Sendable (AssociationFiles, Date) -> Void,
         logger: Logger,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = AgentClock.system.date
     ) {
         self.trigger = trigger
         self.policy = policy

@@ -91,7 +91,10 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     /// Uptime nanoseconds when something last arrived: the keepalive pings only a quiet link.
-    let lastHeard = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
+    let lastHeard: Synchronization.Atomic<UInt64>
+    /// The agent's clock: its uptime stamps activity (the session service's sweep reads the same), its wall time is
+    /// what this side tells the peer (issue 26 item 2).
+    let clock: AgentClock
 
     /// What this side keeps for a request of its own awaiting its reply, beside what the multiplexer records: whom
     /// to complete, and the timer that gives up on it.
@@ -114,7 +117,7 @@ public final class PeerLink: MessageSink, Sendable {
         /// closed as soon as nothing is in flight on it (ISSUE 10 item 1).
         var retired = false
         /// When a request last started or ended in either direction (uptime nanoseconds): idle links are closed.
-        var lastActivity = DispatchTime.now().uptimeNanoseconds
+        var lastActivity: UInt64
         /// The continuation streams this link carries (F3), both directions' together.
         var streams: [StreamKey: StreamEndpoint] = [:]
         /// The keepalive timer, while streams are open; whether a ping is waiting for its pong.
@@ -122,14 +125,18 @@ public final class PeerLink: MessageSink, Sendable {
         var pinging = false
     }
 
-    let state = NIOLockedValueBox(State())
+    let state: NIOLockedValueBox<State>
 
-    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder) {
+    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder, clock: AgentClock) {
         self.peer = peer
         self.peerName = peerName
         self.dialedByMe = dialedByMe
         self.channel = channel
         self.responder = responder
+        self.clock = clock
+        let now = clock.uptimeNanoseconds()
+        lastHeard = Atomic(now)
+        state = NIOLockedValueBox(State(lastActivity: now))
     }
 
     /// Whether the connection is still usable.
@@ -159,7 +166,7 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     func touch(_ state: inout State) {
-        state.lastActivity = DispatchTime.now().uptimeNanoseconds
+        state.lastActivity = clock.uptimeNanoseconds()
     }
 
     /// Sends a request and waits for its reply, at most `timeout` seconds. Never throws: a lost connection, a
@@ -280,7 +287,7 @@ public final class PeerLink: MessageSink, Sendable {
     // MARK: MessageSink (on the event loop)
 
     package func received(_ plist: PropertyList) {
-        lastHeard.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        lastHeard.store(clock.uptimeNanoseconds(), ordering: .relaxed)
         let inbound: SessionMultiplexer.Inbound
         do {
             let message = try SessionMessage(plist)
@@ -477,7 +484,7 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     package func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool {
-        lastHeard.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        lastHeard.store(clock.uptimeNanoseconds(), ordering: .relaxed)
         // Data for a stream that has ended here (it crossed a reset) is dropped: it holds nothing.
         state.withLockedValue { $0.streams[StreamKey(id: stream, openedHere: !opener)] }?.linkData(bytes)
         return true
@@ -516,7 +523,7 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     func keepaliveTick(_ task: RepeatedTask) {
-        let quiet = DispatchTime.now().uptimeNanoseconds &- lastHeard.load(ordering: .relaxed)
+        let quiet = clock.uptimeNanoseconds() &- lastHeard.load(ordering: .relaxed)
         let ping = state.withLockedValue { state -> Bool in
             guard !state.streams.isEmpty, !state.closed else {
                 task.cancel()
@@ -556,6 +563,8 @@ final class PeerLinks: Sendable {
     let clientTLS: TLSPipeline
     let serverTLS: TLSPipeline
     let group: EventLoopGroup
+    /// The agent's clock, given to every link.
+    let clock: AgentClock
     /// What answers peers, given to every link: the agent's ``AgentForwarder``, which holds the agent weakly (the
     /// agent holds these links: issue 26 item 1).
     var responder: PeerLinkResponder? {
@@ -597,9 +606,11 @@ final class PeerLinks: Sendable {
         identity: DeviceIdentity,
         policy: PeerPolicy,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: AgentClock = .system,
         burstEnding: @escaping @Sendable () -> Void = {}
     ) throws {
         self.burstEnding = burstEnding
+        self.clock = clock
         self.identity = identity
         self.policy = policy
         self.group = group
@@ -713,14 +724,15 @@ final class PeerLinks: Sendable {
             peerName: name,
             dialedByMe: dialedByMe,
             channel: channel,
-            responder: responder
+            responder: responder,
+            clock: clock
         )
         handler.attach(link)
         // The dialling side tells the other its clock once the session is up, and the other answers with its own:
         // adverts are judged against the sender's own clock, so devices whose clocks are minutes apart still hear
         // each other (issue 25 item 9, PROTOCOL §5). Not first from the accepting side: `baton sync`'s one-shot
         // exchange dials too and reads nothing but its `sync`.
-        if dialedByMe { link.send(.clock(milliseconds: AgentClock.system.wall())) }
+        if dialedByMe { link.send(.clock(milliseconds: clock.wall())) }
         let me = identity.id
         let (kept, retired) = table.withLockedValue { table -> (PeerLink, PeerLink?) in
             if dialedByMe { table.devicesByAddress[name] = link.peer }
