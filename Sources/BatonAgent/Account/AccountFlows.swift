@@ -108,6 +108,7 @@ public enum AccountFlows {
         guard accepted else { throw BatonAgentError(.pairingDeclined, "pairing declined on this device") }
         guard theyAccepted else { throw BatonAgentError(.pairingDeclined, "the other device declined the pairing") }
 
+        // The system's clock, not an agent's (issue 26 item 2): a roster date other devices and processes read.
         let peer = Roster.Member(certificate: certificate, name: peerName, addedBy: identity.id, addedAt: Date())
         // The initiator sends its roster; the responder merges it, adds the initiator, and answers with the result,
         // which the initiator merges in turn (adding the responder).
@@ -129,7 +130,8 @@ public enum AccountFlows {
     // MARK: Invites
 
     /// The inviter's side: checks the joiner's secret against the open invites (each works once), adds the joiner
-    /// with the certificate it presented, and answers with the roster.
+    /// with the certificate it presented, and answers with the roster. `now` is the system's clock, not an agent's
+    /// (issue 26 item 2): `baton invite` dated the invite by it.
     public static func admit(over channel: MessageChannel, identity: DeviceIdentity, store: AccountStore, now: Date = Date()) async throws -> Roster.Member {
         // The decoder insists on a secret of `secretLength` bytes, a name and a roster; a join without them is refused.
         let (secret, name, joinerRosterData) = try await expect(.join, on: channel) { message in

@@ -61,6 +61,7 @@ extension AccountStore {
     ///
     /// The peer list is a cache, rebuilt from syncs: a damaged `peers.plist` does not stop anything (ISSUE 10 item
     /// 8). It is set aside as `peers.plist.damaged` and a new list started; the result says so, for the log.
+    /// `seen` is the system's clock, not an agent's (issue 26 item 2): `peers.plist` is read by other processes.
     /// - Returns: true when a damaged list was set aside.
     @discardableResult
     public func recordPeer(_ id: DeviceID, address: String?, seen: Date = Date()) throws -> Bool {

@@ -57,7 +57,8 @@ extension AccountStore {
         return secret
     }
 
-    /// Marks the invite with this secret used. Exactly one caller succeeds per token.
+    /// Marks the invite with this secret used. Exactly one caller succeeds per token. `now` is the system's clock,
+    /// not an agent's (issue 26 item 2): `baton invite` dated the invite by it.
     /// - Throws: `inviteRejected` for an unknown, used or expired secret.
     public func consumeInvite(secret: [UInt8], now: Date = Date()) throws {
         let hash = Data(SHA256.hash(data: secret))

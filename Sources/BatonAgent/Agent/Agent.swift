@@ -245,7 +245,8 @@ public final class Agent: Sendable {
                     discoveryPort: configuration.discoveryPort,
                     group: loop,
                     log: { [logger] line in logger.info("\(Agent.logLine(line))") },
-                    warn: { [logger] line in logger.warning("\(line)") }
+                    warn: { [logger] line in logger.warning("\(line)") },
+                    clock: configuration.clock
                 ) { [weak self] datagram, source in
                     self?.receiveAdvert(datagram, from: source)
                 }

@@ -29,18 +29,17 @@ final class AdvertReader: ChannelInboundHandler {
     private var ticks: RepeatedTask?
     private let log: @Sendable (String) -> Void
     private let receive: @Sendable (Data, SocketAddress) -> Void
+    /// The agent's clock: its uptime paces the reads.
+    private let clock: AgentClock
 
-    init(log: @escaping @Sendable (String) -> Void, receive: @escaping @Sendable (Data, SocketAddress) -> Void) {
+    init(log: @escaping @Sendable (String) -> Void, clock: AgentClock, receive: @escaping @Sendable (Data, SocketAddress) -> Void) {
         self.log = log
+        self.clock = clock
         self.receive = receive
     }
 
-    static func now() -> UInt64 {
-        NIODeadline.now().uptimeNanoseconds
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case let action = pacing.received(at: Self.now()), action != .none {
+        if case let action = pacing.received(at: clock.uptimeNanoseconds()), action != .none {
             perform(action, context: context)
         }
         let envelope = unwrapInboundIn(data)
@@ -87,7 +86,7 @@ final class AdvertReader: ChannelInboundHandler {
     }
 
     private func tick(context: ChannelHandlerContext) {
-        let action = pacing.tick(at: Self.now())
+        let action = pacing.tick(at: clock.uptimeNanoseconds())
         guard action == .none else { return perform(action, context: context) }
         context.read()
     }

@@ -95,6 +95,8 @@ final class AdvertSocket: Sendable {
     let log: @Sendable (String) -> Void
     let warn: @Sendable (String) -> Void
     let receive: @Sendable (Data, SocketAddress) -> Void
+    /// The agent's clock: its uptime times the health machines and the readers' pacing (issue 26 item 2).
+    let clock: AgentClock
     /// The IPv4 group on the discovery port, when its socket is open.
     let group4Address: SocketAddress?
     /// The IPv6 group on the discovery port (unscoped: ``scoped(_:interface:)`` names the interface), when its
@@ -107,8 +109,10 @@ final class AdvertSocket: Sendable {
         loop: EventLoop,
         log: @escaping @Sendable (String) -> Void,
         warn: @escaping @Sendable (String) -> Void,
+        clock: AgentClock,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) {
+        self.clock = clock
         self.slots = NIOLockedValueBox(slots)
         self.loop = loop
         self.log = log
@@ -138,6 +142,7 @@ final class AdvertSocket: Sendable {
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         log: @escaping @Sendable (String) -> Void,
         warn: (@Sendable (String) -> Void)? = nil,
+        clock: AgentClock = .system,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> AdvertSocket {
         // Every advert socket on one loop: a send to all of them makes no hop between loops.
@@ -146,7 +151,7 @@ final class AdvertSocket: Sendable {
         var opened: [Kind: Open] = [:]
         do {
             let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
-            let open = try await Self.openSocket(address, kind: .unicast, loop: loop, log: log, receive: receive)
+            let open = try await Self.openSocket(address, kind: .unicast, loop: loop, log: log, clock: clock, receive: receive)
             opened[.unicast] = open
             // The address with the port it got (`--port 0`): a reopened socket binds there again.
             slots[.unicast] = Slot(address: open.channel.localAddress ?? address)
@@ -156,7 +161,7 @@ final class AdvertSocket: Sendable {
         if let discoveryPort {
             do {
                 let address = try SocketAddress(ipAddress: "0.0.0.0", port: discoveryPort)
-                let open = try await Self.openSocket(address, kind: .multicast4, loop: loop, log: log, receive: receive)
+                let open = try await Self.openSocket(address, kind: .multicast4, loop: loop, log: log, clock: clock, receive: receive)
                 opened[.multicast4] = open
                 slots[.multicast4] = Slot(address: open.channel.localAddress ?? address)
             } catch {
@@ -165,7 +170,7 @@ final class AdvertSocket: Sendable {
             do {
                 // IPv6 only: the IPv4 socket above takes the IPv4 datagrams for this port.
                 let address = try SocketAddress(ipAddress: "::", port: discoveryPort)
-                let open = try await Self.openSocket(address, kind: .multicast6, loop: loop, log: log, receive: receive)
+                let open = try await Self.openSocket(address, kind: .multicast6, loop: loop, log: log, clock: clock, receive: receive)
                 opened[.multicast6] = open
                 slots[.multicast6] = Slot(address: open.channel.localAddress ?? address)
             } catch {
@@ -181,6 +186,7 @@ final class AdvertSocket: Sendable {
             loop: loop,
             log: log,
             warn: warn ?? log,
+            clock: clock,
             receive: receive
         )
         for (kind, open) in opened { socket.adopt(open, kind: kind) }
@@ -246,18 +252,20 @@ final class AdvertSocket: Sendable {
         kind: Kind,
         loop: EventLoop,
         log: @escaping @Sendable (String) -> Void,
+        clock: AgentClock,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) async throws -> Open {
-        try await openSocketFuture(address, kind: kind, loop: loop, log: log, receive: receive).get()
+        try await openSocketFuture(address, kind: kind, loop: loop, log: log, clock: clock, receive: receive).get()
     }
 
-    /// ``openSocket(_:kind:loop:log:receive:)`` as a future on `loop`: a reopening runs on the event loop alone, so a
+    /// ``openSocket(_:kind:loop:log:clock:receive:)`` as a future on `loop`: a reopening runs on the event loop alone, so a
     /// busy Swift concurrency pool (every thread blocked in someone's synchronous call) cannot hold it back.
     static func openSocketFuture(
         _ address: SocketAddress,
         kind: Kind,
         loop: EventLoop,
         log: @escaping @Sendable (String) -> Void,
+        clock: AgentClock,
         receive: @escaping @Sendable (Data, SocketAddress) -> Void
     ) -> EventLoopFuture<Open> {
         let sender: AdvertSender
@@ -281,7 +289,7 @@ final class AdvertSocket: Sendable {
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: AdvertReader.vectorReadCount * AdvertReader.slotBytes))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(AdvertReader(log: { log("\(kind.rawValue): \($0)") }, receive: receive))
+                    try channel.pipeline.syncOperations.addHandler(AdvertReader(log: { log("\(kind.rawValue): \($0)") }, clock: clock, receive: receive))
                 }
             }
             .withBoundSocket(copy)
@@ -302,7 +310,7 @@ final class AdvertSocket: Sendable {
     /// A channel closed: unless the agent is closing, warn once and try again after the backoff.
     private func closedByItself(_ kind: Kind, channel: Channel) {
         guard !closing.withLockedValue({ $0 }) else { return }
-        let now = Self.uptime()
+        let now = clock.uptime()
         let next: UInt64? = slots.withLockedValue { slots in
             guard let open = slots[kind]?.open, open.channel === channel else { return nil }
             open.sender.close()
@@ -317,7 +325,7 @@ final class AdvertSocket: Sendable {
     }
 
     private func scheduleReopen(_ kind: Kind, at time: UInt64) {
-        let wait = Int64(time.subtractingSaturated(Self.uptime()))
+        let wait = Int64(time.subtractingSaturated(clock.uptime()))
         loop.scheduleTask(in: .milliseconds(wait)) { [weak self] in
             self?.reopen(kind)
         }
@@ -328,7 +336,7 @@ final class AdvertSocket: Sendable {
         guard !closing.withLockedValue({ $0 }), let address = slots.withLockedValue({ $0[kind]?.address }) else {
             return
         }
-        Self.openSocketFuture(address, kind: kind, loop: loop, log: log, receive: receive).whenComplete { [self] result in
+        Self.openSocketFuture(address, kind: kind, loop: loop, log: log, clock: clock, receive: receive).whenComplete { [self] result in
             switch result {
             case .success(let open):
                 guard !closing.withLockedValue({ $0 }) else {
@@ -336,7 +344,7 @@ final class AdvertSocket: Sendable {
                     open.sender.close()
                     return
                 }
-                let closedFor = slots.withLockedValue { $0[kind]?.backoff.reopened(at: Self.uptime()) }
+                let closedFor = slots.withLockedValue { $0[kind]?.backoff.reopened(at: clock.uptime()) }
                 adopt(open, kind: kind)
                 // A new socket has no memberships: join every interface again.
                 joined.withLockedValue { joined in
@@ -348,7 +356,7 @@ final class AdvertSocket: Sendable {
                     "adverts: the \(kind.rawValue) socket is open again (closed for \(String(format: "%.1f", Double(closedFor ?? 0) / 1000)) s)"
                 )
             case .failure:
-                if let next = slots.withLockedValue({ $0[kind]?.backoff.reopenFailed(at: Self.uptime()) }) {
+                if let next = slots.withLockedValue({ $0[kind]?.backoff.reopenFailed(at: clock.uptime()) }) {
                     scheduleReopen(kind, at: next)
                 }
             }
@@ -465,7 +473,7 @@ final class AdvertSocket: Sendable {
         }
         // A round that sent nothing (no interface, no peer) says nothing about whether sending works.
         guard attempted > 0 else { return }
-        let report = sendHealth.withLockedValue { $0.round(failures: failures, at: Self.uptime()) }
+        let report = sendHealth.withLockedValue { $0.round(failures: failures, at: clock.uptime()) }
         switch report {
         case .started(let new):
             let list = new.map { "\($0.destination) (\($0.error))" }.joined(separator: ", ")
@@ -485,11 +493,6 @@ final class AdvertSocket: Sendable {
         var raw = address.address
         raw.sin6_scope_id = scope
         return SocketAddress(raw, host: "")
-    }
-
-    /// Uptime milliseconds: the clock of the health machines.
-    static func uptime() -> UInt64 {
-        DispatchTime.now().uptimeNanoseconds / 1_000_000
     }
 
     /// Closes every socket (for good: nothing reopens after this).

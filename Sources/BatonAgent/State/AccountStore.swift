@@ -38,7 +38,8 @@ public struct AccountStore: Sendable {
     /// Whether the folder holds an identity file (valid or not).
     public var isInitialized: Bool { FileManager.default.fileExists(atPath: identityURL.path) }
 
-    /// Creates this device's identity and a one-device account.
+    /// Creates this device's identity and a one-device account. `now` is the system's clock, not an agent's (issue
+    /// 26 item 2): it dates the certificate TLS checks against the system's clock.
     /// - Throws: `alreadyInitialized` when an identity exists (it is never replaced), `stateUnwritable`.
     @discardableResult
     public func initialize(name: String, now: Date = Date()) throws -> (DeviceIdentity, Roster) {

@@ -20,7 +20,8 @@ public struct DeviceIdentity: Sendable {
     /// The device id.
     public var id: DeviceID { DeviceID(certificateDER: certificateDER) }
 
-    /// A new identity with a fresh key and a certificate valid for 20 years.
+    /// A new identity with a fresh key and a certificate valid for 20 years. `now` is the system's clock, not an
+    /// agent's (issue 26 item 2): TLS checks the certificate's validity against the system's clock.
     public static func generate(name: String, now: Date = Date()) throws -> DeviceIdentity {
         let key = P256.Signing.PrivateKey()
         let subject = try DistinguishedName {
