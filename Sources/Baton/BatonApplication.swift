@@ -314,13 +314,16 @@ public final class BatonApplication {
     func handle(_ message: IPCMessage) {
         switch message {
         case .save(let request, let identifier, _):
+            HopStamps.stamp(.appSaveAsked)
             guard let activity = live[identifier]?.activity, activity.isValid else {
                 client?.send(.saveFailed(request: request, message: "the activity no longer exists"))
                 return
             }
             do {
                 let payload = try activity.save().encoded()
+                HopStamps.stamp(.appStateEncoded)
                 client?.send(.saved(request: request, payload: payload))
+                HopStamps.stamp(.appSavedSent)
                 // G1: the state just saved is the search index's too (one save, one call to the delegate).
                 if activity.isEligibleForSearch { client?.send(.index(activity: activity.identifier, payload: payload)) }
             } catch {
@@ -336,6 +339,7 @@ public final class BatonApplication {
             eventSink.yield(.willContinue(activityType: type))
             _ = delegate?.application(self, willContinueUserActivityWithType: type)
         case .deliver(let continuation, let data):
+            HopStamps.stamp(.appDeliverReceived)
             guard let type = pending.removeValue(forKey: continuation) else { return }
             let payload: ActivityPayload
             do {
@@ -346,6 +350,7 @@ public final class BatonApplication {
             }
             let activity = UserActivity(payload: payload, application: self)
             activity.continuation = (continuation, payload.supportsContinuationStreams)
+            HopStamps.stamp(.appStateDecoded)
             deliver(activity)
         case .failed(let continuation, let type, let reason, let text):
             guard pending[continuation] != nil else { return }

@@ -89,6 +89,10 @@ struct HandoffBench {
         var watched: [HopSample] = []
         var warmOverSocket: [HopSample] = []
         var coldOverSocket: [HopSample] = []
+        /// The warm one's leg "origin app asked → continuing app has the state" cut by stamps inside the processes
+        /// (``HopStamps``), and the thread of each stamp.
+        var warmLeg: [HopSample] = []
+        var warmLegThreads: [[UInt]] = []
         /// The floor pipeline's, in the same run, interleaved with Baton's (``HandoffFloor``).
         var floorVisible: [HopSample] = []
         var floorWarm: [HopSample] = []
@@ -123,7 +127,8 @@ struct HandoffBench {
         let baselines = try await LoopbackBaselines(count: count).run()
         let tls = try await TLSBaseline(count: count).run()
         let probes = try HopProbes.run(device: devices.agents[0].identity.id)
-        report.figures = figures(samples, baselines, tls, probes) + floorFigures(samples)
+        report.figures = figures(samples, baselines, tls, probes) + floorFigures(samples) + legHopFigures(samples)
+        report.notes += legThreadNotes(samples)
         return report
     }
 
@@ -218,15 +223,20 @@ struct HandoffBench {
         let saving = SaveStamp()
         activity.delegate = saving
         var request: UInt64 = 0
-        func continueOverSocket() async throws -> HopSample {
+        var leg: (sample: HopSample, threads: [UInt])?
+        func continueOverSocket(cut: Bool = false) async throws -> HopSample {
             saving.stamp = nil
             request += 1
+            leg = nil
+            HopStamps.turn(on: cut)
+            defer { HopStamps.turn(on: false) }
             let start = monotonicNanoseconds()
             asker.send(.continueNearby(request: request, device: "laptop"))
             while let event = await events.next(isolation: #isolation) {
                 if case .continued = event {
                     let end = monotonicNanoseconds()
                     guard let saved = saving.stamp else { throw CommandLineError("the origin app was not asked for its state") }
+                    if cut { leg = Self.legSample(HopStamps.take(), start: saved, end: end) }
                     return HopSample(points: [start, saved, end])
                 }
                 if case .failed(_, let error) = event { throw CommandLineError("continue over the control socket failed: \(error)") }
@@ -237,11 +247,15 @@ struct HandoffBench {
             activity.needsSave = true
             let elapsed = try await continueOnce()
             activity.needsSave = true
-            let overSocket = try await continueOverSocket()
+            let overSocket = try await continueOverSocket(cut: true)
             let floorSample = try await floor.continueOnce(cold: false)
             if index >= 10 {
                 samples.warm.append(elapsed)
                 samples.warmOverSocket.append(overSocket)
+                if let leg {
+                    samples.warmLeg.append(leg.sample)
+                    samples.warmLegThreads.append(leg.threads)
+                }
                 samples.floorWarm.append(floorSample)
             }
         }

@@ -144,6 +144,7 @@ public final class AgentClient: MessageSink, Sendable {
         if !greeted.withLockedValue({ $0 }) {
             greet(message)
         } else {
+            if HopStamps.isOn, case .deliver = message { HopStamps.stamp(.clientDeliverReceived) }
             continuation.yield(message)
         }
     }

@@ -94,9 +94,12 @@ package final class MessageHandler: ChannelInboundHandler, @unchecked Sendable {
     private func deliver(_ frame: InboundFrame, to sink: MessageSink, close: () -> Void) {
         switch frame {
         case .message(let body):
+            let stamped = HopStamps.isOn && body.readableBytes >= HopStamps.largeFrame
+            if stamped { HopStamps.stamp(.frameRead) }
             let message: PropertyList
             do {
                 message = try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: Self.limits)
+                if stamped { HopStamps.stamp(.frameDecoded) }
             } catch {
                 givenUp = true
                 sink.malformed(error)

@@ -145,7 +145,12 @@ final class IPCConnection: MessageSink, Sendable {
 
     /// Sends a message; a client that has stopped reading is disconnected instead (``Backpressure``).
     func send(_ message: IPCMessage) {
+        // `baton bench handoff`'s stamps (issue 26 item 5), off but for the bench.
+        var stamped = false
+        if HopStamps.isOn, case .deliver = message { stamped = true }
+        if stamped { HopStamps.stamp(.agentDeliverSending) }
         Backpressure.write(message.propertyList, to: channel)
+        if stamped { HopStamps.stamp(.agentDeliverSent) }
     }
 
     /// Sends a refusal and closes.
@@ -165,6 +170,7 @@ final class IPCConnection: MessageSink, Sendable {
         if let sink = streamSink.withLockedValue({ $0 }) {
             sink.appMessage(message)
         } else {
+            if HopStamps.isOn, case .saved = message { HopStamps.stamp(.agentSavedReceived) }
             handler.ipcReceived(message, on: self)
         }
     }

@@ -298,6 +298,7 @@ public final class PeerLink: MessageSink, Sendable {
         }
         switch inbound {
         case .reply(let id, let reply):
+            if HopStamps.isOn, case .payload = reply { HopStamps.stamp(.peerReplyReceived) }
             finish(id, reply, giveUp: false)
         case .request(let id, let request):
             answer(id, request)
@@ -349,7 +350,11 @@ public final class PeerLink: MessageSink, Sendable {
                 return state.multiplexer.answer(id, with: reply)
             }
             if let answer {
+                var stamped = false
+                if HopStamps.isOn, case .payload = reply { stamped = true }
+                if stamped { HopStamps.stamp(.agentReplySending) }
                 send(answer)
+                if stamped { HopStamps.stamp(.agentReplySent) }
             } else if case .streamOpened = reply {
                 // The asker gave up meanwhile: the stream just attached goes, rather than wait for data never sent.
                 detach(StreamKey(id: id, openedHere: false))?.linkClosed(.cancelled, "the other device no longer wanted the stream")
