@@ -1,41 +1,46 @@
 import BatonClient
+import BatonEmbedded
 
 /// The leg "origin app asked → continuing app has the state" cut hop by hop by stamps taken inside the app libraries
 /// and the agents (``HopStamps``, on only while the bench continues over B's control socket): where Baton works on
 /// the 3 KB state, against the floor's same leg, which only relays it (issue 26 item 5).
 extension HandoffBench {
-    /// The points the leg passes, in order, after the origin app's delegate is asked for its state (the leg's start).
+    /// The points the leg passes, in order, after the origin app's delegate is asked for its state (the leg's start);
+    /// the continuing app's delegate given the activity (``ContinueStamp``) is the last before the leg's end, the
+    /// event the bench waits for. Where a write returns (``HopStamps/Point/agentReplySent``) is not one of them: the
+    /// writing thread may get its core back only after the reader has gone on (2 cores), so it is a figure of its own.
     static let legPoints: [HopStamps.Point] = [
-        .appStateEncoded, .appSavedSent, .frameRead, .frameDecoded, .agentSavedReceived, .agentReplySending, .agentReplySent,
-        .frameRead, .frameDecoded, .peerReplyReceived, .agentDeliverSending, .agentDeliverSent, .frameRead, .frameDecoded,
-        .clientDeliverReceived, .appDeliverReceived, .appStateDecoded,
+        .appStateEncoded, .appSavedSent, .frameRead, .frameDecoded, .agentSavedReceived, .agentReplySending, .frameRead,
+        .frameDecoded, .peerReplyReceived, .agentDeliverSending, .frameRead, .frameDecoded, .clientDeliverReceived,
+        .appDeliverReceived, .appStateDecoded,
     ]
 
-    /// What each hop between two of ``legPoints`` (from the leg's start, to its end) holds.
+    /// What each hop between two of ``legPoints`` (from the leg's start, to the delegate, to its end) holds.
     static let legHops = [
         "origin app: its delegate, then the state encoded (ActivityPayload)",
-        "origin app: saved encoded (IPC property list) and written",
-        "app → A: Unix socket, A's loop wakes and reads",
+        "origin app: saved encoded (IPC property list) and handed to its loop",
+        "app → A: the client's loop writes, Unix socket, A's loop wakes and reads",
         "A: saved frame decoded (property list)",
         "A: saved read from the property list (IPCMessage)",
-        "A: broker, the state's travel form and credentials check, until the reply is written",
-        "A: reply encoded (session property list) and written through TLS",
-        "A → B: TLS link, B's loop wakes, reads and decrypts",
+        "A: broker, the state's travel form and credentials check, until the reply is encoded",
+        "A → B: reply encoded and written through TLS, B's loop wakes, reads and decrypts",
         "B: reply frame decoded (property list)",
         "B: reply read from the property list (SessionMessage, multiplexer)",
-        "B: the fetch completes, arriving (C9), broker, until deliver is written",
-        "B: deliver encoded (IPC property list) and written",
-        "B → app: Unix socket, the app client's loop wakes and reads",
+        "B: the fetch completes, arriving (C9), broker, until deliver is encoded",
+        "B → app: deliver encoded and written, Unix socket, the app client's loop wakes and reads",
         "app client: deliver frame decoded (property list)",
         "app client: deliver read from the property list (IPCMessage)",
         "app client → app library: async stream, main actor wakes",
-        "continuing app: the state decoded (ActivityPayload)",
-        "continuing app: its delegate, then the event to the bench",
+        "continuing app: the state decoded (ActivityPayload, UserActivity)",
+        "continuing app: until its delegate has the activity",
+        "continuing app: the event, to the bench's task on the main actor",
     ]
 
-    /// The leg's points from `start` (the origin app asked) to `end` (the continuing app has the state), matched in
-    /// order in `stamps`; nil when a point is missing (the sample is then left out of the cut).
-    static func legSample(_ stamps: [HopStamps.Stamp], start: UInt64, end: UInt64) -> (sample: HopSample, threads: [UInt])? {
+    /// The leg's points from `start` (the origin app asked) to `end` (the bench has the continuing app's event),
+    /// matched in order in `stamps`, with `delegate` (the continuing app's delegate has the activity) before the end;
+    /// nil when a point is missing (the sample is then left out of the cut).
+    static func legSample(_ stamps: [HopStamps.Stamp], start: UInt64, delegate: UInt64?, end: UInt64) -> LegCut? {
+        guard let delegate else { return nil }
         var points = [start]
         var threads: [UInt] = []
         var rest = stamps.drop { $0.nanoseconds < start }
@@ -45,13 +50,28 @@ extension HandoffBench {
             threads.append(rest[index].thread)
             rest = rest[(index + 1)...]
         }
-        points.append(end)
-        return (HopSample(points: points), threads)
+        points += [delegate, end]
+        let writes = [(HopStamps.Point.agentReplySending, HopStamps.Point.agentReplySent), (.agentDeliverSending, .agentDeliverSent)].map { from, to in
+            stamps.first { $0.point == from }.flatMap { sending in
+                stamps.first { $0.point == to }.map { Double($0.nanoseconds &- sending.nanoseconds) / 1e9 }
+            }
+        }
+        return LegCut(sample: HopSample(points: points), threads: threads, replyWrite: writes[0], deliverWrite: writes[1])
+    }
+
+    /// One warm sample's leg, cut.
+    struct LegCut {
+        var sample: HopSample
+        /// The thread of each of ``legPoints``.
+        var threads: [UInt]
+        /// From A's reply encoding until its write returned, and the same for B's `deliver`, where both were stamped.
+        var replyWrite: Double?
+        var deliverWrite: Double?
     }
 
     /// Each hop's p50 and p99 as figures against the leg's p50, and the floor's same leg beside the whole.
     func legHopFigures(_ samples: Samples) -> [BenchFigure] {
-        let cut = samples.warmLeg
+        let cut = samples.warmLeg.map(\.sample)
         guard !cut.isEmpty else { return [] }
         let whole = percentiles(cut.map(\.total)).0
         var figures: [BenchFigure] = []
@@ -60,20 +80,45 @@ extension HandoffBench {
             figures.append(.microseconds("warm leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
             figures.append(.microseconds("warm leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
         }
+        for (name, writes) in [
+            ("A: reply encoded until its write returned", samples.warmLeg.compactMap(\.replyWrite)),
+            ("B: deliver encoded until its write returned", samples.warmLeg.compactMap(\.deliverWrite)),
+        ] where !writes.isEmpty {
+            let (write50, write99) = percentiles(writes)
+            figures.append(.microseconds("warm leg write: \(name) (\(writes.count) samples; its thread may wait for a core)", write50, baseline: "the cut leg p50", whole))
+            figures.append(.microseconds("warm leg write: \(name) (p99)", write99, baseline: "the cut leg p50", whole))
+        }
         return figures
     }
 
     /// Where a hop between two stamps inside one process changed threads (a hand-off between event loops or
     /// executors), with how often: one note per such hop.
     func legThreadNotes(_ samples: Samples) -> [String] {
-        let count = samples.warmLegThreads.count
+        let threads = samples.warmLeg.map(\.threads)
+        let count = threads.count
         var notes: [String] = []
         // Hop i + 1 runs from stamp i to stamp i + 1 (hop 0 starts at the leg's start, on the origin app's main actor).
         for index in 0..<(Self.legPoints.count - 1) {
-            let changed = samples.warmLegThreads.filter { $0[index] != $0[index + 1] }.count
+            let changed = threads.filter { $0[index] != $0[index + 1] }.count
             guard changed > 0 else { continue }
             notes.append("warm leg hop \"\(Self.legHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
         }
         return notes
+    }
+}
+
+/// Stamps the moment the continuing app's delegate is given the activity (on the main actor): where the app has the
+/// state, before the event the bench waits for.
+@MainActor
+final class ContinueStamp: BatonApplicationDelegate {
+    var stamp: UInt64?
+
+    func application(
+        _ application: BatonApplication,
+        continue userActivity: UserActivity,
+        restorationHandler: @escaping @MainActor ([UserActivityResponder]) -> Void
+    ) -> Bool {
+        stamp = monotonicNanoseconds()
+        return true
     }
 }

@@ -91,8 +91,7 @@ struct HandoffBench {
         var coldOverSocket: [HopSample] = []
         /// The warm one's leg "origin app asked → continuing app has the state" cut by stamps inside the processes
         /// (``HopStamps``), and the thread of each stamp.
-        var warmLeg: [HopSample] = []
-        var warmLegThreads: [[UInt]] = []
+        var warmLeg: [LegCut] = []
         /// The floor pipeline's, in the same run, interleaved with Baton's (``HandoffFloor``).
         var floorVisible: [HopSample] = []
         var floorWarm: [HopSample] = []
@@ -223,9 +222,12 @@ struct HandoffBench {
         let saving = SaveStamp()
         activity.delegate = saving
         var request: UInt64 = 0
-        var leg: (sample: HopSample, threads: [UInt])?
+        let continuing = ContinueStamp()
+        desktop.delegate = continuing
+        var leg: LegCut?
         func continueOverSocket(cut: Bool = false) async throws -> HopSample {
             saving.stamp = nil
+            continuing.stamp = nil
             request += 1
             leg = nil
             HopStamps.turn(on: cut)
@@ -236,7 +238,7 @@ struct HandoffBench {
                 if case .continued = event {
                     let end = monotonicNanoseconds()
                     guard let saved = saving.stamp else { throw CommandLineError("the origin app was not asked for its state") }
-                    if cut { leg = Self.legSample(HopStamps.take(), start: saved, end: end) }
+                    if cut { leg = Self.legSample(HopStamps.take(), start: saved, delegate: continuing.stamp, end: end) }
                     return HopSample(points: [start, saved, end])
                 }
                 if case .failed(_, let error) = event { throw CommandLineError("continue over the control socket failed: \(error)") }
@@ -252,10 +254,7 @@ struct HandoffBench {
             if index >= 10 {
                 samples.warm.append(elapsed)
                 samples.warmOverSocket.append(overSocket)
-                if let leg {
-                    samples.warmLeg.append(leg.sample)
-                    samples.warmLegThreads.append(leg.threads)
-                }
+                if let leg { samples.warmLeg.append(leg) }
                 samples.floorWarm.append(floorSample)
             }
         }
