@@ -26,7 +26,7 @@ extension Agent {
             advertInterval: UInt64(configuration.advertInterval * 1000),
             timeToLive: configuration.nearbyTimeToLive,
             logger: logger,
-            stop: { [weak self] in self?.stopBroker() }
+            stop: { [weak self] in await self?.stopBroker() }
         )
     }
 
@@ -66,20 +66,21 @@ extension Agent {
     }
 
     /// Tells watching command lines that the nearby list changed (an observer of ``discovery``): at once, from the
-    /// table, on the thread the advert arrived on; then, when an offer is not described yet, again once its device
+    /// table, on the loop the advert arrived on; then, when an offer is not described yet, again once its device
     /// has told type and title (C3). Waiting for the description first put a session round trip and two task hops
     /// between the advert and the watcher (issue 26 item 5: 4.5-5x the floor's hop on that leg).
     func tellWatchersNearbyChanged() {
-        let watchers = state.withLockedValue { Array($0.watchers.values) }
-        guard !watchers.isEmpty else { return }
-        let items = nearbyItemsNow()
-        for watcher in watchers { watcher.send(.nearbyChanged(items)) }
-        guard !discovery.entriesToDescribe().isEmpty else { return }
-        appWork.start { [self] in
-            let described = await nearbyItems(describe: true)
-            // Nothing learnt (the device did not answer, or another change told it already): no second message.
-            guard described.map(\.described) != items.map(\.described) else { return }
-            for watcher in watchers { watcher.send(.nearbyChanged(described)) }
+        // The watchers are the handoff coordinator's, on the loop: an advert arrives there, so this runs at once.
+        handoff.withWatchers { [self] watchers in
+            let items = nearbyItemsNow()
+            for watcher in watchers { watcher.send(.nearbyChanged(items)) }
+            guard !discovery.entriesToDescribe().isEmpty else { return }
+            appWork.start { [self] in
+                let described = await nearbyItems(describe: true)
+                // Nothing learnt (the device did not answer, or another change told it already): no second message.
+                guard described.map(\.described) != items.map(\.described) else { return }
+                for watcher in watchers { watcher.send(.nearbyChanged(described)) }
+            }
         }
     }
 

@@ -33,24 +33,24 @@ extension Agent: IPCHandler {
         }
         switch (who, message) {
         case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
-            broker { $0.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, now: clock.wall()) }
+            handoff.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice)
         case (.app, .resignCurrent(let activity)):
-            broker { $0.resign(app: connection.appID, activity: activity) }
+            handoff.resign(app: connection.appID, activity: activity)
         case (.app, .invalidate(let activity)):
             streamActivityInvalidated(app: connection.appID, activity: activity)
-            broker { $0.resign(app: connection.appID, activity: activity) }
+            handoff.resign(app: connection.appID, activity: activity)
         case (.app(let bundle, _), .declineStream(let token, let text)):
             streamDeclined(token: token, bundle: bundle, message: text)
         case (.app, .saved(let request, let payload)):
-            broker { $0.saveAnswered(save: request, from: connection.appID, payload: payload) }
+            handoff.saved(request, from: connection.appID, payload: payload)
         case (.app, .saveFailed(let request, let text)):
-            broker { $0.saveFailed(save: request, from: connection.appID, text: text) }
+            handoff.saveFailed(request, from: connection.appID, text: text)
         case (.control, .listNearby(let request)):
             appWork.start { [self] in connection.send(.nearby(request: request, await nearbyItems(describe: true))) }
         case (.control, .continueNearby(let request, let device)):
             appWork.start { [self] in connection.send(.continueResult(request: request, await continueNearby(device: device))) }
         case (.control, .watchNearby):
-            state.withLockedValue { $0.watchers[ObjectIdentifier(connection)] = connection }
+            handoff.watch(connection)
             appWork.start { [self] in connection.send(.nearbyChanged(await nearbyItems(describe: true))) }
         case (.control, .listApps(let request)):
             connection.send(.apps(request: request, appListing()))
@@ -68,21 +68,14 @@ extension Agent: IPCHandler {
     }
 
     func ipcClosed(_ connection: IPCConnection) {
-        let id = ObjectIdentifier(connection)
-        if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) {
-            streamAppGone(connection.appID, bundle: bundle)
+        var bundle: String?
+        if case .app(let app, _) = connection.identity.withLockedValue({ $0 }) {
+            bundle = app
+            streamAppGone(connection.appID, bundle: app)
             search.forget(app: connection.appID.value)
         }
-        let actions = state.withLockedValue { state in
-            state.watchers[id] = nil
-            state.appConnections[connection.appID] = nil
-            if case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }), state.apps[bundle] === connection {
-                state.apps[bundle] = nil
-            }
-            // Its fetches fail and its current activity goes (A9): nobody can give their state any more.
-            return state.broker.appGone(connection.appID)
-        }
-        perform(actions)
+        // Its fetches fail and its current activity goes (A9): nobody can give their state any more.
+        handoff.appClosed(connection, bundle: bundle)
     }
 
     /// Checks who the peer process is (ISSUE 5 part 6): same user, and for an app, the registered bundle's
@@ -101,36 +94,18 @@ extension Agent: IPCHandler {
         }
         guard let team = admitted(bundle: bundle, version: version, on: connection) else { return }
         let credentials = connection.credentials
-        enum Claim {
-            case taken(by: IPCConnection)
-            case claimed
-        }
-        let claim = state.withLockedValue { state -> Claim in
-            // A live app is never silently replaced by a second connection: only by the same process reconnecting,
-            // or once the first process has gone.
-            if let previous = state.apps[bundle], previous !== connection, previous.channel.isActive,
-                previous.process.pid != connection.process.pid, previous.process.isAlive
-            {
-                return .taken(by: previous)
-            }
-            state.apps[bundle] = connection
-            state.appConnections[connection.appID] = connection
-            return .claimed
-        }
-        switch claim {
-        case .taken(let previous):
+        // A live app is never silently replaced by a second connection (the coordinator keeps the apps connected).
+        if let previous = handoff.claim(bundle, for: connection) {
             return connection.refuse(
                 .alreadyConnected,
                 "\(bundle) is already connected to this agent (pid \(previous.process.pid)); quit it first, one process per app"
             )
-        case .claimed:
-            break
         }
         connection.identify(.app(bundle: bundle, team: team))
         connection.send(.welcome(device: identity.id.description, deviceName: identity.name))
         log("app \(bundle) connected (pid \(credentials.pid))")
         // The broker hears that the app connected: continuations waiting for its launch go on.
-        broker { $0.appConnected(connection.appID, bundle: bundle) }
+        handoff.appConnected(connection.appID, bundle: bundle)
     }
 
     /// The checks of a hello naming an app (its main connection's or a stream's), in order: IPC version, the
@@ -163,7 +138,7 @@ extension Agent: IPCHandler {
                 log("\(bundle) (pid \(credentials.pid)) cannot be checked: \(Launcher.tooManyOpenFiles)")
                 connection.refuse(.launchFailed, "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
                 // The continuations waiting for this app fail now, naming the cause, not at their deadline.
-                broker { $0.launchedAppEnded(bundle, message: "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)") }
+                handoff.launchedAppEnded(bundle, message: "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
                 return nil
             }
             guard let registered, let running, running == registered else {
@@ -206,40 +181,20 @@ extension Agent: IPCHandler {
     // MARK: Launching
 
     /// The app socket service (issue 26 item 1): it runs the command lines' work (``appWork``), reaps the programs
-    /// started here as they end and closes `socket` and the app folders' watcher at shutdown; it reaches the agent
-    /// only through the closures here, weakly.
+    /// started here as they end and closes `socket` and the app folders' watcher at shutdown; it reaches the handoff
+    /// coordinator, which keeps the programs launched, only through the closures here.
     func appSocketService(socket: AppSocketService.Socket) -> AppSocketService {
         AppSocketService(
             work: appWork,
             socket: socket,
             watcher: watcher,
-            childrenRunning: { [weak self] in
-                self?.state.withLockedValue { !$0.launched.isEmpty || !$0.spawned.isEmpty } ?? false
-            },
-            reap: { [weak self] in self?.reapChildren() }
+            childrenRunning: { [handoff] in handoff.childrenMayRun },
+            reap: { [handoff] in handoff.reapChildren() }
         )
     }
 
     /// The app socket bound to `channel`, with its path and the file naming it (removed with it).
     func appSocket(_ channel: Channel?) -> AppSocketService.Socket {
         AppSocketService.Socket(channel: channel, path: socketPath, nameFile: store.folder.appendingPathComponent("agent-socket"))
-    }
-
-    /// Reaps the programs this agent started that have ended, so none is left a zombie. An app launched to continue
-    /// an activity that ended before it connected is reported to the broker at once, saying how it ended (its
-    /// continuations fail now, not at their launch deadline).
-    func reapChildren() {
-        let ended = state.withLockedValue { state -> [(bundle: String, how: String)] in
-            var ended: [(bundle: String, how: String)] = []
-            for (bundle, pid) in state.launched.sorted(by: { $0.key < $1.key }) {
-                if let how = Launcher.ending(pid) { ended.append((bundle, how)) }
-            }
-            for (bundle, _) in ended { state.launched[bundle] = nil }
-            state.spawned = state.spawned.filter(Launcher.isRunning)
-            return ended
-        }
-        for (bundle, how) in ended {
-            broker { $0.launchedAppEnded(bundle, message: "\(bundle) \(how) before it connected") }
-        }
     }
 }

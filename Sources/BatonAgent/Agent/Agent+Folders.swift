@@ -7,9 +7,9 @@ import Foundation
 
 /// Documents in synced folders (SEMANTICS C9, issue 16 part 3): the agents rewrite `file:` URLs, the apps never see
 /// the travel form. The originating agent puts the state it serves into travel form (``travelling(_:)``, from
-/// ``answerFetch``); the continuing agent turns it into this device's paths (``arriving(_:)``, from ``fetched``),
-/// and when a document is not here yet (sync lag) the broker waits in `awaitingDocuments`, asking
-/// ``lookForDocuments(_:paths:)`` to look for it until its bound, ``AgentConfiguration/syncWait``.
+/// the handoff coordinator's `answerFetch`); the continuing agent turns it into this device's paths (``arriving(_:)``,
+/// from its `fetched`), and when a document is not here yet (sync lag) the broker waits in `awaitingDocuments`,
+/// asking the coordinator to look for it (``documents(at:)``) until its bound, ``AgentConfiguration/syncWait``.
 extension Agent {
     /// The synced folders as `folders.plist` says now. The file's status is compared on each call (a `stat`), and
     /// the file read again only when it changed, so `baton folders add` takes effect without a restart. A damaged
@@ -91,23 +91,20 @@ extension Agent {
         return .ready(payload: encoded, missing: missing)
     }
 
-    /// Looks whether every file at `paths` is here now, and tells the broker what it found: it decides whether to
-    /// look again (every 100 ms, up to ``AgentConfiguration/syncWait``) or that the continuation fails (issue 26 item
-    /// 2). A file that resolves outside its folder (a symbolic link) is refused. A look is a few `stat`s, on the loop.
-    func lookForDocuments(_ id: HandoffBroker.ContinuationID, paths: [String]) {
+    /// Whether every file at `paths` is here now, for the handoff coordinator, which tells the broker: it decides
+    /// whether to look again (every 100 ms, up to ``AgentConfiguration/syncWait``) or that the continuation fails
+    /// (issue 26 item 2). A file that resolves outside its folder (a symbolic link) is refused. A look is a few
+    /// `stat`s, on the loop.
+    func documents(at paths: [String]) -> HandoffBroker.DocumentsCheck {
         let folders = syncedFolders()
-        let found: HandoffBroker.DocumentsCheck
         if let path = paths.first(where: { !FileManager.default.fileExists(atPath: $0) }) {
             let folder = folders.folder(containing: path).map { "folder \"\($0.folder.id)\" (\($0.folder.path))" }
-            found = .missing(path: path, folder: folder)
-        } else if let message = Self.escapingDocument(paths, folders: folders) {
-            found = .refused(message: message)
-        } else {
-            // The wait was long enough for the app's process to change: checked again before the state goes to it.
-            guard toldAppIsTrusted(id) else { return }
-            found = .present
+            return .missing(path: path, folder: folder)
         }
-        broker { $0.documentsChecked(id, found, now: clock.uptime()) }
+        if let message = Self.escapingDocument(paths, folders: folders) {
+            return .refused(message: message)
+        }
+        return .present
     }
 
     /// Why one of `paths` (existing files in `folders`) is not opened: it resolves outside its folder through a

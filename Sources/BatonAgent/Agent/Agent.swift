@@ -17,12 +17,16 @@ import Synchronization
 ///
 /// Runs as `baton agent`, or inside a process (the embedded mode: tests, `baton demo`). Its sockets are thin NIO
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
-/// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). State is kept under one lock, never held across I/O
-/// or awaits. ``build(_:)`` returns its long-running parts as services (``AgentServices``; AgentServices.swift,
-/// association files: AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
+/// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). Every continuation is coordinated by its
+/// ``HandoffCoordinator`` (``handoff``: the broker, the apps connected, the fetches and timers, on ``loop`` with no
+/// lock: issue 26 items 1 and 2); what the agent keeps beside it (the roster, the type hash index, the command lines
+/// watching, the stream tables) is under one lock, never held across I/O or awaits. ``build(_:)`` returns its
+/// long-running parts as services (``AgentServices``; AgentServices.swift, association files:
+/// AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
-/// Sendable, checked: every mutable field is under a lock (`state`, `catalog`, `extraPeers`, `watcher`) or atomic
-/// (`port`); `port` and `watcher` are set only by ``build(_:)`` before the agent is returned and its services started.
+/// Sendable, checked: every mutable field is under a lock (`state`, `catalog`, `extraPeers`, `watcher`), atomic
+/// (`port`) or confined to ``loop`` (``handoff``'s); `port` and `watcher` are set only by ``build(_:)`` before the
+/// agent is returned and its services started.
 /// The advert socket is its ``discovery``'s; the session listener its session service's; the app socket its app
 /// socket service's.
 public final class Agent: Sendable {
@@ -83,19 +87,9 @@ public final class Agent: Sendable {
     /// ``DiscoveryService``.
     let discovery: Discovery
 
-    /// The I/O context the agent keeps for a continuation the broker runs (the broker keeps its one record, with its
-    /// deadlines: issue 26 item 2): where its state comes from, who waits for its outcome, what stops its fetch.
-    struct ContinuationRecord {
-        /// The offer continued; nil for a search result (G2), whose state is here already.
-        var entry: NearbyTable.Entry?
-        /// The router's reason for the app chosen.
-        var reason: String
-        /// Uptime nanoseconds when it was asked for.
-        var started: UInt64
-        var waiter: CheckedContinuation<ContinuationOutcome, Never>
-        /// What stops its fetch while it runs.
-        var work: PeerLink.Cancel?
-    }
+    /// The only coordinator of a continuation (issue 26 items 1 and 2): the broker, the apps connected, the fetches
+    /// from other devices, the broker's timers, each continuation's record and the apps launched, on ``loop``.
+    let handoff: HandoffCoordinator
 
     /// A fetch that failed, with the reason the app is told (C8).
     struct FetchError: Error {
@@ -107,29 +101,14 @@ public final class Agent: Sendable {
         var roster: Roster
         /// The keyed type hash of every (team, type) an app here claims (``rebuildHashIndex()``).
         var hashIndex: [[UInt8]: [(team: String, type: String)]] = [:]
-        /// The originating side's decisions: the current activity and the fetches of it (``HandoffBroker``).
-        var broker: HandoffBroker
-        /// The apps connected, by bundle and by the broker's id for them.
-        var apps: [String: IPCConnection] = [:]
-        var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
+        /// The command lines watching the nearby list.
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
-        /// Fetches from other devices waiting for the broker's reply.
-        var fetchWaiters: [HandoffBroker.FetchID: @Sendable (SessionMultiplexer.Reply) -> Void] = [:]
-        /// The timers the broker asked for, scheduled on ``loop`` (Agent+Broker).
-        var timers: [HandoffBroker.TimerID: Scheduled<Void>] = [:]
-        var nextFetch: UInt64 = 1
-        var nextRequest: UInt64 = 1
-        var continuationRecords: [HandoffBroker.ContinuationID: ContinuationRecord] = [:]
-        /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
-        var launched: [String: pid_t] = [:]
-        var spawned: Set<pid_t> = []
         /// Continuation streams (F1–F3): activities of this device others continued, by sequence; continuations
         /// delivered here, by number; streams announced to apps, by token; streams open per app.
         var streamOrigins: [UInt64: StreamOrigin] = [:]
         var streamDeliveries: [UInt64: StreamDelivery] = [:]
         var incomingStreams: [Data: IncomingStream] = [:]
         var streamsPerBundle: [String: Int] = [:]
-        var stopped = false
     }
 
     init(configuration: AgentConfiguration, identity: DeviceIdentity, roster: Roster, registry: AppRegistry) throws {
@@ -148,26 +127,35 @@ public final class Agent: Sendable {
             logger: configuration.logger,
             clock: configuration.clock
         )
-        state = NIOLockedValueBox(
-            State(
-                roster: roster,
-                broker: HandoffBroker(
-                    deviceName: identity.name,
-                    saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000),
-                    deadlines: HandoffBroker.Deadlines(
-                        launchMilliseconds: UInt64(configuration.launchTimeout * 1000),
-                        documentsMilliseconds: UInt64(configuration.syncWait * 1000)
-                    )
-                )
-            )
-        )
+        state = NIOLockedValueBox(State(roster: roster))
         let sessions = SessionService.Work()
         self.sessions = sessions
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.loop = loop
-        links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop, clock: configuration.clock) {
+        let links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop, clock: configuration.clock) {
             sessions.linksChanged()
         }
+        self.links = links
+        handoff = HandoffCoordinator(
+            broker: HandoffBroker(
+                deviceName: identity.name,
+                saveDeadlineMilliseconds: UInt64(configuration.saveDeadline * 1000),
+                deadlines: HandoffBroker.Deadlines(
+                    launchMilliseconds: UInt64(configuration.launchTimeout * 1000),
+                    documentsMilliseconds: UInt64(configuration.syncWait * 1000)
+                )
+            ),
+            loop: loop,
+            clock: configuration.clock,
+            links: links,
+            discovery: discovery,
+            appWork: appWork,
+            socketPath: socketPath,
+            browserCommand: configuration.browserCommand,
+            logger: configuration.logger,
+            refusals: refusals
+        )
+        handoff.attach(self)
         // Command lines watching the nearby list hear of its changes (the observer holds the agent weakly).
         discovery.observe { [weak self] _, _ in self?.tellWatchersNearbyChanged() }
     }
@@ -197,7 +185,7 @@ public final class Agent: Sendable {
         do {
             try await agent.open(listener: &listener, appSocket: &appSocket)
         } catch {
-            agent.stopBroker()
+            await agent.stopBroker()
             agent.discovery.socket?.close()
             agent.links.closeAll()
             try? await listener?.close()
@@ -270,12 +258,8 @@ public final class Agent: Sendable {
 
     /// The broker stops: the current activity's goodbye goes out and everything waiting fails (advertising's
     /// shutdown, the first of the services').
-    func stopBroker() {
-        let stopping = state.withLockedValue { state in
-            state.stopped = true
-            return state.broker.stop()
-        }
-        perform(stopping)
+    func stopBroker() async {
+        await handoff.stop()
     }
 
     func log(_ line: String, _ metadata: Logger.Metadata? = nil) {

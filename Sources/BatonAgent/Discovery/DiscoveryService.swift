@@ -19,13 +19,13 @@ struct DiscoveryService: Service, CustomStringConvertible {
     let timeToLive: Double
     let logger: Logger
     /// Called at shutdown before the socket closes: stops the broker, whose goodbye goes out and whose waiters fail.
-    let stop: @Sendable () -> Void
+    let stop: @Sendable () async -> Void
 
     var description: String { "advertising" }
 
     func run() async {
         await cancelWhenGracefulShutdown { await advertLoop() }
-        stop()
+        await stop()
         discovery.socket?.close()
     }
 

@@ -55,25 +55,9 @@ extension Agent {
         guard let app = registry.app(bundleIdentifier: entry.bundleIdentifier) else {
             return failed(ContinuationOutcome.Failure(.noApp), "\(entry.bundleIdentifier), which saved it, is not installed here", app: entry.bundleIdentifier)
         }
-        let id = state.withLockedValue { state in
-            defer { state.nextRequest += 1 }
-            return HandoffBroker.ContinuationID(state.nextRequest)
-        }
         let reason = "G2: saved for search by \(app.bundleIdentifier) on this device"
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { waiter in
-                let actions = state.withLockedValue { state -> [HandoffBroker.Action] in
-                    let running = state.apps[app.bundleIdentifier].flatMap { $0.channel.isActive ? $0.appID : nil }
-                    state.continuationRecords[id] = ContinuationRecord(entry: nil, reason: reason, started: started, waiter: waiter)
-                    let route = HandoffBroker.Route.saved(
-                        bundle: app.bundleIdentifier, activityType: entry.activityType, running: running, payload: entry.payload
-                    )
-                    return state.broker.continueAsked(id, route: route)
-                }
-                perform(actions)
-            }
-        } onCancel: {
-            broker { $0.cancel(id) }
-        }
+        // Whether the app runs is looked up by the handoff coordinator, on its loop.
+        let route = HandoffBroker.Route.saved(bundle: app.bundleIdentifier, activityType: entry.activityType, running: nil, payload: entry.payload)
+        return await handoff.continueActivity(entry: nil, reason: reason, started: started, route: route)
     }
 }

@@ -63,12 +63,9 @@ extension Agent {
         }
     }
 
-    /// Continuation `id` was delivered to an app (C7): remember where its state came from.
-    func recordDelivered(_ id: HandoffBroker.ContinuationID, to app: HandoffBroker.AppID) {
+    /// Continuation `id`, from `entry`, was delivered to `bundle`'s app (C7): remember where its state came from.
+    func recordDelivered(_ id: HandoffBroker.ContinuationID, bundle: String, entry: NearbyTable.Entry) {
         state.withLockedValue { state in
-            guard let entry = state.continuationRecords[id]?.entry, let connection = state.appConnections[app],
-                case .app(let bundle, _) = connection.identity.withLockedValue({ $0 })
-            else { return }
             state.streamDeliveries[id.value] = StreamDelivery(
                 bundle: bundle,
                 device: entry.advert.device,
@@ -153,6 +150,7 @@ extension Agent {
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
+        // The app's connection is the handoff coordinator's: this runs on its loop (the link's).
         let found = state.withLockedValue { state -> Result<(StreamOrigin, IPCConnection), Agent.FetchError> in
             guard let origin = state.streamOrigins[sequence], origin.peers.contains(link.peer) else {
                 return .failure(FetchError(reason: .notContinued, message: "\(identity.name) gave that activity's state to no app of this device"))
@@ -163,7 +161,7 @@ extension Agent {
             guard !origin.invalidated else {
                 return .failure(FetchError(reason: .notCurrent, message: "\(origin.bundle) has invalidated that activity"))
             }
-            guard let connection = state.appConnections[origin.app], connection.channel.isActive else {
+            guard let connection = handoff.connection(for: origin.app), connection.channel.isActive else {
                 return .failure(FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(identity.name)"))
             }
             return .success((origin, connection))
