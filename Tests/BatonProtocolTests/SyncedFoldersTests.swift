@@ -103,6 +103,27 @@ struct SyncedFoldersTests {
         #expect(value == .array([.url(forged)]) && foreign == [forged])
     }
 
+    @Test("issue 26 item 5, C9: a state without a URL arrives and is unmarked as it came, with nothing to report; a URL at any depth is still found")
+    func stateWithoutURLsArrivesAsItCame() throws {
+        let items: [PropertyList] = (0..<40).map { index in
+            .dictionary(["name": .string("item \(index)"), "file": .string("file:///etc/passwd"), "tags": .set([1, 2]), "when": .date(Date(timeIntervalSinceReferenceDate: 7e8))])
+        }
+        let userInfo = PropertyList.dictionary(["items": .array(items), "blob": .data(Data("file:".utf8)), "none": .null])
+        for folders in [Self.desktop, SyncedFolders()] {
+            let arrived = folders.arriving(userInfo)
+            #expect(arrived.value == userInfo, "strings and data are not URLs")
+            #expect(arrived.documents.isEmpty && arrived.unknown.isEmpty && arrived.invalid.isEmpty && arrived.foreign.isEmpty)
+        }
+        #expect(SyncedFolders.unmarkingForeign(userInfo) == (userInfo, []))
+        // One URL, deep in a set inside an array inside a dictionary, and the whole value is walked as before.
+        let secret = URL(fileURLWithPath: "/etc/app/config")
+        var deep = items
+        deep.append(.dictionary(["inner": .set([.url(secret)])]))
+        let arrived = Self.desktop.arriving(.dictionary(["items": .array(deep)]))
+        #expect(arrived.foreign == [secret])
+        #expect(SyncedFolders.unmarkingForeign(arrived.value).foreign == [secret])
+    }
+
     @Test("C9: overlapping folders: the longest matching path wins, on both sides")
     func longestPrefix() throws {
         let laptop = SyncedFolders([

@@ -263,6 +263,8 @@ public struct SyncedFolders: Sendable, Hashable {
     /// `value` with each URL in foreign form turned back into its `file:` URL, at any depth, and those URLs: what
     /// the library does with a state its agent delivered.
     public static func unmarkingForeign(_ value: PropertyList) -> (value: PropertyList, foreign: Set<URL>) {
+        // Most states hold no URL: nothing to rebuild then (issue 26 item 5: the walk below copies every container).
+        guard containsURL(value) else { return (value, []) }
         var foreign: Set<URL> = []
         func walk(_ value: PropertyList) -> PropertyList {
             switch value {
@@ -297,8 +299,23 @@ public struct SyncedFolders: Sendable, Hashable {
     /// `value` as it arrived, with each URL in travel form turned into this device's `file:` URL, at any depth.
     public func arriving(_ value: PropertyList) -> ArrivedValue {
         var result = ArrivedValue(value: value)
+        // Only URLs change (C9): a state without one arrives as it is, without the walk below, which copies every
+        // container and sorts every dictionary's keys (issue 26 item 5: most of the continuing agent's work on a
+        // 3 KB state). It is still decoded and looked through, to the last value.
+        guard Self.containsURL(value) else { return result }
         result.value = arriving(value, into: &result)
         return result
+    }
+
+    /// Whether `value` holds a URL at any depth; reads without copying anything.
+    static func containsURL(_ value: PropertyList) -> Bool {
+        switch value {
+        case .url: true
+        case .array(let items): items.contains(where: containsURL)
+        case .dictionary(let entries): entries.values.contains(where: containsURL)
+        case .set(let items): items.contains(where: containsURL)
+        case .string, .integer, .unsignedInteger, .real, .bool, .data, .date, .null, .uuid: false
+        }
     }
 
     func arriving(_ value: PropertyList, into result: inout ArrivedValue) -> PropertyList {
