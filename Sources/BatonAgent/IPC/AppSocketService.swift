@@ -16,31 +16,13 @@ import Glibc
 /// reaper stops, the watcher closes, and the socket closes and is removed with the file naming it.
 ///
 /// It owns what it runs (issue 26 item 1): the command lines' work pool and the doorbell its reaper sleeps on, both
-/// behind its ``Work``, the one handle the agent keeps (to start a request's work, and to say a program was started);
+/// behind its ``ServiceWork``, the one handle the agent keeps (to start a request's work, and to say a program was started);
 /// and the reaper's loop, whose wait is ``ReapSchedule``'s, pure. What it needs beyond that comes in at construction
 /// as narrow values: the socket, the watcher, and what reaps the programs started; it holds no agent.
 struct AppSocketService: Service, CustomStringConvertible {
-    /// How the rest of the agent starts the command lines' work and wakes the reaper: the one handle to this service
-    /// it keeps.
-    final class Work: Sendable {
-        fileprivate let pool = TaskPool()
-        /// Rung by SIGCHLD and when a program is started.
-        fileprivate let children = Doorbell()
-
-        init() {}
-
-        /// Runs `body` as a child of the service's `run()` (a command line's request: the nearby list, a continue);
-        /// the handle cancels it. Dropped once the service has stopped.
-        @discardableResult
-        func start(_ body: @escaping @Sendable () async -> Void) -> TaskPool.Handle {
-            pool.start(body)
-        }
-
-        /// A program was started for an app or a page: the reaper looks again now, and backs SIGCHLD up while it runs.
-        func childStarted() {
-            children.ring()
-        }
-    }
+    /// How the rest of the agent starts the command lines' work (the nearby list, a continue) and wakes the reaper
+    /// (its bell is rung by SIGCHLD too): the one handle to this service it keeps.
+    typealias Work = ServiceWork
 
     /// The app socket's listener and the files naming it, closed and removed together.
     struct Socket: Sendable {
@@ -89,12 +71,20 @@ struct AppSocketService: Service, CustomStringConvertible {
     /// check backs that up (issue 11 part 8: nothing polls while none runs).
     private func reapLoop() async {
         let signal = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: .global())
-        signal.setEventHandler { [children = work.children] in children.ring() }
+        signal.setEventHandler { [children = work.bell] in children.ring() }
         signal.resume()
         defer { signal.cancel() }
         while !Task.isCancelled {
-            await work.children.wait(timeout: schedule.wait(childrenRunning: childrenRunning()))
+            await work.bell.wait(timeout: schedule.wait(childrenRunning: childrenRunning()))
             reap()
         }
+    }
+}
+
+extension ServiceWork {
+    /// A program was started for an app or a page: the app socket service's reaper looks again now, and backs SIGCHLD
+    /// up while it runs.
+    func childStarted() {
+        bell.ring()
     }
 }

@@ -6,30 +6,14 @@ import ServiceLifecycle
 /// pair, closed when idle) and the work their requests start. At shutdown the work is cancelled and awaited, then
 /// every link and the listener close.
 ///
-/// It owns what it runs: the work pool and the doorbell its sweep sleeps on, both behind its ``Work``, the one handle
+/// It owns what it runs: the work pool and the doorbell its sweep sleeps on, both behind its ``ServiceWork``, the one handle
 /// the agent keeps (to start a peer's request, and to say a link opened); and the sweep of idle links, whose
 /// decisions are ``LinkSweep``'s, pure. What it needs beyond that comes in at construction as narrow values: the
 /// links, the listener, the sweep's timing and an uptime clock; it holds no agent.
 struct SessionService: Service, CustomStringConvertible {
-    /// How the rest of the agent starts session work and wakes the sweep: the one handle to this service it keeps.
-    final class Work: Sendable {
-        fileprivate let pool = TaskPool()
-        fileprivate let bell = Doorbell()
-
-        init() {}
-
-        /// Runs `body` as a child of the service's `run()` (a peer's roster sync, a probe of a device's clock);
-        /// the handle cancels it. Dropped once the service has stopped.
-        @discardableResult
-        func start(_ body: @escaping @Sendable () async -> Void) -> TaskPool.Handle {
-            pool.start(body)
-        }
-
-        /// The links changed (one opened, or a burst of connections ended): the sweep looks again now.
-        func linksChanged() {
-            bell.ring()
-        }
-    }
+    /// How the rest of the agent starts session work (a peer's roster sync, a probe of a device's clock) and wakes
+    /// the sweep: the one handle to this service it keeps.
+    typealias Work = ServiceWork
 
     let work: Work
     let links: PeerLinks
@@ -66,5 +50,12 @@ struct SessionService: Service, CustomStringConvertible {
             let (peak, open) = links.takePeak()
             if sweep.givesMemoryBack(peak: peak, open: open) { Allocator.giveBackFreeMemory() }
         }
+    }
+}
+
+extension ServiceWork {
+    /// The links changed (one opened, or a burst of connections ended): the session service's sweep looks again now.
+    func linksChanged() {
+        bell.ring()
     }
 }
