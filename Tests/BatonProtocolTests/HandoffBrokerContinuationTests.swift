@@ -247,42 +247,25 @@ struct HandoffBrokerContinuationTests {
                 }
             }
             actions += broker.stop()
-            var told: Set<UInt64> = []
-            var endings: [UInt64: Int] = [:]
-            var finished: [UInt64: Int] = [:]
-            var gone: Set<UInt64> = []
-            var delivered: Set<UInt64> = []
+            var tally = EndingTally()
             for action in actions {
+                tally.count(action)
                 switch action {
                 case .fetch(let id), .launch(let id, _):
                     // Issue 25 item 4: routed before fetching; no app means nothing is fetched (nor launched).
                     #expect(!noApp.contains(id.value), "continuation \(id) without an app was fetched or launched")
                 case .deliver(_, let id, _) where noApp.contains(id.value):
                     Issue.record("continuation \(id) without an app was delivered")
-                case .tellWillContinue(_, let id, _):
-                    #expect(!told.contains(id.value), "told once")
-                    told.insert(id.value)
-                case .deliver(_, let id, _), .tellFailed(_, let id, _, _, _):
-                    #expect(told.contains(id.value), "an ending only after willContinue")
-                    endings[id.value, default: 0] += 1
-                    if case .deliver = action { delivered.insert(id.value) }
                 case .finished(let id, let outcome):
-                    finished[id.value, default: 0] += 1
                     // A8 (issue 25 item 4): the agent confirms to the originating device on a successful ending,
                     // so one comes only after the app has the state.
-                    if outcome.failure == nil { #expect(delivered.contains(id.value), "continuation \(id) succeeded before its deliver") }
+                    if outcome.failure == nil { #expect(tally.delivered.contains(id.value), "continuation \(id) succeeded before its deliver") }
                     if noApp.contains(id.value), outcome.failure != .fetch(.cancelled) { #expect(outcome.failure == .noApp) }
-                    if outcome.failure == .fetch(.appGone) { gone.insert(id.value) }
                 default:
                     break
                 }
             }
-            for id in told {
-                // The app that went away cannot be told; every other told app hears exactly one ending.
-                #expect(endings[id, default: 0] == (gone.contains(id) ? 0 : 1), "continuation \(id): \(endings[id, default: 0]) endings")
-            }
-            #expect(finished.values.allSatisfy { $0 == 1 }, "every continuation finishes once")
-            #expect(Set(finished.keys) == Set(1..<nextID), "and every one finishes")
+            tally.expectExactlyOneEnding(continuations: 1..<nextID)
         }
     }
 

@@ -311,30 +311,9 @@ struct HandoffBrokerDeadlineTests {
             }
             take(broker.stop())
             #expect(pending.isEmpty, "timers left running: \(pending)")
-            var told: Set<UInt64> = []
-            var endings: [UInt64: Int] = [:]
-            var finished: [UInt64: Int] = [:]
-            var gone: Set<UInt64> = []
-            for action in actions {
-                switch action {
-                case .tellWillContinue(_, let id, _):
-                    #expect(!told.contains(id.value), "told once")
-                    told.insert(id.value)
-                case .deliver(_, let id, _), .tellFailed(_, let id, _, _, _):
-                    #expect(told.contains(id.value), "an ending only after willContinue")
-                    endings[id.value, default: 0] += 1
-                case .finished(let id, let outcome):
-                    finished[id.value, default: 0] += 1
-                    if outcome.failure == .fetch(.appGone) { gone.insert(id.value) }
-                default:
-                    break
-                }
-            }
-            for id in told {
-                #expect(endings[id, default: 0] == (gone.contains(id) ? 0 : 1), "continuation \(id): \(endings[id, default: 0]) endings")
-            }
-            #expect(finished.values.allSatisfy { $0 == 1 }, "every continuation finishes once")
-            #expect(Set(finished.keys) == Set(1..<nextID), "and every one finishes")
+            var tally = EndingTally()
+            for action in actions { tally.count(action) }
+            tally.expectExactlyOneEnding(continuations: 1..<nextID)
         }
     }
 }
