@@ -85,8 +85,6 @@ struct HandoffCoordinatorTests {
         func travelling(_ data: Data) -> Data { data }
         func arriving(_ data: Data) -> Agent.ArrivedState { .ready(payload: data, missing: []) }
         func documents(at paths: [String]) -> HandoffBroker.DocumentsCheck { .present }
-        func recordContinued(_ current: HandoffBroker.CurrentActivity, by peer: DeviceID) {}
-        func recordDelivered(_ id: HandoffBroker.ContinuationID, bundle: String, entry: NearbyTable.Entry) {}
     }
 
     /// A coordinator on `clock`, with a save deadline of 1 s and a launch deadline of 10 s, on a loop of its own.
@@ -107,6 +105,8 @@ struct HandoffCoordinatorTests {
             appWork: AppSocketService.Work(),
             socketPath: "/nonexistent/agent.sock",
             browserCommand: ["true"],
+            device: identity.id,
+            streamRelease: .seconds(1),
             logger: quiet,
             refusals: RefusalLog(logger: quiet, clock: clock.clock)
         )

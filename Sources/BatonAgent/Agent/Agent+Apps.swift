@@ -22,11 +22,11 @@ extension Agent: IPCHandler {
             case .openStream(let bundle, let version, let continuation):
                 // F2: the continuing app's connection for a stream.
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
-                return openStream(continuation: continuation, bundle: bundle, on: connection)
+                return handoff.openStream(continuation: continuation, bundle: bundle, on: connection)
             case .acceptStream(let bundle, let version, let token):
                 // F3: the originating app's connection for a stream announced to it.
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
-                return acceptStream(token: token, bundle: bundle, on: connection)
+                return handoff.acceptStream(token: token, bundle: bundle, on: connection)
             default:
                 return connection.refuse(.protocolViolation, "say hello first")
             }
@@ -37,10 +37,10 @@ extension Agent: IPCHandler {
         case (.app, .resignCurrent(let activity)):
             handoff.resign(app: connection.appID, activity: activity)
         case (.app, .invalidate(let activity)):
-            streamActivityInvalidated(app: connection.appID, activity: activity)
+            handoff.streamActivityInvalidated(app: connection.appID, activity: activity)
             handoff.resign(app: connection.appID, activity: activity)
         case (.app(let bundle, _), .declineStream(let token, let text)):
-            streamDeclined(token: token, bundle: bundle, message: text)
+            handoff.streamDeclined(token: token, bundle: bundle, message: text)
         case (.app, .saved(let request, let payload)):
             handoff.saved(request, from: connection.appID, payload: payload)
         case (.app, .saveFailed(let request, let text)):
@@ -71,10 +71,9 @@ extension Agent: IPCHandler {
         var bundle: String?
         if case .app(let app, _) = connection.identity.withLockedValue({ $0 }) {
             bundle = app
-            streamAppGone(connection.appID, bundle: app)
             search.forget(app: connection.appID.value)
         }
-        // Its fetches fail and its current activity goes (A9): nobody can give their state any more.
+        // Its streams and fetches fail and its current activity goes (A9): nobody can give their state any more.
         handoff.appClosed(connection, bundle: bundle)
     }
 

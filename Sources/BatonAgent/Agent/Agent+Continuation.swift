@@ -7,7 +7,9 @@ import Foundation
 #endif
 import NIOCore
 
-extension Agent: PeerLinkResponder {
+/// What peers ask of this agent over its links, through its ``AgentForwarder`` (a stream's opening goes to the
+/// handoff coordinator, which keeps the streams).
+extension Agent {
     /// The originating side (C4, A7, A8): what another device of the account asks over a session. A fetch and a
     /// describe are answered from the link's event loop and the thread that has the app's save, with no task between
     /// them (issue 11); a sync reads and writes the state folder, so it runs in the session service's work.

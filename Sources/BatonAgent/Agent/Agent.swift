@@ -19,8 +19,8 @@ import Synchronization
 /// adapters; the protocol decisions are the pure state machines of `BatonProtocol` (``AdvertReceiver``,
 /// ``NearbyTable``, ``SessionMultiplexer``, ``HandoffBroker``). Every continuation is coordinated by its
 /// ``HandoffCoordinator`` (``handoff``: the broker, the apps connected, the fetches and timers, on ``loop`` with no
-/// lock: issue 26 items 1 and 2); what the agent keeps beside it (the roster, the type hash index, the command lines
-/// watching, the stream tables) is under one lock, never held across I/O or awaits. ``build(_:)`` returns its
+/// lock: issue 26 items 1 and 2, with the continuation streams); what the agent keeps beside it (the roster and the
+/// type hash index) is under one lock, never held across I/O or awaits. ``build(_:)`` returns its
 /// long-running parts as services (``AgentServices``; AgentServices.swift, association files:
 /// AssociationService.swift), and the caller runs them in a `ServiceGroup` (issue 26 item 1).
 ///
@@ -101,14 +101,6 @@ public final class Agent: Sendable {
         var roster: Roster
         /// The keyed type hash of every (team, type) an app here claims (``rebuildHashIndex()``).
         var hashIndex: [[UInt8]: [(team: String, type: String)]] = [:]
-        /// The command lines watching the nearby list.
-        var watchers: [ObjectIdentifier: IPCConnection] = [:]
-        /// Continuation streams (F1–F3): activities of this device others continued, by sequence; continuations
-        /// delivered here, by number; streams announced to apps, by token; streams open per app.
-        var streamOrigins: [UInt64: StreamOrigin] = [:]
-        var streamDeliveries: [UInt64: StreamDelivery] = [:]
-        var incomingStreams: [Data: IncomingStream] = [:]
-        var streamsPerBundle: [String: Int] = [:]
     }
 
     init(configuration: AgentConfiguration, identity: DeviceIdentity, roster: Roster, registry: AppRegistry) throws {
@@ -152,6 +144,8 @@ public final class Agent: Sendable {
             appWork: appWork,
             socketPath: socketPath,
             browserCommand: configuration.browserCommand,
+            device: identity.id,
+            streamRelease: .milliseconds(Int64(configuration.streamRelease * 1000)),
             logger: configuration.logger,
             refusals: refusals
         )

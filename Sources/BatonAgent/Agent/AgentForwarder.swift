@@ -33,7 +33,7 @@ final class AgentForwarder: PeerLinkResponder, IPCHandler {
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
         guard let agent else { return Self.gone(link, reply) }
-        return agent.respondToStream(id: id, sequence: sequence, window: window, on: link, reply: reply)
+        return agent.handoff.respondToStream(id: id, sequence: sequence, window: window, on: link, reply: reply)
     }
 
     func peerContinued(sequence: UInt64, on link: PeerLink) {

@@ -192,12 +192,12 @@ extension HandoffCoordinator {
         return false
     }
 
-    /// Continuation `id` was delivered to `app` (C7): the agent remembers where its state came from (F2).
+    /// Continuation `id` was delivered to `app` (C7): where its state came from is remembered for its streams (F2).
     func recordDelivered(_ id: HandoffBroker.ContinuationID, to app: HandoffBroker.AppID) {
         guard let entry = withState({ $0.records[id]?.entry }), let connection = connection(for: app),
             case .app(let bundle, _) = connection.identity.withLockedValue({ $0 })
         else { return }
-        host?.recordDelivered(id, bundle: bundle, entry: entry)
+        recordStreamDelivery(id, bundle: bundle, entry: entry)
     }
 
     /// The continuation `id` ended: its caller gets the outcome, and nothing of it is left behind.

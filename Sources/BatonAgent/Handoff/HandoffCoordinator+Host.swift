@@ -22,10 +22,6 @@ protocol HandoffHost: AnyObject, Sendable {
     func arriving(_ data: Data) -> Agent.ArrivedState
     /// Whether the documents at `paths` are here now (C9); `.present` before the app's trust is checked.
     func documents(at paths: [String]) -> HandoffBroker.DocumentsCheck
-    /// Our current activity's state was given to `peer`: it may ask for streams to it (F1).
-    func recordContinued(_ current: HandoffBroker.CurrentActivity, by peer: DeviceID)
-    /// Continuation `id`, from `entry`, was delivered to `bundle`'s app: it may ask for a stream (F2).
-    func recordDelivered(_ id: HandoffBroker.ContinuationID, bundle: String, entry: NearbyTable.Entry)
 }
 
 extension HandoffCoordinator {

@@ -43,6 +43,12 @@ final class HandoffCoordinator: Sendable {
     let socketPath: String
     /// How the default browser is run for a page no app continues (E1).
     let browserCommand: [String]
+    /// This device's name, for what peers and apps are told.
+    let deviceName: String
+    /// What a stream's end is welcomed with on its app connection: this device (F2, F3).
+    let welcome: IPCMessage
+    /// How long a stream's end is held after its stream ended before it is released (issue 25 item 3).
+    let streamRelease: TimeAmount
     private let state: NIOLoopBoundBox<State>
     /// The next continuation's id: taken by callers on any thread (a task continuing an offer), before they hop.
     let nextRequest = Atomic<UInt64>(1)
@@ -68,6 +74,12 @@ final class HandoffCoordinator: Sendable {
         /// Apps this agent started, by bundle, and other programs (the browser), until they end and are reaped.
         var launched: [String: pid_t] = [:]
         var spawned: Set<pid_t> = []
+        /// Continuation streams (F1–F3): activities of this device others continued, by sequence; continuations
+        /// delivered here, by number; streams announced to apps, by token; stream ends held per app.
+        var streamOrigins: [UInt64: StreamOrigin] = [:]
+        var streamDeliveries: [UInt64: StreamDelivery] = [:]
+        var incomingStreams: [Data: IncomingStream] = [:]
+        var streamsPerBundle: [String: Int] = [:]
         /// The rest of the agent, weakly: nil before ``attach(_:)`` and once the agent is gone.
         var host = WeakHost()
     }
@@ -81,6 +93,8 @@ final class HandoffCoordinator: Sendable {
         appWork: AppSocketService.Work,
         socketPath: String,
         browserCommand: [String],
+        device: DeviceID,
+        streamRelease: TimeAmount,
         logger: Logger,
         refusals: RefusalLog
     ) {
@@ -91,6 +105,9 @@ final class HandoffCoordinator: Sendable {
         self.appWork = appWork
         self.socketPath = socketPath
         self.browserCommand = browserCommand
+        deviceName = broker.deviceName
+        welcome = .welcome(device: device.description, deviceName: broker.deviceName)
+        self.streamRelease = streamRelease
         self.logger = logger
         self.refusals = refusals
         state = NIOLoopBoundBox.makeBoxSendingValue(State(broker: broker), eventLoop: loop)
@@ -212,9 +229,11 @@ final class HandoffCoordinator: Sendable {
         broker { $0.appConnected(app, bundle: bundle) }
     }
 
-    /// A connection closed (`bundle` when it was an app's main connection): it watches no more, and an app's fetches
-    /// fail and its current activity goes (A9): nobody can give their state any more.
+    /// A connection closed (`bundle` when it was an app's main connection): it watches no more, an app's activities
+    /// take no streams and those announced to it fail, and its fetches fail and its current activity goes (A9):
+    /// nobody can give their state any more.
     func appClosed(_ connection: IPCConnection, bundle: String?) {
+        streamAppGone(connection.appID, bundle: bundle)
         let actions = withState { state in
             state.watchers[ObjectIdentifier(connection)] = nil
             state.appConnections[connection.appID] = nil
@@ -295,7 +314,7 @@ final class HandoffCoordinator: Sendable {
             // F1: the device given the state may then ask for streams to the activity, while its app runs it.
             if let peer, let current = state.broker.current, current.sequence == sequence {
                 state.fetchWaiters[fetch] = { [self] answer in
-                    if case .payload = answer { host?.recordContinued(current, by: peer) }
+                    if case .payload = answer { recordContinued(current, by: peer) }
                     reply(answer)
                 }
             } else {

@@ -13,7 +13,10 @@ import NIOCore
 ///
 /// Each end is the app's own connection to its agent (a `hello` naming the continuation, or the token the agent
 /// announced), so an app's stream has its own socket and its own backpressure, apart from its main connection.
-extension Agent {
+///
+/// The handoff coordinator's (issue 26 items 1 and 2): the streams follow from its continuations, and their tables
+/// live in its state, on its loop, where every app connection and peer link already runs: no lock.
+extension HandoffCoordinator {
     /// An activity of this device that another device continued (it fetched its state): streams may be asked for it
     /// by those devices while its app runs it (F1).
     struct StreamOrigin {
@@ -43,7 +46,8 @@ extension Agent {
         var peerWindow: Int
         var bundle: String
         var reply: @Sendable (SessionMultiplexer.Reply) -> Void
-        var timer: Scheduled<Void>
+        /// The accept deadline, scheduled through the clock.
+        var timer: AgentClock.Timer
     }
 
     /// The most origins and deliveries remembered: the newest are kept.
@@ -53,7 +57,7 @@ extension Agent {
 
     /// A fetch of `current` by `peer` was answered with its state: `peer` may now ask for streams to it (F1).
     func recordContinued(_ current: HandoffBroker.CurrentActivity, by peer: DeviceID) {
-        state.withLockedValue { state in
+        withState { state in
             var origin = state.streamOrigins[current.sequence]
                 ?? StreamOrigin(app: current.app, bundle: current.bundle, activity: current.activity, supportsStreams: current.notice.supportsStreams, peers: [])
             origin.peers.insert(peer)
@@ -64,8 +68,8 @@ extension Agent {
     }
 
     /// Continuation `id`, from `entry`, was delivered to `bundle`'s app (C7): remember where its state came from.
-    func recordDelivered(_ id: HandoffBroker.ContinuationID, bundle: String, entry: NearbyTable.Entry) {
-        state.withLockedValue { state in
+    func recordStreamDelivery(_ id: HandoffBroker.ContinuationID, bundle: String, entry: NearbyTable.Entry) {
+        withState { state in
             state.streamDeliveries[id.value] = StreamDelivery(
                 bundle: bundle,
                 device: entry.advert.device,
@@ -84,7 +88,7 @@ extension Agent {
 
     /// The app invalidated `activity`: streams to it are refused from now on.
     func streamActivityInvalidated(app: HandoffBroker.AppID, activity: UInt64) {
-        state.withLockedValue { state in
+        withState { state in
             for (sequence, origin) in state.streamOrigins where origin.app == app && origin.activity == activity {
                 state.streamOrigins[sequence]?.invalidated = true
             }
@@ -93,7 +97,7 @@ extension Agent {
 
     /// An app's main connection closed: its activities take no streams, and those announced to it fail now.
     func streamAppGone(_ app: HandoffBroker.AppID, bundle: String?) {
-        let waiting = state.withLockedValue { state -> [IncomingStream] in
+        let waiting = withState { state -> [IncomingStream] in
             state.streamOrigins = state.streamOrigins.filter { $0.value.app != app }
             guard let bundle else { return [] }
             let gone = state.incomingStreams.filter { $0.value.bundle == bundle }
@@ -112,29 +116,33 @@ extension Agent {
     /// takes the place of a stream until its splice has released it, within ``StreamLimits/releaseMilliseconds`` of
     /// the stream's end.
     func claimStream(for bundle: String, on connection: IPCConnection) -> Bool {
-        let claimed = state.withLockedValue { state -> Bool in
+        let claimed = withState { state -> Bool in
             guard state.streamsPerBundle[bundle, default: 0] < StreamLimits.perApp else { return false }
             state.streamsPerBundle[bundle, default: 0] += 1
             return true
         }
         guard claimed else { return false }
         connection.channel.closeFuture.whenComplete { [self] _ in
-            state.withLockedValue { state in
-                state.streamsPerBundle[bundle, default: 1] -= 1
-                if state.streamsPerBundle[bundle] == 0 { state.streamsPerBundle[bundle] = nil }
+            onLoop { [self] in
+                withState { state in
+                    state.streamsPerBundle[bundle, default: 1] -= 1
+                    if state.streamsPerBundle[bundle] == 0 { state.streamsPerBundle[bundle] = nil }
+                }
             }
         }
         return true
     }
 
     /// The stream ends `bundle` holds here, open or ended and not yet released (the count the limit is taken on).
+    /// Off the loop (a test asking) it waits for the loop's answer.
     func heldStreamEnds(of bundle: String) -> Int {
-        state.withLockedValue { $0.streamsPerBundle[bundle, default: 0] }
+        guard !loop.inEventLoop else { return withState { $0.streamsPerBundle[bundle, default: 0] } }
+        return (try? loop.submit { [self] in withState { $0.streamsPerBundle[bundle, default: 0] } }.wait()) ?? 0
     }
 
     /// The splice for a stream end on `connection`: released within the configured bound once its stream ends.
     func makeSplice(_ connection: IPCConnection, on link: PeerLink) -> StreamSplice {
-        StreamSplice(app: connection, link: link, releaseAfter: .milliseconds(Int64(configuration.streamRelease * 1000))) { [self] line in
+        StreamSplice(app: connection, link: link, releaseAfter: streamRelease) { [self] line in
             log(line)
         }
     }
@@ -150,19 +158,18 @@ extension Agent {
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
-        // The app's connection is the handoff coordinator's: this runs on its loop (the link's).
-        let found = state.withLockedValue { state -> Result<(StreamOrigin, IPCConnection), Agent.FetchError> in
+        let found = withState { state -> Result<(StreamOrigin, IPCConnection), Agent.FetchError> in
             guard let origin = state.streamOrigins[sequence], origin.peers.contains(link.peer) else {
-                return .failure(FetchError(reason: .notContinued, message: "\(identity.name) gave that activity's state to no app of this device"))
+                return .failure(Agent.FetchError(reason: .notContinued, message: "\(deviceName) gave that activity's state to no app of this device"))
             }
             guard origin.supportsStreams else {
-                return .failure(FetchError(reason: .noStreams, message: "\(origin.bundle) did not set supportsContinuationStreams on that activity"))
+                return .failure(Agent.FetchError(reason: .noStreams, message: "\(origin.bundle) did not set supportsContinuationStreams on that activity"))
             }
             guard !origin.invalidated else {
-                return .failure(FetchError(reason: .notCurrent, message: "\(origin.bundle) has invalidated that activity"))
+                return .failure(Agent.FetchError(reason: .notCurrent, message: "\(origin.bundle) has invalidated that activity"))
             }
-            guard let connection = handoff.connection(for: origin.app), connection.channel.isActive else {
-                return .failure(FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(identity.name)"))
+            guard let connection = state.appConnections[origin.app], connection.channel.isActive else {
+                return .failure(Agent.FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(deviceName)"))
             }
             return .success((origin, connection))
         }
@@ -178,40 +185,43 @@ extension Agent {
         }
         var generator = SystemRandomNumberGenerator()
         let token = Data((0..<IPCMessage.streamTokenLength).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let timer = link.channel.eventLoop.scheduleTask(in: .milliseconds(Int64(StreamLimits.acceptMilliseconds))) { [self] in
-            guard let incoming = state.withLockedValue({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
+        let timer = clock.schedule(after: StreamLimits.acceptMilliseconds, on: loop) { [self] in
+            guard let incoming = withState({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
             incoming.reply(.failed(.appNotAnswering, "\(origin.bundle) did not take the stream within \(StreamLimits.acceptMilliseconds / 1000) s"))
         }
-        state.withLockedValue { state in
+        withState { state in
             state.incomingStreams[token] = IncomingStream(
                 link: link, id: id, peerWindow: Int(window), bundle: origin.bundle, reply: reply, timer: timer
             )
         }
         connection.send(.incomingStream(activity: origin.activity, token: token))
         return { [self] in
-            guard let incoming = state.withLockedValue({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
-            incoming.timer.cancel()
+            onLoop { [self] in
+                guard let incoming = withState({ $0.incomingStreams.removeValue(forKey: token) }) else { return }
+                incoming.timer.cancel()
+            }
+        }
+    }
+
+    /// The stream announced to `bundle` with `token`, taken from the table; nil when none waits (it expired, was
+    /// declined, or was announced to another app).
+    private func takeIncoming(_ token: Data, for bundle: String) -> IncomingStream? {
+        withState { state in
+            guard state.incomingStreams[token]?.bundle == bundle else { return nil }
+            return state.incomingStreams.removeValue(forKey: token)
         }
     }
 
     /// The originating app declined the stream announced with `token`.
     func streamDeclined(token: Data, bundle: String, message: String) {
-        let incoming = state.withLockedValue { state -> IncomingStream? in
-            guard state.incomingStreams[token]?.bundle == bundle else { return nil }
-            return state.incomingStreams.removeValue(forKey: token)
-        }
-        guard let incoming else { return }
+        guard let incoming = takeIncoming(token, for: bundle) else { return }
         incoming.timer.cancel()
         incoming.reply(.failed(.noStreams, "\(bundle) declined the stream: \(message)"))
     }
 
     /// The originating app connected for the stream announced with `token` (its identity already checked).
     func acceptStream(token: Data, bundle: String, on connection: IPCConnection) {
-        let incoming = state.withLockedValue { state -> IncomingStream? in
-            guard state.incomingStreams[token]?.bundle == bundle else { return nil }
-            return state.incomingStreams.removeValue(forKey: token)
-        }
-        guard let incoming else {
+        guard let incoming = takeIncoming(token, for: bundle) else {
             return connection.refuse(.notPermitted, "no stream waits for \(bundle) with that token (it expired, or was for another app)")
         }
         incoming.timer.cancel()
@@ -229,7 +239,7 @@ extension Agent {
             return connection.refuse(.stream(.peerGone), text)
         }
         let window = StreamFlow.defaultWindow
-        splice.start(key: key, window: window, peerWindow: incoming.peerWindow, welcome: .welcome(device: identity.id.description, deviceName: identity.name))
+        splice.start(key: key, window: window, peerWindow: incoming.peerWindow, welcome: welcome)
         incoming.reply(.streamOpened(window: UInt64(window)))
         log("stream \(incoming.id) from \(incoming.link.peer.short) to \(bundle) opened")
     }
@@ -238,7 +248,7 @@ extension Agent {
 
     /// The app that continuation `continuation` was delivered to asks for a stream to the originating app (F2).
     func openStream(continuation: UInt64, bundle: String, on connection: IPCConnection) {
-        guard let delivery = state.withLockedValue({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
+        guard let delivery = withState({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
             return connection.refuse(.stream(.notContinued), "no activity continued into \(bundle) here has the number \(continuation)")
         }
         guard claimStream(for: bundle, on: connection) else {
@@ -247,10 +257,9 @@ extension Agent {
         connection.identify(.stream(bundle: bundle))
         let window = StreamFlow.defaultWindow
         let timeout = Double(StreamLimits.openMilliseconds) / 1000
-        let welcome = IPCMessage.welcome(device: identity.id.description, deviceName: identity.name)
         let opening: @Sendable (PeerLink) -> Void = { [self] link in
             let splice = makeSplice(connection, on: link)
-            link.openStream(sequence: delivery.sequence, window: window, endpoint: splice, timeout: timeout) { [self] result in
+            link.openStream(sequence: delivery.sequence, window: window, endpoint: splice, timeout: timeout) { [self, welcome] result in
                 switch result {
                 case .success(let (key, peerWindow)):
                     splice.start(key: key, window: window, peerWindow: peerWindow, welcome: welcome)
