@@ -67,6 +67,8 @@ extension HandoffBench {
         /// From A's reply encoding until its write returned, and the same for B's `deliver`, where both were stamped.
         var replyWrite: Double?
         var deliverWrite: Double?
+        /// The same sample's asking leg: continue asked until the origin app is asked for its state.
+        var asking: Double = 0
     }
 
     /// Each hop's p50 and p99 as figures against the leg's p50, and the floor's same leg beside the whole.
@@ -74,7 +76,16 @@ extension HandoffBench {
         let cut = samples.warmLeg.map(\.sample)
         guard !cut.isEmpty else { return [] }
         let whole = percentiles(cut.map(\.total)).0
-        var figures: [BenchFigure] = []
+        // The same path as the judged warm figure, ended where the continuing app's delegate has the activity: the
+        // floor's path ends where its app's main actor has the bytes, with no event handed on after.
+        let floorWarm = samples.floorWarm.filter { $0.hops.count == Self.warmFloorHops.count }
+        let toDelegate = samples.warmLeg.map { $0.asking + $0.sample.total - ($0.sample.hops.last ?? 0) }
+        var figures: [BenchFigure] = [
+            .microseconds(
+                "continue asked on B's socket → the continuing app's delegate has it, warm, vs floor (\(toDelegate.count) samples)", percentiles(toDelegate).0,
+                baseline: Self.warmFloorText, percentiles(floorWarm.map(\.total)).0
+            )
+        ]
         for (index, name) in Self.legHops.enumerated() {
             let (hop50, hop99) = percentiles(cut.map { $0.hops[index] })
             figures.append(.microseconds("warm leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))

@@ -254,9 +254,18 @@ struct HandoffBench {
             if index >= 10 {
                 samples.warm.append(elapsed)
                 samples.warmOverSocket.append(overSocket)
-                if let leg { samples.warmLeg.append(leg) }
+                if var leg {
+                    leg.asking = overSocket.hops[0]
+                    samples.warmLeg.append(leg)
+                }
                 samples.floorWarm.append(floorSample)
             }
+        }
+        // A decodes a state to take the credentials out of its URLs only when its bytes hold an '@' (issue 25 item 7):
+        // whether this one does says what A's hop holds.
+        if let state = try? activity.payload().encoded() {
+            let ats = state.filter { $0 == UInt8(ascii: "@") }.count
+            notes.append("the warm state is \(state.count) bytes, \(ats) of them '@': A \(ats > 0 ? "decodes it" : "does not decode it") to take credentials out of its URLs")
         }
         for _ in 0..<max(count / 4, 8) {
             laptopAgent.closeLinks()
