@@ -454,7 +454,8 @@ struct StreamSpliceTests {
         // The laptop's agent freezes as far as the desktop can tell: it reads nothing more from the session (the
         // kernel still acknowledges, as for a hung process or a host gone from the network mid-stream).
         let frozen = try #require(devices.agents[0].links.existing(devices.agents[1].identity.id))
-        try await frozen.channel.setOption(ChannelOptions.autoRead, value: false).get()
+        let socket = try #require(frozen.conduit as? ChannelConduit, "the link runs over a socket")
+        try await socket.channel.setOption(ChannelOptions.autoRead, value: false).get()
         let started = ContinuousClock.now
         #expect(await Self.ending(desktopEnd) == "peerGone")
         let waited = ContinuousClock.now - started

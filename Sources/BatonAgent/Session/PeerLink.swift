@@ -74,7 +74,10 @@ public final class PeerLink: MessageSink, Sendable {
     public let peerName: String
     /// Whether this device opened the connection (dialled it), or the peer did.
     public let dialedByMe: Bool
-    let channel: Channel
+    /// What the link runs over: a TLS connection, or a memory one in tests (issue 26 item 3).
+    let conduit: any LinkConduit
+    /// The conduit under its former name (what `Agent.answerSync` reads the peer's address from).
+    var channel: any LinkConduit { conduit }
     let responder: PeerLinkResponder
 
     /// Stops a piece of work started for a request (in either direction); calling it after the work has ended
@@ -127,11 +130,11 @@ public final class PeerLink: MessageSink, Sendable {
 
     let state: NIOLockedValueBox<State>
 
-    init(peer: DeviceID, peerName: String, dialedByMe: Bool, channel: Channel, responder: PeerLinkResponder, clock: AgentClock) {
+    init(peer: DeviceID, peerName: String, dialedByMe: Bool, conduit: any LinkConduit, responder: PeerLinkResponder, clock: AgentClock) {
         self.peer = peer
         self.peerName = peerName
         self.dialedByMe = dialedByMe
-        self.channel = channel
+        self.conduit = conduit
         self.responder = responder
         self.clock = clock
         let now = clock.uptimeNanoseconds()
@@ -140,7 +143,7 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     /// Whether the connection is still usable.
-    public var isOpen: Bool { !state.withLockedValue(\.closed) && channel.isActive }
+    public var isOpen: Bool { !state.withLockedValue(\.closed) && conduit.isActive }
 
     /// Nanoseconds (uptime) since nothing has been in flight in either direction, or nil while something is.
     func idleSince() -> UInt64? {
@@ -222,7 +225,7 @@ public final class PeerLink: MessageSink, Sendable {
             completion(.failed(.peerGone, "the session with \(peerName) has ended"))
             return {}
         }
-        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
+        let timer = conduit.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
             finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), giveUp: true)
         }
         let stillWaiting = state.withLockedValue { state in
@@ -272,7 +275,7 @@ public final class PeerLink: MessageSink, Sendable {
     }
 
     func send(_ message: SessionMessage) {
-        Backpressure.write(message.propertyList, to: channel)
+        conduit.send(message.propertyList)
     }
 
     /// Closes the connection; waiting requests fail with `peerGone`. No new request goes out on it from now on:
@@ -281,7 +284,7 @@ public final class PeerLink: MessageSink, Sendable {
     /// `closeLinks()` or an idle sweep).
     public func close() {
         state.withLockedValue { $0.closed = true }
-        channel.close(promise: nil)
+        conduit.close()
     }
 
     // MARK: MessageSink (on the event loop)
@@ -473,14 +476,14 @@ public final class PeerLink: MessageSink, Sendable {
 
     /// Writes bytes of stream `key` as data frames (at most ``Frame/maximumData`` each), flushed once.
     func sendStreamData(_ key: StreamKey, _ chunks: [ByteBuffer]) {
-        guard channel.isActive else { return }
+        guard conduit.isActive else { return }
         for var chunk in chunks {
             while chunk.readableBytes > Frame.maximumData, let part = chunk.readSlice(length: Frame.maximumData) {
-                channel.write(OutboundFrame.data(stream: key.id, opener: key.openedHere, part), promise: nil)
+                conduit.write(stream: key.id, opener: key.openedHere, part)
             }
-            channel.write(OutboundFrame.data(stream: key.id, opener: key.openedHere, chunk), promise: nil)
+            conduit.write(stream: key.id, opener: key.openedHere, chunk)
         }
-        channel.flush()
+        conduit.flush()
     }
 
     /// Sends a stream's `credit`, `eof` or `reset`.
@@ -519,7 +522,7 @@ public final class PeerLink: MessageSink, Sendable {
         let interval = TimeAmount.milliseconds(Int64(StreamLimits.keepaliveCheckMilliseconds))
         let start = state.withLockedValue { state -> Bool in
             guard state.keepalive == nil, !state.closed else { return false }
-            state.keepalive = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
+            state.keepalive = conduit.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
                 self?.keepaliveTick(task)
             }
             return true
@@ -640,7 +643,7 @@ final class PeerLinks: Sendable {
 
     /// ``link(to:host:port:)`` as a future, completed on the link's event loop.
     func linking(to device: DeviceID, host: String, port: Int) -> EventLoopFuture<PeerLink> {
-        if let link = existing(device) { return link.channel.eventLoop.makeSucceededFuture(link) }
+        if let link = existing(device) { return link.conduit.eventLoop.makeSucceededFuture(link) }
         return connecting(host: host, port: port, policy: .members { [policy] in
             policy.allows(device) ? [device] : []
         })
@@ -728,11 +731,11 @@ final class PeerLinks: Sendable {
             peer: DeviceID(certificateDER: certificate),
             peerName: name,
             dialedByMe: dialedByMe,
-            channel: channel,
+            conduit: ChannelConduit(channel, handler: handler),
             responder: responder,
             clock: clock
         )
-        handler.attach(link)
+        link.conduit.attach(link)
         // The dialling side tells the other its clock once the session is up, and the other answers with its own:
         // adverts are judged against the sender's own clock, so devices whose clocks are minutes apart still hear
         // each other (issue 25 item 9, PROTOCOL §5). Not first from the accepting side: `baton sync`'s one-shot
