@@ -2,6 +2,8 @@ import BatonClient
 import BatonProtocol
 import BatonCore
 import Foundation
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// What an app is told about continuations (C5–C8), in the order they happen; ``BatonApplication/events`` carries
@@ -125,6 +127,10 @@ public final class BatonApplication {
     public private(set) var deviceName: String?
     /// The agent's socket, once connected: a continuation stream is its own connection to it (F2, F3).
     var socketPath: String?
+    /// The event loops of the connection to the agent: the process's shared ones, unless set before ``connect``. An
+    /// app is a process of its own; `baton bench handoff` plays apps beside embedded agents and gives them loops of
+    /// their own, so that an app's read does not wait behind the agent's work on a shared thread (issue 26 item 5).
+    package var connectionLoops: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     /// The device's current activity, if this app made it so (A9).
     public private(set) var currentActivity: UserActivity?
     /// What was last sent to the agent of the current activity.
@@ -209,7 +215,7 @@ public final class BatonApplication {
         let location = socketPath.map { AgentSocket.Location(path: $0, source: .given) } ?? AgentSocket.locationForApps(environment: environment)
         let path = location.path
         disconnect()
-        let client = try await AgentClient.connect(to: location, bundleIdentifier: bundle)
+        let client = try await AgentClient.connect(to: location, bundleIdentifier: bundle, group: connectionLoops)
         self.client = client
         self.bundleIdentifier = bundle
         self.deviceName = client.deviceName

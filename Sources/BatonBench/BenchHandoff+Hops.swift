@@ -114,6 +114,12 @@ extension HandoffBench {
             guard changed > 0 else { continue }
             notes.append("warm leg hop \"\(Self.legHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
         }
+        // The agents and the apps' connections share this process's event loops (LocalDevices): the continuing app's
+        // connection reads on A's loop or on B's, and on A's it waits for A's thread (the floor's nodes have their own).
+        let (replying, received, clientRead) = (5, 8, 10)
+        let onA = threads.filter { $0[clientRead] == $0[replying] }.count
+        let onB = threads.filter { $0[clientRead] == $0[received] }.count
+        notes.append("the continuing app's connection read on A's loop thread in \(onA) of \(count) samples, on B's in \(onB)")
         return notes
     }
 }

@@ -157,6 +157,13 @@ struct HandoffBench {
         watcher.send(.watchNearby)
         let laptop = BatonApplication()
         let desktop = BatonApplication()
+        // Each app is a process of its own beside its agent: its connection reads on a loop of its own, not on an
+        // agent's (sharing one, the continuing app's read of `deliver` waited behind B's work after it; the floor's
+        // apps and nodes share none). Closed after the apps' connections.
+        let appLoops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { appLoops.shutdownGracefully { _ in } }
+        laptop.connectionLoops = appLoops.next()
+        desktop.connectionLoops = appLoops.next()
         try await laptop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: laptopAgent.socketPath)
         try await desktop.connect(bundleIdentifier: shopSnapBundleIdentifier, socketPath: desktopAgent.socketPath)
         defer { laptop.disconnect() }

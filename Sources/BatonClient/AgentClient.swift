@@ -49,9 +49,11 @@ public final class AgentClient: MessageSink, Sendable {
     /// Connects as ``connect(path:bundleIdentifier:timeout:)`` does to the socket at `location`; when no agent answers
     /// there, the error also says where the path came from (BATON_AGENT_SOCKET, an `agent-socket` announcement, the
     /// default) and how to reach an agent started with `--state` (issue 24 part 7).
-    public static func connect(to location: AgentSocket.Location, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
+    public static func connect(
+        to location: AgentSocket.Location, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> AgentClient {
         do {
-            return try await connect(path: location.path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+            return try await connect(path: location.path, bundleIdentifier: bundleIdentifier, timeout: timeout, group: group)
         } catch let error as BatonClientError where error.code == .peerUnreachable {
             let why = AgentSocket.whyUnreachable(location.path)
             let others = AgentSocket.socketsBeside(location.path)
@@ -64,14 +66,18 @@ public final class AgentClient: MessageSink, Sendable {
     /// - Throws: ``BatonClientError`` `peerUnreachable` when no agent listens at `path` (saying whether the socket is
     ///   missing or nothing listens on it),
     ///   `peerRefused` with the agent's reason when it refuses this process.
-    public static func connect(path: String, bundleIdentifier: String?, timeout: Double = 5) async throws -> AgentClient {
+    /// - Parameter group: the event loops the connection runs on: the process's shared ones, unless an agent in the
+    ///   same process should not share them (`baton bench handoff` plays apps beside embedded agents).
+    public static func connect(
+        path: String, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> AgentClient {
         // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
         // credentials of the process that listens on it.
         try AgentSocket.checkOwner(path)
         let handler = MessageHandler()
         let channel: Channel
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            channel = try await ClientBootstrap(group: group)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
