@@ -20,7 +20,8 @@ import Glibc
 /// their deadlines: C4–C8, A7–A9), the apps connected (by bundle and by the broker's ``HandoffBroker/AppID``), the
 /// fetches from other devices waiting for the broker's reply, the timers the broker asked for (scheduled through
 /// the agent's ``AgentClock``, so a virtual clock fires them), the I/O context of each continuation the broker runs
-/// (``Record``, keyed by the broker's id: it decides nothing), and the programs it launched for them. Events go to
+/// (``Record``, keyed by the broker's id: it decides nothing), the programs it launched for them, the command lines
+/// watching the nearby list, and the continuation streams' tables (F1–F3, HandoffCoordinator+Streams). Events go to
 /// the broker, actions come out and are performed here (issue 11 part 1); the broker decides every deadline.
 ///
 /// Confined to ``loop``: its state is a ``NIOLoopBoundBox``, read and written only there. What arrives on the loop
