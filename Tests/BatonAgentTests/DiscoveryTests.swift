@@ -56,6 +56,17 @@ struct DiscoveryTests {
         return try keys.seal(advert)
     }
 
+    /// What `device`'s broker advertises when a notes activity becomes current (nil if it advertises nothing).
+    static func advertised(by device: String) -> HandoffBroker.CurrentActivity? {
+        var broker = HandoffBroker(deviceName: device)
+        let notice = ActivityNotice(activityType: "com.example.notes.edit", title: "Groceries")
+        let actions = broker.becomeCurrent(
+            app: HandoffBroker.AppID(1), bundle: "com.example.Notes", team: "TEAM", activity: 7, notice: notice, now: Self.start
+        )
+        guard case .advertise(let current) = actions.first else { return nil }
+        return current
+    }
+
     static var source: SocketAddress {
         get throws { try SocketAddress(ipAddress: "192.0.2.7", port: 47_810) }
     }
@@ -98,15 +109,7 @@ struct DiscoveryTests {
     func advertisedActivity() throws {
         let clock = VirtualClock()
         let (discovery, _) = Self.discovery(clock)
-        var broker = HandoffBroker(deviceName: "desktop")
-        let notice = ActivityNotice(activityType: "com.example.notes.edit", title: "Groceries")
-        let actions = broker.becomeCurrent(
-            app: HandoffBroker.AppID(1), bundle: "com.example.Notes", team: "TEAM", activity: 7, notice: notice, now: Self.start
-        )
-        guard case .advertise(let current) = actions.first else {
-            Issue.record("the broker did not advertise: \(actions)")
-            return
-        }
+        let current = try #require(Self.advertised(by: "desktop"), "the broker advertises an activity made current")
         #expect(discovery.offered(at: Self.start) == nil, "nothing advertised yet")
         discovery.advertise(current, isCurrent: true)  // no socket attached: nothing is sent, the activity is kept
         #expect(discovery.offered(at: Self.start)?.current == current)

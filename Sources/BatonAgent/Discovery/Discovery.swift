@@ -44,8 +44,9 @@ final class Discovery: Sendable {
         var clockProbes: [DeviceID: UInt64] = [:]
         /// The unicast targets of adverts.
         var targets: [SocketAddress] = []
-        /// The socket adverts go out on and the session port they name, once the agent opened them.
-        var socket: AdvertSocket?
+        /// What adverts go out on (the UDP sockets, or a memory network: issue 26 item 3) and the session port they
+        /// name, once the agent opened them.
+        var socket: (any AdvertTransport)?
         var sessionPort: UInt16 = 0
         /// The activity last advertised as current, re-advertised while it is offered; nil after a goodbye.
         var current: HandoffBroker.CurrentActivity?
@@ -77,15 +78,15 @@ final class Discovery: Sendable {
         self.clock = clock
     }
 
-    /// The advert socket, once opened: adverts go out on it and `sessionPort` is the port they name.
-    func attach(_ socket: AdvertSocket, sessionPort: Int) {
+    /// The advert transport, once opened: adverts go out on it and `sessionPort` is the port they name.
+    func attach(_ socket: any AdvertTransport, sessionPort: Int) {
         state.withLockedValue { state in
             state.socket = socket
             state.sessionPort = UInt16(clamping: sessionPort)
         }
     }
 
-    var socket: AdvertSocket? { state.withLockedValue(\.socket) }
+    var socket: (any AdvertTransport)? { state.withLockedValue(\.socket) }
 
     /// Calls `observer` on every change of the nearby table (an advert that added, replaced or removed an entry, an
     /// expiry, a device no longer a member).

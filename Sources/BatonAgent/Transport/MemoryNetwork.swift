@@ -25,6 +25,8 @@ final class MemoryNetwork: Sendable {
 
     struct State {
         var listeners: [String: Listener] = [:]
+        /// Advert transports by their address (`host:port`), in the order they registered.
+        var adverts: [(address: String, transport: MemoryAdvertTransport)] = []
         /// The next port given to a listener that asked for any (0), or to a dialling side's end.
         var nextPort = 49_152
     }
@@ -37,6 +39,47 @@ final class MemoryNetwork: Sendable {
     /// the peers `policy` allows. Its conduits run on `loop`.
     func peerTransport(host: String, device: DeviceID, policy: PeerPolicy, loop: EventLoop) -> MemoryPeerTransport {
         MemoryPeerTransport(network: self, host: host, device: device, policy: policy, loop: loop)
+    }
+
+    /// A device's adverts on this network, received at `host:port` (its discovery port) on `loop`; with
+    /// `multicast`, what it sends reaches every other device registered too.
+    /// - Throws: when an advert transport is registered there already.
+    func advertTransport(
+        host: String,
+        port: Int,
+        multicast: Bool = true,
+        loop: EventLoop,
+        receive: @escaping @Sendable (Data, SocketAddress) -> Void
+    ) throws -> MemoryAdvertTransport {
+        let name = Agent.joinHostPort(host, port)
+        let transport = MemoryAdvertTransport(
+            network: self,
+            address: try SocketAddress(ipAddress: host, port: port),
+            multicast: multicast,
+            loop: loop,
+            receive: receive
+        )
+        try state.withLockedValue { state in
+            guard !state.adverts.contains(where: { $0.address == name }) else {
+                throw BatonAgentError.cannotListen(on: name, BatonAgentError(.protocolViolation, "\(name) is taken on this memory network"))
+            }
+            state.adverts.append((name, transport))
+        }
+        return transport
+    }
+
+    /// Who receives a datagram `sender` sends to `addresses` (and to `everyone` else, for multicast): once each
+    /// address, once more for multicast, as a socket would; never the sender itself.
+    func advertReceivers(of addresses: [SocketAddress], everyone: Bool, from sender: MemoryAdvertTransport) -> [MemoryAdvertTransport] {
+        let registered = state.withLockedValue(\.adverts)
+        let names = addresses.map { address in address.hostText.map { Agent.joinHostPort($0, address.port ?? 0) } ?? "\(address)" }
+        let unicast = names.compactMap { name in registered.first { $0.address == name }?.transport }
+        let multicast = everyone ? registered.map(\.transport) : []
+        return (unicast + multicast).filter { $0 !== sender }
+    }
+
+    func unregister(_ adverts: MemoryAdvertTransport) {
+        state.withLockedValue { $0.adverts.removeAll { $0.transport === adverts } }
     }
 
     /// A port no one holds on this network.
