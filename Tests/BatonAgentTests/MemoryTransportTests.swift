@@ -69,7 +69,8 @@ struct MemoryTransportTests {
 
     /// Two devices of one account on one memory network, each allowing `allowed` (both, by default).
     static func pair(
-        allowedByListener: ((DeviceID, DeviceID) -> Set<DeviceID>)? = nil
+        allowedByListener: ((DeviceID, DeviceID) -> Set<DeviceID>)? = nil,
+        clock: AgentClock = .system
     ) throws -> (network: MemoryNetwork, dialler: Device, listener: Device) {
         let network = MemoryNetwork()
         let one = try DeviceIdentity.generate(name: "laptop")
@@ -79,7 +80,7 @@ struct MemoryTransportTests {
         func device(_ identity: DeviceIdentity, host: String, allows: Set<DeviceID>) -> Device {
             let loop = MultiThreadedEventLoopGroup.singleton.next()
             let transport = network.peerTransport(host: host, device: identity.id, policy: .members { allows }, loop: loop)
-            let links = PeerLinks(identity: identity, policy: .members { allows }, transport: transport)
+            let links = PeerLinks(identity: identity, policy: .members { allows }, transport: transport, clock: clock)
             let responder = Responder()
             links.responder = responder
             return Device(identity: identity, links: links, responder: responder)
@@ -94,8 +95,8 @@ struct MemoryTransportTests {
     }
 
     /// The listener serving on 10.0.0.2:4000, and the dialler's link to it, opened on both sides.
-    static func linked() async throws -> (dialler: Device, listener: Device, link: PeerLink) {
-        let (_, dialler, listener) = try pair()
+    static func linked(clock: AgentClock = .system) async throws -> (dialler: Device, listener: Device, link: PeerLink) {
+        let (_, dialler, listener) = try pair(clock: clock)
         _ = try await listener.links.serve(host: "10.0.0.2", port: 4000)
         let link = try await dialler.links.link(to: listener.id, host: "10.0.0.2", port: 4000)
         #expect(await next(dialler) == "opened \(listener.id.short)")
@@ -149,6 +150,24 @@ struct MemoryTransportTests {
         #expect(!link.isOpen)
         #expect(await Self.next(listener) == "stopped 2", "the work for a closed link stops")
         #expect(await Self.next(listener) == "closed \(dialler.id.short)")
+    }
+
+    @Test("a request unanswered times out when the agent's clock passes its timeout, not before, and the peer stops its work")
+    func timeoutOnVirtualClock() async throws {
+        let clock = HandoffCoordinatorTests.ManualClock()
+        let (_, listener, link) = try await Self.linked(clock: clock.clock)
+        let replies = NIOLockedValueBox<[SessionMultiplexer.Reply]>([])
+        link.request(.fetch(sequence: 2, deadlineMilliseconds: 1000), timeout: 5) { reply in replies.withLockedValue { $0.append(reply) } }
+        #expect(await Self.next(listener) == "asked 2")
+        try await clock.advance(by: 4_999)
+        #expect(replies.withLockedValue { $0 }.isEmpty)
+        try await clock.advance(by: 1)
+        guard case .failed(.timedOut, let text) = replies.withLockedValue({ $0.first }) else {
+            Issue.record("expected the waiter to fail with timedOut: \(replies.withLockedValue { $0 })")
+            return
+        }
+        #expect(text.contains("5.0 s"))
+        #expect(await Self.next(listener) == "stopped 2", "the peer was told to stop")
     }
 
     @Test("the peer policy still applies: a dialler expecting another device, or a listener refusing the dialler, gets no link")

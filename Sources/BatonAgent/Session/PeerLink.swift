@@ -103,7 +103,7 @@ public final class PeerLink: MessageSink, Sendable {
     /// to complete, and the timer that gives up on it.
     struct Pending {
         var completion: @Sendable (SessionMultiplexer.Reply) -> Void
-        var timer: Scheduled<Void>?
+        var timer: AgentClock.Timer?
     }
 
     struct State {
@@ -124,7 +124,7 @@ public final class PeerLink: MessageSink, Sendable {
         /// The continuation streams this link carries (F3), both directions' together.
         var streams: [StreamKey: StreamEndpoint] = [:]
         /// The keepalive timer, while streams are open; whether a ping is waiting for its pong.
-        var keepalive: RepeatedTask?
+        var keepalive: AgentClock.Timer?
         var pinging = false
     }
 
@@ -225,7 +225,8 @@ public final class PeerLink: MessageSink, Sendable {
             completion(.failed(.peerGone, "the session with \(peerName) has ended"))
             return {}
         }
-        let timer = conduit.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { [self] in
+        // On the agent's clock, so a virtual one fires it by advancing (issue 26 item 3).
+        let timer = clock.schedule(after: Self.milliseconds(timeout), on: conduit.eventLoop) { [self] in
             finish(id, .failed(.timedOut, "\(peerName) did not answer within \(Self.format(timeout))"), giveUp: true)
         }
         let stillWaiting = state.withLockedValue { state in
@@ -238,6 +239,11 @@ public final class PeerLink: MessageSink, Sendable {
         send(message)
         // Only that the caller cancelled: the caller decided why, and says so to whoever it tells.
         return { [self] in finish(id, .failed(.cancelled, "cancelled by the caller"), giveUp: true) }
+    }
+
+    /// `seconds` in whole milliseconds, rounded up (a timeout never fires early).
+    static func milliseconds(_ seconds: Double) -> UInt64 {
+        UInt64(min(max(seconds * 1000, 0), 1e12).rounded(.up))
     }
 
     static func format(_ seconds: Double) -> String {
@@ -519,25 +525,27 @@ public final class PeerLink: MessageSink, Sendable {
     /// unanswered as long again closes the link (every stream then ends with peerGone: a dead peer, F3). Quiet is
     /// looked for every ``StreamLimits/keepaliveCheckMilliseconds``, so that happens within about 4 s (PROTOCOL §8).
     func startKeepalive() {
-        let interval = TimeAmount.milliseconds(Int64(StreamLimits.keepaliveCheckMilliseconds))
-        let start = state.withLockedValue { state -> Bool in
-            guard state.keepalive == nil, !state.closed else { return false }
-            state.keepalive = conduit.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
-                self?.keepaliveTick(task)
-            }
-            return true
+        state.withLockedValue { state in
+            guard state.keepalive == nil, !state.closed else { return }
+            state.keepalive = scheduleKeepalive()
         }
-        _ = start
     }
 
-    func keepaliveTick(_ task: RepeatedTask) {
+    /// The next look for quiet, on the agent's clock (a virtual one runs it by advancing: issue 26 item 3).
+    func scheduleKeepalive() -> AgentClock.Timer {
+        clock.schedule(after: StreamLimits.keepaliveCheckMilliseconds, on: conduit.eventLoop) { [weak self] in
+            self?.keepaliveTick()
+        }
+    }
+
+    func keepaliveTick() {
         let quiet = clock.uptimeNanoseconds() &- lastHeard.load(ordering: .relaxed)
         let ping = state.withLockedValue { state -> Bool in
             guard !state.streams.isEmpty, !state.closed else {
-                task.cancel()
                 state.keepalive = nil
                 return false
             }
+            state.keepalive = scheduleKeepalive()
             guard !state.pinging, quiet >= StreamLimits.keepaliveMilliseconds * 1_000_000 else { return false }
             state.pinging = true
             return true
