@@ -307,8 +307,9 @@ public struct SyncedFolders: Sendable, Hashable {
         return result
     }
 
-    /// Whether `value` holds a URL at any depth; reads without copying anything.
-    static func containsURL(_ value: PropertyList) -> Bool {
+    /// Whether `value` holds a URL at any depth; reads without copying anything. For whatever only rewrites URLs
+    /// (here, and the originating agent's credentials check) to skip a state that has none.
+    package static func containsURL(_ value: PropertyList) -> Bool {
         switch value {
         case .url: true
         case .array(let items): items.contains(where: containsURL)
