@@ -50,6 +50,7 @@ struct MemoryTransportTests {
             return { [event] in event.yield("stopped \(sequence)") }
         }
 
+        /// Accepts every stream, with ``streamEnd`` as its end here.
         func respondToStream(
             id: UInt64,
             sequence: UInt64,
@@ -57,9 +58,12 @@ struct MemoryTransportTests {
             on link: PeerLink,
             reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
         ) -> PeerLink.Cancel {
-            reply(.failed(.refused, "no streams here"))
+            _ = link.attach(streamEnd, to: PeerLink.StreamKey(id: id, openedHere: false))
+            reply(.streamOpened(window: window))
             return {}
         }
+
+        let streamEnd = StreamEnd()
 
         func peerContinued(sequence: UInt64, on link: PeerLink) {}
         func peerClock(_ milliseconds: UInt64, on link: PeerLink) {}
@@ -67,10 +71,20 @@ struct MemoryTransportTests {
         func linkOpened(_ link: PeerLink) { event.yield("opened \(link.peer.short)") }
     }
 
+    /// A stream's end that keeps why it ended.
+    final class StreamEnd: StreamEndpoint {
+        let endings = NIOLockedValueBox<[FetchFailure]>([])
+
+        func linkData(_ bytes: ByteBuffer) {}
+        func linkControl(_ message: SessionMessage) {}
+        func linkClosed(_ reason: FetchFailure, _ message: String) { endings.withLockedValue { $0.append(reason) } }
+    }
+
     /// Two devices of one account on one memory network, each allowing `allowed` (both, by default).
     static func pair(
         allowedByListener: ((DeviceID, DeviceID) -> Set<DeviceID>)? = nil,
-        clock: AgentClock = .system
+        clock: AgentClock = .system,
+        loop: EventLoop? = nil
     ) throws -> (network: MemoryNetwork, dialler: Device, listener: Device) {
         let network = MemoryNetwork()
         let one = try DeviceIdentity.generate(name: "laptop")
@@ -78,7 +92,7 @@ struct MemoryTransportTests {
         let both: Set<DeviceID> = [one.id, two.id]
         let listenerAllows = allowedByListener?(one.id, two.id) ?? both
         func device(_ identity: DeviceIdentity, host: String, allows: Set<DeviceID>) -> Device {
-            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let loop = loop ?? MultiThreadedEventLoopGroup.singleton.next()
             let transport = network.peerTransport(host: host, device: identity.id, policy: .members { allows }, loop: loop)
             let links = PeerLinks(identity: identity, policy: .members { allows }, transport: transport, clock: clock)
             let responder = Responder()
@@ -95,8 +109,8 @@ struct MemoryTransportTests {
     }
 
     /// The listener serving on 10.0.0.2:4000, and the dialler's link to it, opened on both sides.
-    static func linked(clock: AgentClock = .system) async throws -> (dialler: Device, listener: Device, link: PeerLink) {
-        let (_, dialler, listener) = try pair(clock: clock)
+    static func linked(clock: AgentClock = .system, loop: EventLoop? = nil) async throws -> (dialler: Device, listener: Device, link: PeerLink) {
+        let (_, dialler, listener) = try pair(clock: clock, loop: loop)
         _ = try await listener.links.serve(host: "10.0.0.2", port: 4000)
         let link = try await dialler.links.link(to: listener.id, host: "10.0.0.2", port: 4000)
         #expect(await next(dialler) == "opened \(listener.id.short)")
@@ -168,6 +182,31 @@ struct MemoryTransportTests {
         }
         #expect(text.contains("5.0 s"))
         #expect(await Self.next(listener) == "stopped 2", "the peer was told to stop")
+    }
+
+    @Test("F3: a peer that stops reading ends the stream with peerGone once the keepalive's ping goes unanswered, on virtual time")
+    func deadPeerOnVirtualClock() async throws {
+        let clock = HandoffCoordinatorTests.ManualClock()
+        // One loop for both devices: once a task submitted after an advance has run, what it sent has arrived.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let (dialler, listener, link) = try await Self.linked(clock: clock.clock, loop: loop)
+        let here = StreamEnd()
+        let (opened, open) = AsyncStream.makeStream(of: Bool.self)
+        link.openStream(sequence: 3, window: 65_536, endpoint: here, timeout: 5) { result in
+            if case .success = result { open.yield(true) } else { open.yield(false) }
+        }
+        var heard = opened.makeAsyncIterator()
+        #expect(await heard.next() == true)
+        let frozen = try #require(listener.links.existing(dialler.id)?.conduit as? MemoryConduit)
+        frozen.stopReading()
+        try await clock.advance(by: 1_999)
+        try await loop.submit {}.get()
+        #expect(here.endings.withLockedValue { $0 }.isEmpty, "quiet for less than the keepalive: nothing is asked yet")
+        #expect(link.isOpen)
+        try await clock.advance(by: 2_001)
+        try await loop.submit {}.get()
+        #expect(here.endings.withLockedValue { $0 } == [.peerGone], "ended within 4 s of quiet (PROTOCOL §8)")
+        #expect(!link.isOpen)
     }
 
     @Test("the peer policy still applies: a dialler expecting another device, or a listener refusing the dialler, gets no link")

@@ -27,6 +27,8 @@ final class MemoryConduit: LinkConduit {
         var closed = false
         /// The sink has been told (or will be told on attaching) that the connection ended.
         var ended = false
+        /// Whether frames reach the sink (``stopReading()``).
+        var reading = true
     }
 
     let eventLoop: EventLoop
@@ -108,7 +110,7 @@ final class MemoryConduit: LinkConduit {
                 // Frames sent before the other end closed still come first, as on a socket.
                 let sink = state.withLockedValue { state -> MessageSink? in
                     guard !state.ended else { return nil }
-                    guard let sink = state.sink else {
+                    guard let sink = state.sink, state.reading else {
                         state.waiting.append(frame)
                         return nil
                     }
@@ -117,6 +119,12 @@ final class MemoryConduit: LinkConduit {
                 if let sink { deliver(frame, to: sink) }
             }
         }
+    }
+
+    /// Stops delivering what arrives, for good, as a process that no longer reads its socket (a hung peer, for the
+    /// keepalive's dead-peer check: F3): what comes waits unread, and the connection stays open.
+    func stopReading() {
+        state.withLockedValue { $0.reading = false }
     }
 
     /// Tells the link, on this end's loop, that the connection ended (once).
