@@ -9,7 +9,8 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// A connection to the device's agent over its Unix socket: what the app library and the command line use.
+/// A connection to the device's agent over its Unix socket, or in memory to an agent in the same process (issue 26
+/// item 3): what the app library and the command line use.
 ///
 /// Sendable, checked: everything is a `let` of a Sendable type or under a lock (`device` and `deviceName` are written
 /// once, by ``connect(path:bundleIdentifier:timeout:)`` before it returns the client, and read rarely).
@@ -27,13 +28,14 @@ public final class AgentClient: MessageSink, Sendable {
     /// Every message the agent sends after its welcome, in order; finishes when the connection ends.
     public let messages: AsyncStream<IPCMessage>
 
-    let channel: Channel
+    /// The socket's channel, or the end of a connection in memory.
+    let conduit: any AppConduit
     let continuation: AsyncStream<IPCMessage>.Continuation
     let welcome = NIOLockedValueBox<CheckedContinuation<IPCMessage?, Never>?>(nil)
     let greeted = NIOLockedValueBox(false)
 
-    init(channel: Channel) {
-        self.channel = channel
+    init(conduit: any AppConduit) {
+        self.conduit = conduit
         (messages, continuation) = AsyncStream.makeStream(of: IPCMessage.self)
     }
 
@@ -66,11 +68,15 @@ public final class AgentClient: MessageSink, Sendable {
     /// - Throws: ``BatonClientError`` `peerUnreachable` when no agent listens at `path` (saying whether the socket is
     ///   missing or nothing listens on it),
     ///   `peerRefused` with the agent's reason when it refuses this process.
+    /// An agent of this process listening at `path` in memory (``MemoryAppSockets``) is reached there, with no socket.
     /// - Parameter group: the event loops the connection runs on: the process's shared ones, unless an agent in the
     ///   same process should not share them (`baton bench handoff` plays apps beside embedded agents).
     public static func connect(
         path: String, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AgentClient {
+        if let conduit = MemoryAppSockets.process.connect(path: path, loop: group.next()) {
+            return try await hello(over: conduit, path: path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+        }
         // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
         // credentials of the process that listens on it.
         try AgentSocket.checkOwner(path)
@@ -94,20 +100,25 @@ public final class AgentClient: MessageSink, Sendable {
                 "no agent answers at \(path): \(AgentSocket.whyUnreachable(path)) (is `baton agent` running, with the same --state?)"
             )
         }
-        let owner = try? await PeerCredentials.of(channel).get()
+        return try await hello(over: ChannelAppConduit(channel, messages: handler), path: path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+    }
+
+    /// Checks that the agent at the other end of `conduit` is this user's, and says hello.
+    static func hello(over conduit: any AppConduit, path: String, bundleIdentifier: String?, timeout: Double) async throws -> AgentClient {
+        let owner = try? await conduit.peerCredentials().get()
         guard let owner, owner.uid == getuid() else {
-            channel.close(promise: nil)
+            conduit.close()
             throw BatonClientError(
                 .notOwned,
                 "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
             )
         }
-        let client = AgentClient(channel: channel)
-        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { client.greet(nil) }
+        let client = AgentClient(conduit: conduit)
+        let timer = conduit.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { client.greet(nil) }
         defer { timer.cancel() }
         let answer: IPCMessage? = await withCheckedContinuation { waiter in
             client.welcome.withLockedValue { $0 = waiter }
-            channel.eventLoop.execute { handler.attach(client) }
+            conduit.eventLoop.execute { conduit.attach(client) }
             client.send(.hello(bundleIdentifier: bundleIdentifier, version: IPCMessage.version))
         }
         switch answer {
@@ -116,10 +127,10 @@ public final class AgentClient: MessageSink, Sendable {
             client.deviceName = name
             return client
         case .refused(let code, let message):
-            channel.close(promise: nil)
+            conduit.close()
             throw BatonClientError(.peerRefused, "the agent refused: \(message) [\(code)]")
         default:
-            channel.close(promise: nil)
+            conduit.close()
             throw BatonClientError(.timedOut, "the agent at \(path) did not answer the hello within \(Int(timeout)) s")
         }
     }
@@ -134,12 +145,12 @@ public final class AgentClient: MessageSink, Sendable {
 
     /// Sends a message; silently dropped when the connection has ended (the stream says so).
     public func send(_ message: IPCMessage) {
-        try? channel.writeMessage(message.propertyList)
+        conduit.send(message.propertyList)
     }
 
     /// Ends the connection.
     public func close() {
-        channel.close(promise: nil)
+        conduit.close()
     }
 
     package func received(_ plist: PropertyList) {
@@ -156,7 +167,7 @@ public final class AgentClient: MessageSink, Sendable {
     }
 
     package func malformed(_ error: Error) {
-        channel.close(promise: nil)
+        conduit.close()
     }
 
     package func closed() {

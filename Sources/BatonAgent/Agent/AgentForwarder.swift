@@ -64,7 +64,7 @@ final class AgentForwarder: PeerLinkResponder, IPCHandler {
     // MARK: What apps send over the app socket
 
     func ipcReceived(_ message: IPCMessage, on connection: IPCConnection) {
-        guard let agent else { return connection.channel.close(promise: nil) }
+        guard let agent else { return connection.conduit.close() }
         agent.ipcReceived(message, on: connection)
     }
 

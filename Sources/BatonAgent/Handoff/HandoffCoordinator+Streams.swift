@@ -122,7 +122,7 @@ extension HandoffCoordinator {
             return true
         }
         guard claimed else { return false }
-        connection.channel.closeFuture.whenComplete { [self] _ in
+        connection.conduit.closeFuture.whenComplete { [self] _ in
             onLoop { [self] in
                 withState { state in
                     state.streamsPerBundle[bundle, default: 1] -= 1
@@ -168,7 +168,7 @@ extension HandoffCoordinator {
             guard !origin.invalidated else {
                 return .failure(Agent.FetchError(reason: .notCurrent, message: "\(origin.bundle) has invalidated that activity"))
             }
-            guard let connection = state.appConnections[origin.app], connection.channel.isActive else {
+            guard let connection = state.appConnections[origin.app], connection.conduit.isActive else {
                 return .failure(Agent.FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(deviceName)"))
             }
             return .success((origin, connection))

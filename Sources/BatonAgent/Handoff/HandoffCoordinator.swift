@@ -214,7 +214,7 @@ final class HandoffCoordinator: Sendable {
     /// only by the same process reconnecting, or once the first process has gone.
     func claim(_ bundle: String, for connection: IPCConnection) -> IPCConnection? {
         withState { state in
-            if let previous = state.apps[bundle], previous !== connection, previous.channel.isActive,
+            if let previous = state.apps[bundle], previous !== connection, previous.conduit.isActive,
                 previous.process.pid != connection.process.pid, previous.process.isAlive
             {
                 return previous
@@ -251,7 +251,7 @@ final class HandoffCoordinator: Sendable {
 
     /// The broker's id of `bundle`'s app while its connection is open; nil when it does not run.
     func runningApp(_ bundle: String) -> HandoffBroker.AppID? {
-        withState { $0.apps[bundle] }.flatMap { $0.channel.isActive ? $0.appID : nil }
+        withState { $0.apps[bundle] }.flatMap { $0.conduit.isActive ? $0.appID : nil }
     }
 
     /// An app made `activity` current (A7), or changed it.

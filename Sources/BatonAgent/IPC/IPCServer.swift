@@ -71,10 +71,10 @@ struct ProcessStamp: Sendable, Hashable {
 /// One app (or command line) connected to the agent.
 ///
 /// Nothing in it changes but `identity`, `streamSink` and `settled`, under their locks; the rest are `let`s (the
-/// channel, the peer's credentials and process stamp, the handler: the agent's ``AgentForwarder``, which holds the
-/// agent weakly), so the compiler checks it is Sendable.
+/// conduit: the Unix socket's channel or an end in memory, issue 26 item 3; the peer's credentials and process stamp;
+/// the handler: the agent's ``AgentForwarder``, which holds the agent weakly), so the compiler checks it is Sendable.
 final class IPCConnection: MessageSink, Sendable {
-    let channel: Channel
+    let conduit: any AppConduit
     let credentials: PeerCredentials
     /// The connecting process as it was when the connection was accepted, before it could say anything. An app's
     /// identity is bound to this process for the connection's life.
@@ -102,15 +102,20 @@ final class IPCConnection: MessageSink, Sendable {
     }
 
     init(
-        channel: Channel, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil, pinned: PinnedProcess? = nil,
+        conduit: any AppConduit, credentials: PeerCredentials, handler: IPCHandler, process: ProcessStamp? = nil, pinned: PinnedProcess? = nil,
         cookie: UInt64? = nil
     ) {
-        self.channel = channel
+        self.conduit = conduit
         self.credentials = credentials
         self.process = process ?? ProcessStamp.of(credentials.pid)
         self.pinned = pinned
         self.cookie = cookie
         self.handler = handler
+    }
+
+    /// A connection on `channel`, whose message handler was attached to it already.
+    convenience init(channel: Channel, credentials: PeerCredentials, handler: IPCHandler) {
+        self.init(conduit: ChannelAppConduit(channel, messages: nil), credentials: credentials, handler: handler)
     }
 
     static let counter = NIOLockedValueBox<UInt64>(0)
@@ -149,7 +154,12 @@ final class IPCConnection: MessageSink, Sendable {
         var stamped = false
         if HopStamps.isOn, case .deliver = message { stamped = true }
         if stamped { HopStamps.stamp(.agentDeliverSending) }
-        Backpressure.write(message.propertyList, to: channel)
+        // As ``Backpressure/write(_:to:)``, on either conduit.
+        if conduit.isWritable || !conduit.isActive {
+            conduit.send(message.propertyList)
+        } else {
+            conduit.close()
+        }
         if stamped { HopStamps.stamp(.agentDeliverSent) }
     }
 
@@ -157,7 +167,7 @@ final class IPCConnection: MessageSink, Sendable {
     func refuse(_ code: IPCRefusal, _ message: String) {
         handler.ipcRefused(self, code: code, message: message)
         send(.refused(code: code, message: message))
-        channel.close(promise: nil)
+        conduit.close()
     }
 
     package func received(_ plist: PropertyList) {
@@ -229,20 +239,13 @@ enum IPCServer {
             }
             unlink(path)
         }
-        // ISSUE 10 item 6: a client that has not said hello costs at most one small frame, for at most a few
-        // seconds, and only so many may wait at once.
-        let waiting = NIOLockedValueBox(0)
+        let admission = Admission(handler: handler)
         do {
             let channel = try await ServerBootstrap(group: group)
                 .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
                 .childChannelOption(.recvAllocator, value: Backpressure.reads)
                 .childChannelInitializer { channel in
-                    let admitted = waiting.withLockedValue { count -> Bool in
-                        guard count < Limits.unauthenticatedConnections else { return false }
-                        count += 1
-                        return true
-                    }
-                    guard admitted else { return channel.close() }
+                    guard admission.enter() else { return channel.close() }
                     let messages = MessageHandler()
                     return channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(firstFrameLimit: Frame.maximumHelloLength, allowsData: true)))
@@ -254,20 +257,10 @@ enum IPCServer {
                             // which the hello's check finds who holds the client's end.
                             PinnedProcess.of(channel, pid: credentials.pid).and(socketCookie(of: channel)).map { (credentials, $0.0, $0.1) }
                         }.map { credentials, pinned, cookie in
-                            let connection = IPCConnection(channel: channel, credentials: credentials, handler: handler, pinned: pinned, cookie: cookie)
-                            let deadline = channel.eventLoop.scheduleTask(in: Limits.helloDeadline) {
-                                connection.refuse(.timedOut, "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
-                            }
-                            connection.settled.withLockedValue {
-                                $0 = {
-                                    deadline.cancel()
-                                    waiting.withLockedValue { $0 -= 1 }
-                                }
-                            }
-                            messages.attach(connection)
+                            admission.admit(ChannelAppConduit(channel, messages: messages), credentials: credentials, pinned: pinned, cookie: cookie)
                         }
                     }.flatMapErrorThrowing { error in
-                        waiting.withLockedValue { $0 -= 1 }
+                        admission.leave()
                         channel.close(promise: nil)
                         throw error
                     }

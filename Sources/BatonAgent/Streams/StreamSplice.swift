@@ -75,7 +75,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
         write(welcome)
         app.streamSink.withLockedValue { $0 = self }
         // Closed before the sink was set: its close was not heard here, so the sink is taken back here too.
-        guard app.channel.isActive else {
+        guard app.conduit.isActive else {
             _ = app.takeStreamSink()
             return appClosed()
         }
@@ -250,20 +250,19 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
             return wanted
         }
         guard let change else { return }
-        app.channel.setOption(ChannelOptions.autoRead, value: change).whenFailure { _ in }
-        if change { app.channel.read() }
+        app.conduit.setReading(change)
     }
 
     @discardableResult
     func write(_ message: IPCMessage) -> EventLoopFuture<Void> {
         guard let bytes = try? BinaryPropertyListEncoder.encode(message.propertyList) else {
-            return app.channel.eventLoop.makeSucceededVoidFuture()
+            return app.conduit.eventLoop.makeSucceededVoidFuture()
         }
         return write(.message(ByteBuffer(bytes: bytes)))
     }
 
     func write(_ frame: OutboundFrame) -> EventLoopFuture<Void> {
-        let written = app.channel.writeAndFlush(frame)
+        let written = app.conduit.write(frame)
         state.withLockedValue { $0.lastWrite = written }
         written.whenSuccess { [self] in state.withLockedValue { $0.delivered &+= 1 } }
         return written
@@ -302,7 +301,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
         if tellApp {
             closeApp(after: write(.resetStream(reason: reason.rawValue, message: message)), release: .atBound, key: key)
         } else {
-            app.channel.close(promise: nil)
+            app.conduit.close()
         }
     }
 
@@ -319,10 +318,10 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
     /// case: closing fails the writes still queued, which frees their bytes and the descriptor at once.
     func closeApp(after last: EventLoopFuture<Void>?, release: Release, key: PeerLink.StreamKey?) {
         guard let last else {
-            app.channel.close(promise: nil)
+            app.conduit.close()
             return
         }
-        last.whenComplete { [app] _ in app.channel.close(promise: nil) }
+        last.whenComplete { [app] _ in app.conduit.close() }
         watchRelease(release, key: key, delivered: state.withLockedValue(\.delivered))
     }
 
@@ -330,8 +329,8 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
     /// something since the last look. On the connection's event loop, not in a task: the bound must hold while the
     /// concurrency pool is busy.
     func watchRelease(_ release: Release, key: PeerLink.StreamKey?, delivered before: Int) {
-        app.channel.eventLoop.scheduleTask(in: releaseAfter) { [self] in
-            guard app.channel.isActive else { return }
+        app.conduit.eventLoop.scheduleTask(in: releaseAfter) { [self] in
+            guard app.conduit.isActive else { return }
             let now = state.withLockedValue(\.delivered)
             if release == .whileTaking, now != before {
                 return watchRelease(release, key: key, delivered: now)
@@ -341,7 +340,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
             if case .stream(let bundle) = app.identity.withLockedValue({ $0 }) { who = bundle }
             let what = release == .atBound ? "did not take its reset" : "took nothing of the stream's last bytes"
             log("\(which): \(who) \(what) within \(releaseAfter.nanoseconds / 1_000_000) ms of the stream's end; its end is closed, what it had not read dropped")
-            app.channel.close(promise: nil)
+            app.conduit.close()
         }
     }
 }
