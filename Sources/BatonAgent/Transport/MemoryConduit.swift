@@ -57,7 +57,7 @@ final class MemoryConduit: LinkConduit {
     func attach(_ sink: MessageSink) {
         eventLoop.preconditionInEventLoop()
         let (waiting, ended) = state.withLockedValue { state in
-            state.sink = sink
+            if !state.ended { state.sink = sink }
             defer { state.waiting = [] }
             return (state.waiting, state.ended)
         }
@@ -130,10 +130,12 @@ final class MemoryConduit: LinkConduit {
     /// Tells the link, on this end's loop, that the connection ended (once).
     private func end() {
         eventLoop.execute { [self] in
+            // The link and its conduit hold each other until here, as a channel's pipeline holds its handler.
             let sink = state.withLockedValue { state -> MessageSink? in
                 guard !state.ended else { return nil }
                 state.ended = true
                 state.waiting = []
+                defer { state.sink = nil }
                 return state.sink
             }
             sink?.closed()
