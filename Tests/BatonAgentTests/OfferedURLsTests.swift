@@ -35,9 +35,13 @@ struct OfferedURLsTests {
     func unchangedWithout() throws {
         var payload = try ActivityPayload(activityType: "com.shopsnap.view")
         try payload.setWebpageURL(URL(string: "https://shop.example/item/7"))
-        payload.userInfo = ["mail": .url(URL(string: "mailto:me@example.com")!), "n": 1]
+        payload.userInfo = [
+            "mail": .url(URL(string: "mailto:me@example.com")!), "n": 1, "who": .string("me@example.com"),
+            "pages": .array([.url(URL(string: "https://shop.example/a")!), .set([.url(URL(string: "http://b.example")!)])]),
+        ]
         let data = try payload.encoded()
         #expect(OfferedURLs.withoutCredentials(data) == data)
+        #expect(OfferedURLs.strippingCredentials(payload) == nil, "nothing to strip: nothing rebuilt (issue 26 item 5)")
         #expect(OfferedURLs.withoutCredentials(Data("not a plist @".utf8)) == Data("not a plist @".utf8))
     }
 }

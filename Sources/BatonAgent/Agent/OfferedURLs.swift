@@ -15,37 +15,76 @@ enum OfferedURLs {
     /// there were none. A state without an `@` byte has none (a URL's user information ends with one, in ASCII or
     /// UTF-16), so it is not decoded.
     static func withoutCredentials(_ data: Data) -> Data {
-        guard data.contains(UInt8(ascii: "@")), let payload = try? ActivityPayload(decoding: data) else { return data }
-        let stripped = withoutCredentials(payload)
-        guard stripped != payload else { return data }
+        guard data.contains(UInt8(ascii: "@")), let payload = try? ActivityPayload(decoding: data),
+            let stripped = strippingCredentials(payload)
+        else { return data }
         // Cannot fail in practice (the payload was decoded from bytes); if it did, nothing is offered rather than
         // a password.
         return (try? stripped.encoded()) ?? Data()
     }
 
-    /// `payload` with its http(s) URLs' user and password removed.
-    static func withoutCredentials(_ payload: ActivityPayload) -> ActivityPayload {
+    /// `payload` with its http(s) URLs' user and password removed, or nil when none has any: then nothing was copied
+    /// and nothing needs comparing (issue 26 item 5: a 3 KB state rebuilt and compared whole on every fetch was
+    /// most of the originating agent's time on a warm continue).
+    static func strippingCredentials(_ payload: ActivityPayload) -> ActivityPayload? {
         var payload = payload
-        if let url = payload.webpageURL {
-            let stripped = withoutCredentials(url)
+        var changed = false
+        if let url = payload.webpageURL, let stripped = strippingCredentials(url) {
+            changed = true
             // Still http(s) with a host (A5): only the user information went.
-            if stripped != url, (try? payload.setWebpageURL(stripped)) == nil { try? payload.setWebpageURL(nil) }
+            if (try? payload.setWebpageURL(stripped)) == nil { try? payload.setWebpageURL(nil) }
         }
-        payload.referrerURL = payload.referrerURL.map(withoutCredentials)
-        payload.userInfo = payload.userInfo.mapValues(withoutCredentials)
-        payload.contentAttributeSet = payload.contentAttributeSet?.mapValues(withoutCredentials)
-        return payload
+        if let url = payload.referrerURL, let stripped = strippingCredentials(url) {
+            changed = true
+            payload.referrerURL = stripped
+        }
+        if case .dictionary(let userInfo)? = strippingCredentials(.dictionary(payload.userInfo)) {
+            changed = true
+            payload.userInfo = userInfo
+        }
+        if let attributes = payload.contentAttributeSet, case .dictionary(let stripped)? = strippingCredentials(.dictionary(attributes)) {
+            changed = true
+            payload.contentAttributeSet = stripped
+        }
+        return changed ? payload : nil
     }
 
-    /// `value` with every http(s) URL in it (arrays, dictionaries, sets) without user and password.
-    static func withoutCredentials(_ value: PropertyList) -> PropertyList {
+    /// `value` with every http(s) URL in it (arrays, dictionaries, sets) without user and password, or nil when none
+    /// had any. Containers are copied only when something in them changed.
+    static func strippingCredentials(_ value: PropertyList) -> PropertyList? {
         switch value {
-        case .url(let url): .url(withoutCredentials(url))
-        case .array(let items): .array(items.map(withoutCredentials))
-        case .dictionary(let entries): .dictionary(entries.mapValues(withoutCredentials))
-        case .set(let items): .set(Set(items.map(withoutCredentials)))
-        case .string, .integer, .unsignedInteger, .real, .bool, .data, .date, .null, .uuid: value
+        case .url(let url):
+            return strippingCredentials(url).map(PropertyList.url)
+        case .array(let items):
+            var result = items
+            var changed = false
+            for (index, item) in items.enumerated() {
+                guard let stripped = strippingCredentials(item) else { continue }
+                result[index] = stripped
+                changed = true
+            }
+            return changed ? .array(result) : nil
+        case .dictionary(let entries):
+            var result = entries
+            var changed = false
+            for (key, item) in entries {
+                guard let stripped = strippingCredentials(item) else { continue }
+                result[key] = stripped
+                changed = true
+            }
+            return changed ? .dictionary(result) : nil
+        case .set(let items):
+            guard items.contains(where: { strippingCredentials($0) != nil }) else { return nil }
+            return .set(Set(items.map { strippingCredentials($0) ?? $0 }))
+        case .string, .integer, .unsignedInteger, .real, .bool, .data, .date, .null, .uuid:
+            return nil
         }
+    }
+
+    /// `url` without its user information (``withoutCredentials(_:)-URL``), or nil when it has none to remove.
+    static func strippingCredentials(_ url: URL) -> URL? {
+        let stripped = withoutCredentials(url)
+        return stripped == url ? nil : stripped
     }
 
     /// `url` without the `user:password@` of its authority when it is http or https; other URLs unchanged
