@@ -153,3 +153,32 @@ struct MemoryAppTransportTests {
         control.close()
     }
 }
+
+@Suite("Issue 26 item 3: an embedded agent's apps connect in memory")
+@MainActor
+struct EmbeddedAppsInMemoryTests {
+    @Test("B4 with appConnections .inMemory: the laptop's activity is continued on the desktop, the apps of both talking to their agents with no socket")
+    func continuesWithNoAppSocket() async throws {
+        let world = try await TwoDevices(appConnections: .inMemory)
+        for agent in world.devices.agents {
+            #expect(!FileManager.default.fileExists(atPath: agent.socketPath), "no socket at \(agent.socketPath)")
+            #expect(MemoryAppSockets.process.isListening(at: agent.socketPath))
+        }
+        let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
+        activity.title = "Groceries"
+        activity.userInfo["body"] = "Milk"
+        activity.becomeCurrent()
+        try await world.waitUntilNearby()
+        let events = await world.continueOnDesktop()
+        guard case .continued(let continued) = events.last else {
+            Issue.record("not continued: \(events)")
+            await world.stop()
+            return
+        }
+        #expect(continued.activityType == "com.example.notes.edit" && continued.title == "Groceries")
+        #expect(continued.userInfo == ["body": "Milk"])
+        let paths = world.devices.agents.map(\.socketPath)
+        await world.stop()
+        for path in paths { #expect(!MemoryAppSockets.process.isListening(at: path), "the agent's shutdown stopped listening at \(path)") }
+    }
+}

@@ -36,13 +36,14 @@ final class TwoDevices {
 
     /// The save deadline is generous by default: on a loaded two-core CI machine a healthy app's answer has been seen
     /// to take over a second. Only the test of the deadline itself sets a short one.
-    init(saveDeadline: Double = 10) async throws {
+    init(saveDeadline: Double = 10, appConnections: AppConnections = .unixSocket) async throws {
         apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Data(Self.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
         devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
             configuration.saveDeadline = saveDeadline
+            configuration.appConnections = appConnections
         }
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)
         try await desktop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[1].socketPath)

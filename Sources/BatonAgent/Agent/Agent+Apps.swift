@@ -192,8 +192,8 @@ extension Agent: IPCHandler {
         )
     }
 
-    /// The app socket bound to `channel`, with its path and the file naming it (removed with it).
-    func appSocket(_ channel: Channel?) -> AppSocketService.Socket {
-        AppSocketService.Socket(channel: channel, path: socketPath, nameFile: store.folder.appendingPathComponent("agent-socket"))
+    /// The app socket `listener` listens at, with its path and the file naming it (removed with it).
+    func appSocket(_ listener: AppListener?) -> AppSocketService.Socket {
+        AppSocketService.Socket(listener: listener, path: socketPath, nameFile: store.folder.appendingPathComponent("agent-socket"))
     }
 }

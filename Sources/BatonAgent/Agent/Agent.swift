@@ -175,7 +175,7 @@ public final class Agent: Sendable {
         // The session listener and the app socket are their services' (issue 26 item 1): bound by open(), closed here
         // if it fails.
         var listener: Channel?
-        var appSocket: Channel?
+        var appSocket: AppListener?
         do {
             try await agent.open(listener: &listener, appSocket: &appSocket)
         } catch {
@@ -203,7 +203,7 @@ public final class Agent: Sendable {
 
     /// Binds the session listener (into `bound`, for the session service), the advert socket and the app socket
     /// (into `appSocket`, for the app socket service).
-    func open(listener bound: inout Channel?, appSocket: inout Channel?) async throws {
+    func open(listener bound: inout Channel?, appSocket: inout AppListener?) async throws {
         var host = configuration.host
         var adverts: AdvertSocket?
         // A port the system picks is free for TCP; the adverts' UDP socket on the same number may not be (another
@@ -240,7 +240,7 @@ public final class Agent: Sendable {
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         discovery.attach(adverts, sessionPort: port)
-        appSocket = try await IPCServer.listen(path: socketPath, handler: AgentForwarder(self), group: loop)
+        appSocket = try await configuration.appConnections.transport.listen(path: socketPath, handler: AgentForwarder(self), loop: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)

@@ -27,6 +27,9 @@ public struct AgentConfiguration: Sendable {
     public var peers: [String] = []
     /// The Unix socket apps connect to; nil for the default (``AgentConfiguration/defaultSocketPath(for:)``).
     public var socketPath: String?
+    /// How apps reach the agent at ``socketPath``: its Unix socket (the default), or in memory, for apps in this
+    /// process only (issue 26 item 3: ``AgentClient`` finds it there by the same path, with no socket).
+    public var appConnections = AppConnections.unixSocket
     /// The installed apps, fixed (tests, the demo); nil loads them from ``appFolders`` and follows changes there.
     public var apps: AppRegistry?
     /// The folders of app bundles; nil for the search paths (BATON_APPS_PATH, XDG data folders).

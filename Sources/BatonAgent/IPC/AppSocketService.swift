@@ -26,19 +26,29 @@ struct AppSocketService: Service, CustomStringConvertible {
 
     /// The app socket's listener and the files naming it, closed and removed together.
     struct Socket: Sendable {
-        /// Nil when it was never bound (a build that failed first).
-        var channel: Channel?
+        /// Nil when it was never bound (a build that failed first). Closing it removes the socket (``AppTransport``).
+        var listener: AppListener?
         /// The socket's path: removed at shutdown.
         var path: String
         /// The state folder's `agent-socket`, naming the path for command lines: removed at shutdown.
         var nameFile: URL
 
+        /// The Unix socket bound to `channel`.
+        init(channel: Channel?, path: String, nameFile: URL) {
+            self.init(listener: channel.map { UnixAppTransport.listener($0, path: path) }, path: path, nameFile: nameFile)
+        }
+
+        init(listener: AppListener?, path: String, nameFile: URL) {
+            self.listener = listener
+            self.path = path
+            self.nameFile = nameFile
+        }
+
         /// Closes the listener and removes the socket and the file naming it; a socket never bound removes nothing,
         /// since what is at the path is another agent's (a second agent refused because one already runs there).
         func close() async {
-            guard let channel else { return }
-            try? await channel.close()
-            unlink(path)
+            guard let listener else { return }
+            await listener.close()
             try? FileManager.default.removeItem(at: nameFile)
         }
     }

@@ -1,9 +1,22 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The agent's Unix socket as an ``AppTransport``: ``IPCServer/listen(path:handler:group:)``, as agents run it.
 struct UnixAppTransport: AppTransport {
     func listen(path: String, handler: IPCHandler, loop: EventLoop) async throws -> AppListener {
-        let channel = try await IPCServer.listen(path: path, handler: handler, group: loop)
-        return AppListener(path: path) { try? await channel.close() }
+        Self.listener(try await IPCServer.listen(path: path, handler: handler, group: loop), path: path)
+    }
+
+    /// The listener bound to `channel` at `path`: closing it closes the channel and removes the socket.
+    static func listener(_ channel: Channel, path: String) -> AppListener {
+        AppListener(path: path) {
+            try? await channel.close()
+            unlink(path)
+        }
     }
 }
