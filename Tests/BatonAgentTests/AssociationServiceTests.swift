@@ -14,6 +14,11 @@ struct AssociationServiceTests {
     static let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
     static let json = Data(#"{"applinks": {"details": [{"appIDs": ["AKK7J2GV64.org.wikimedia.wikipedia"], "components": [{"/": "/wiki/*"}]}]}}"#.utf8)
 
+    /// `date` as the agent's clock reads wall time: milliseconds since 1970.
+    static func milliseconds(_ date: Date) -> UInt64 {
+        UInt64(date.timeIntervalSince1970 * 1000)
+    }
+
     /// A file of `domain` fetched at `start`, counting `lifetime` seconds.
     static func record(_ domain: String, lifetime: TimeInterval) -> AssociationRecord {
         var record = AssociationRecord(domain: domain)
@@ -53,7 +58,7 @@ struct AssociationServiceTests {
         let cache = AssociationCache(stateFolder: folder)
         try cache.store(Self.record("wiki.example", lifetime: 100))
 
-        let clock = NIOLockedValueBox(Self.start.addingTimeInterval(10))
+        let clock = VirtualClock(wall: Self.milliseconds(Self.start.addingTimeInterval(10)))
         let (published, sent) = AsyncStream.makeStream(of: (files: AssociationFiles, at: Date).self)
         let trigger = AssociationService.Trigger()
         let service = AssociationService(
@@ -65,7 +70,7 @@ struct AssociationServiceTests {
             wantedDomains: { ["wiki.example", "docs.example"] },
             publish: { files, at in sent.yield((files, at)) },
             logger: Logger(label: "test"),
-            now: { clock.withLockedValue { $0 } }
+            clock: clock.clock
         )
         var changes = published.makeAsyncIterator()
         let first = try #require(await changes.next())
@@ -81,7 +86,7 @@ struct AssociationServiceTests {
         #expect(read.files.approvals(now: read.at).associations["docs.example"] != nil)
 
         // Past wiki.example's expiry on the service's clock: the next turn drops it and says why.
-        clock.withLockedValue { $0 = Self.start.addingTimeInterval(101) }
+        clock.setWall(Self.milliseconds(Self.start.addingTimeInterval(101)))
         trigger.appsChanged()
         let expired = try #require(await changes.next())
         #expect(expired.at == Self.start.addingTimeInterval(101))

@@ -17,21 +17,6 @@ struct DiscoveryTests {
     static let start: UInt64 = 1_800_000_000_000
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// A clock the test moves: wall and uptime in milliseconds.
-    final class VirtualClock: Sendable {
-        let wall = NIOLockedValueBox<UInt64>(DiscoveryTests.start)
-        let uptime = NIOLockedValueBox<UInt64>(1_000)
-
-        var clock: Discovery.Clock {
-            Discovery.Clock(wall: { self.wall.withLockedValue { $0 } }, uptime: { self.uptime.withLockedValue { $0 } })
-        }
-
-        func advance(_ milliseconds: UInt64) {
-            wall.withLockedValue { $0 += milliseconds }
-            uptime.withLockedValue { $0 += milliseconds }
-        }
-    }
-
     static func roster() -> Roster {
         var roster = Roster(founder: desktop, key: [UInt8](repeating: 0x42, count: 32))
         roster.add(laptop)
@@ -72,36 +57,36 @@ struct DiscoveryTests {
     }
 
     @Test("A9: a member's advert puts its offer in the nearby list under its name, its goodbye takes it away, and observers hear both")
-    func advertAndGoodbye() throws {
+    func advertAndGoodbye() async throws {
         let clock = VirtualClock()
         let (discovery, heard) = Self.discovery(clock)
-        guard case .accepted = discovery.receive(try Self.datagram(at: clock.wall.withLockedValue { $0 }), from: try Self.source) else {
+        guard case .accepted = discovery.receive(try Self.datagram(at: clock.wall), from: try Self.source) else {
             Issue.record("the laptop's advert was refused")
             return
         }
         #expect(discovery.offers().map(\.deviceName) == ["laptop"])
         #expect(discovery.offers().first?.entry.host == "192.0.2.7")
         #expect(discovery.entry(matching: "laptop")?.advert.sequence == 7)
-        clock.advance(100)
-        _ = discovery.receive(try Self.datagram(current: false, at: clock.wall.withLockedValue { $0 }), from: try Self.source)
+        try await clock.advance(by: 100)
+        _ = discovery.receive(try Self.datagram(current: false, at: clock.wall), from: try Self.source)
         #expect(discovery.offers().isEmpty)
         #expect(heard.withLockedValue { $0 } == [.added, .removed])
     }
 
     @Test("issue 25 item 9: after a key rotation every offer goes (its type hash was keyed by the old key) and adverts under the old key are refused")
-    func rotationForgetsEverything() throws {
+    func rotationForgetsEverything() async throws {
         let clock = VirtualClock()
         let (discovery, heard) = Self.discovery(clock)
         let old = Self.roster()
-        _ = discovery.receive(try Self.datagram(at: clock.wall.withLockedValue { $0 }), from: try Self.source)
+        _ = discovery.receive(try Self.datagram(at: clock.wall), from: try Self.source)
         var rotated = old
         rotated.revoke(DeviceID(certificateDER: Data("gone".utf8)), by: Self.desktop.id, at: Date(), newKey: [UInt8](repeating: 0x43, count: 32))
         #expect(discovery.rosterChanged(rotated))
         #expect(discovery.offers().isEmpty)
         #expect(heard.withLockedValue { $0 } == [.added, .removed])
-        clock.advance(100)
-        #expect(discovery.receive(try Self.datagram(at: clock.wall.withLockedValue { $0 }, roster: old), from: try Self.source) == .notForUs)
-        #expect(discovery.receive(try Self.datagram(at: clock.wall.withLockedValue { $0 }, roster: rotated), from: try Self.source) != .notForUs)
+        try await clock.advance(by: 100)
+        #expect(discovery.receive(try Self.datagram(at: clock.wall, roster: old), from: try Self.source) == .notForUs)
+        #expect(discovery.receive(try Self.datagram(at: clock.wall, roster: rotated), from: try Self.source) != .notForUs)
         #expect(discovery.rosterChanged(rotated) == false, "the same roster again changes no key")
     }
 
@@ -124,16 +109,16 @@ struct DiscoveryTests {
         let (discovery, _) = Self.discovery(clock)
         let (removals, removed) = AsyncStream.makeStream(of: NearbyTable.Change.self)
         discovery.observe { _, change in if change == .removed { removed.yield(change) } }
-        _ = discovery.receive(try Self.datagram(at: clock.wall.withLockedValue { $0 }), from: try Self.source)
+        _ = discovery.receive(try Self.datagram(at: clock.wall), from: try Self.source)
         let stopped = NIOLockedValueBox(0)
         let service = DiscoveryService(
             discovery: discovery, advertInterval: 1_000, timeToLive: 5, logger: Self.quiet,
             stop: { stopped.withLockedValue { $0 += 1 } }
         )
         let running = Task { await service.run() }
-        clock.advance(4_000)
+        try await clock.advance(by: 4_000)
         #expect(discovery.offers().count == 1, "still within its time to live")
-        clock.advance(1_001)
+        try await clock.advance(by: 1_001)
         discovery.bell.ring()
         var iterator = removals.makeAsyncIterator()
         #expect(await iterator.next() == .removed)

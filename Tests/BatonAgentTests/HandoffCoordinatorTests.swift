@@ -15,62 +15,6 @@ import Testing
 struct HandoffCoordinatorTests {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// A clock the test moves: its timers run, on their loop, when an advance passes them.
-    final class ManualClock: Sendable {
-        struct Timer {
-            var due: UInt64
-            var loop: EventLoop
-            var body: @Sendable () -> Void
-        }
-        struct State {
-            var uptime: UInt64 = 1_000
-            var wall: UInt64 = 1_800_000_000_000
-            var next = 0
-            var timers: [Int: Timer] = [:]
-        }
-        let state = NIOLockedValueBox(State())
-
-        var clock: AgentClock {
-            AgentClock(
-                wall: { self.state.withLockedValue(\.wall) },
-                uptime: { self.state.withLockedValue(\.uptime) },
-                scheduler: { milliseconds, loop, body in
-                    let id = self.state.withLockedValue { state in
-                        state.next += 1
-                        state.timers[state.next] = Timer(due: state.uptime + milliseconds, loop: loop, body: body)
-                        return state.next
-                    }
-                    return AgentClock.Timer { self.state.withLockedValue { _ = $0.timers.removeValue(forKey: id) } }
-                }
-            )
-        }
-
-        /// Timers scheduled and not yet run or cancelled.
-        var pending: Int { state.withLockedValue(\.timers.count) }
-
-        /// Moves time on by `milliseconds`, running each timer it passes on its loop, earliest first, one at a time.
-        func advance(by milliseconds: UInt64) async throws {
-            let end = state.withLockedValue { state in
-                state.uptime + milliseconds
-            }
-            while true {
-                let due = state.withLockedValue { state -> Timer? in
-                    guard let (id, timer) = state.timers.filter({ $0.value.due <= end }).min(by: { $0.value.due < $1.value.due }) else {
-                        state.wall += end - state.uptime
-                        state.uptime = end
-                        return nil
-                    }
-                    state.timers[id] = nil
-                    state.wall += timer.due - state.uptime
-                    state.uptime = timer.due
-                    return timer
-                }
-                guard let due else { return }
-                try await due.loop.submit(due.body).get()
-            }
-        }
-    }
-
     /// The rest of the agent, as the coordinator sees it: `apps` installed, no synced folders.
     final class Host: HandoffHost {
         let apps: [AppRecord]
@@ -88,7 +32,7 @@ struct HandoffCoordinatorTests {
     }
 
     /// A coordinator on `clock`, with a save deadline of 1 s and a launch deadline of 10 s, on a loop of its own.
-    static func coordinator(_ clock: ManualClock, host: Host) throws -> HandoffCoordinator {
+    static func coordinator(_ clock: VirtualClock, host: Host) throws -> HandoffCoordinator {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let identity = try DeviceIdentity.generate(name: "desktop")
         let roster = Roster(founder: Roster.Member(certificate: identity.certificateDER, name: "desktop", addedBy: nil, addedAt: Date()), key: [UInt8](repeating: 7, count: 32))
@@ -124,7 +68,7 @@ struct HandoffCoordinatorTests {
 
     @Test("A7, C8 (issue 26 item 2): a fetch whose app never saves is answered appNotAnswering when the clock passes the save deadline, not a millisecond before")
     func saveDeadlineOnVirtualTime() async throws {
-        let clock = ManualClock()
+        let clock = VirtualClock()
         let host = Host()
         let coordinator = try Self.coordinator(clock, host: host)
         let notes = HandoffBroker.AppID(90_001)
@@ -148,7 +92,7 @@ struct HandoffCoordinatorTests {
 
     @Test("C5, C8 (issue 26 item 2): a launched app that never connects fails launchFailed when the clock passes the launch deadline")
     func launchDeadlineOnVirtualTime() async throws {
-        let clock = ManualClock()
+        let clock = VirtualClock()
         let app = AppRecord(
             bundleURL: URL(fileURLWithPath: "/"), bundleIdentifier: "com.example.Notes", name: "Notes",
             executableURL: URL(fileURLWithPath: "/bin/true"), teamIdentifier: "TEAM", activityTypes: ["com.example.note"],

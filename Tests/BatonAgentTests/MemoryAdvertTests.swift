@@ -69,7 +69,7 @@ struct MemoryAdvertTests {
 
     @Test("A9 over the memory network: the laptop's advertised activity is in the desktop's nearby list, from the laptop's host; its goodbye removes it")
     func discoveryOverMemory() async throws {
-        let clock = DiscoveryTests.VirtualClock()
+        let clock = VirtualClock()
         let quiet = DiscoveryTests.quiet
         let laptop = Discovery(me: DiscoveryTests.laptop.id, roster: DiscoveryTests.roster(), timeToLiveMilliseconds: 5_000, logger: quiet, clock: clock.clock)
         let desktop = Discovery(me: DiscoveryTests.desktop.id, roster: DiscoveryTests.roster(), timeToLiveMilliseconds: 5_000, logger: quiet, clock: clock.clock)
@@ -84,7 +84,7 @@ struct MemoryAdvertTests {
         try await delivered()
         #expect(desktop.offers().map(\.deviceName) == ["laptop"], "\(outcomes.withLockedValue { $0 })")
         #expect(desktop.offers().first?.entry.host == "10.0.0.1")
-        clock.advance(100)
+        try await clock.advance(by: 100)
         laptop.advertise(current, isCurrent: false)
         try await delivered()
         #expect(desktop.offers().isEmpty)

@@ -168,7 +168,7 @@ struct MemoryTransportTests {
 
     @Test("a request unanswered times out when the agent's clock passes its timeout, not before, and the peer stops its work")
     func timeoutOnVirtualClock() async throws {
-        let clock = HandoffCoordinatorTests.ManualClock()
+        let clock = VirtualClock()
         let (_, listener, link) = try await Self.linked(clock: clock.clock)
         let replies = NIOLockedValueBox<[SessionMultiplexer.Reply]>([])
         link.request(.fetch(sequence: 2, deadlineMilliseconds: 1000), timeout: 5) { reply in replies.withLockedValue { $0.append(reply) } }
@@ -186,7 +186,7 @@ struct MemoryTransportTests {
 
     @Test("F3: a peer that stops reading ends the stream with peerGone once the keepalive's ping goes unanswered, on virtual time")
     func deadPeerOnVirtualClock() async throws {
-        let clock = HandoffCoordinatorTests.ManualClock()
+        let clock = VirtualClock()
         // One loop for both devices: once a task submitted after an advance has run, what it sent has arrived.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let (dialler, listener, link) = try await Self.linked(clock: clock.clock, loop: loop)

@@ -131,7 +131,7 @@ struct SyncServiceTests {
     /// What the fake targets answer, and every sync asked, in order.
     final class Peers: Sendable {
         let calls = NIOLockedValueBox<[String]>([])
-        let clock = NIOLockedValueBox<UInt64>(0)
+        let clock = VirtualClock()
         let link = RosterSyncScheduleTests.LinkToken()
         let (asked, asking) = AsyncStream.makeStream(of: String.self)
 
@@ -145,7 +145,7 @@ struct SyncServiceTests {
     }
 
     @Test("a ring syncs what is due; in step and backing off are skipped until the clock passes the retry or all are resynced")
-    func triggerDrivesRounds() async {
+    func triggerDrivesRounds() async throws {
         let peers = Peers()
         let trigger = SyncService.Trigger()
         let service = SyncService(
@@ -156,17 +156,17 @@ struct SyncServiceTests {
             openLink: { [peers] target in target == "good:1" ? ObjectIdentifier(peers.link) : nil },
             sync: { [peers] target in peers.sync(target) },
             logger: Logger(label: "sync-test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            now: { [peers] in peers.clock.withLockedValue { $0 } }
+            clock: peers.clock.clock
         )
         var asked = peers.asked.makeAsyncIterator()
-        await withDiscardingTaskGroup { group in
+        try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await service.run() }
             trigger.ring()
             #expect(await asked.next() == "good:1")
             #expect(await asked.next() == "away:2")
             // Nothing due now: a ring syncs nobody. The clock then passes the failed target's retry (60 s).
             trigger.ring()
-            peers.clock.withLockedValue { $0 += 61 * 1_000_000_000 }
+            try await peers.clock.advance(by: .seconds(61))
             trigger.ring()
             #expect(await asked.next() == "away:2")
             trigger.resyncAll()

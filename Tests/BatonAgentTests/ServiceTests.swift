@@ -18,7 +18,7 @@ struct ServiceTests {
         bell.ring()
         await bell.wait()  // would hang if the ring were lost
         let clock = ContinuousClock()
-        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(30)) }
+        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(30), clock: .system) }
         #expect(waited >= .milliseconds(25), "two rings are one: the second wait sleeps until its timeout")
     }
 
@@ -64,7 +64,7 @@ struct ServiceTests {
         let bell = Doorbell()
         for _ in 0..<1_000 {
             bell.ring()
-            await bell.wait(timeout: .seconds(3_600))
+            await bell.wait(timeout: .seconds(3_600), clock: .system)
         }
         // Other tests allocate and free in this process meanwhile (CI runs them all at once): the least growth of
         // three rounds is the doorbell's own.
@@ -73,7 +73,7 @@ struct ServiceTests {
             let before = Self.residentBytes()
             for _ in 0..<20_000 {
                 bell.ring()
-                await bell.wait(timeout: .seconds(3_600))
+                await bell.wait(timeout: .seconds(3_600), clock: .system)
             }
             growths.append(Self.residentBytes() - before)
             if growths.last ?? 0 < 2_000_000 { break }
@@ -81,10 +81,10 @@ struct ServiceTests {
         #expect((growths.min() ?? 0) < 2_000_000, "the process grew by \(growths) bytes over 20,000 waits ended by a ring")
         // A timer that would have fired for an ended wait ends no later wait.
         bell.ring()
-        await bell.wait(timeout: .milliseconds(20))
+        await bell.wait(timeout: .milliseconds(20), clock: .system)
         try? await Task.sleep(for: .milliseconds(60))
         let clock = ContinuousClock()
-        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(200)) }
+        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(200), clock: .system) }
         #expect(waited >= .milliseconds(180), "a later wait ran its own timeout (\(waited))")
     }
 
@@ -149,10 +149,10 @@ struct ServiceTests {
         for index in 0..<5 {
             try Data("\(index)".utf8).write(to: folder.appendingPathComponent("file-\(index)"), options: .atomic)
         }
-        await bell.wait(timeout: .seconds(5))
+        await bell.wait(timeout: .seconds(5), clock: .system)
         #expect(reports.withLockedValue { $0 } == [[folder.path]], "five writes in a burst are one report")
         try FileManager.default.removeItem(at: folder.appendingPathComponent("file-0"))
-        await bell.wait(timeout: .seconds(5))
+        await bell.wait(timeout: .seconds(5), clock: .system)
         #expect(reports.withLockedValue { $0.count } == 2)
         // The lock file written, then a file in another watched folder: one inotify descriptor keeps their order, so
         // once the other folder is reported the lock's write has been read, and it must not be in any report.
@@ -163,7 +163,7 @@ struct ServiceTests {
         let before = reports.withLockedValue { $0.count }
         try Data("x".utf8).write(to: folder.appendingPathComponent("lock"))
         try Data("y".utf8).write(to: other.appendingPathComponent("file"))
-        await bell.wait(timeout: .seconds(30))
+        await bell.wait(timeout: .seconds(30), clock: .system)
         #expect(reports.withLockedValue { Array($0.dropFirst(before)) } == [[other.path]], "the lock file alone is never reported")
         let reported = reports.withLockedValue { $0.count }
         watcher.close()

@@ -188,7 +188,8 @@ extension Agent: IPCHandler {
             socket: socket,
             watcher: watcher,
             childrenRunning: { [handoff] in handoff.childrenMayRun },
-            reap: { [handoff] in handoff.reapChildren() }
+            reap: { [handoff] in handoff.reapChildren() },
+            clock: clock
         )
     }
 

@@ -79,11 +79,12 @@ extension Agent {
         // A peer not synced over this session yet is synced, once the request that opened the link has had its
         // answer: a sync reads and writes the state folder on both devices (fsyncs), and racing a cold
         // continuation's fetch it doubled that continuation's time (issue 11).
-        link.channel.eventLoop.scheduleTask(in: Self.syncAfterLinkOpened) { [syncTrigger] in syncTrigger.ring() }
+        // On the agent's clock (issue 26 item 3): a virtual clock starts it by advancing.
+        _ = clock.schedule(in: Self.syncAfterLinkOpened, on: link.channel.eventLoop) { [syncTrigger] in syncTrigger.ring() }
     }
 
     /// How long after a link opens its roster sync starts.
-    static let syncAfterLinkOpened = TimeAmount.milliseconds(100)
+    static let syncAfterLinkOpened = Duration.milliseconds(100)
 
     // MARK: The continuing side
 

@@ -21,7 +21,7 @@ extension Agent {
             openLink: { [links] target in links.open(at: target).map(ObjectIdentifier.init) },
             sync: { [weak self] target in await self?.sync(with: target) ?? .failed("the agent has stopped") },
             logger: logger,
-            now: clock.uptimeNanoseconds
+            clock: clock
         )
     }
 

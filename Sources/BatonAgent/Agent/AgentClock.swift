@@ -15,22 +15,23 @@ import Foundation
 ///   timers (launch, fetch, save, documents still syncing), loops' sleeps, idle links, back-off, timings logged. A
 ///   wall clock that is set must not move a deadline.
 ///
-/// Deadlines are scheduled through it too (``schedule(after:on:_:)``): the handoff coordinator's broker timers
-/// (launch, fetch, save, documents still syncing) run when its uptime has passed them, so a virtual clock fires them
-/// by advancing time, with no real wait.
+/// Deadlines are scheduled through it too (``schedule(after:on:_:)``, ``schedule(in:on:_:)``): the handoff
+/// coordinator's broker timers (launch, fetch, save, documents still syncing), a peer link's request timeout and
+/// keepalive, and the services' sleeps (``Doorbell/wait(timeout:clock:)``) run when its uptime has passed them, so a
+/// virtual clock fires them by advancing time, with no real wait.
 ///
-/// Tests may pass their own (a virtual clock); the default is the system's.
+/// Tests pass a ``VirtualClock``'s, whose time moves only when the test advances it; the default is the system's.
 package struct AgentClock: Sendable {
     /// Milliseconds since 1970.
     package var wall: @Sendable () -> UInt64
     /// Nanoseconds of uptime (monotonic).
     package var uptimeNanoseconds: @Sendable () -> UInt64
-    /// Runs a body on a loop once this many milliseconds of uptime have passed (``schedule(after:on:_:)``).
+    /// Runs a body on a loop once this many nanoseconds of uptime have passed (``schedule(after:on:_:)``).
     package var scheduler: Scheduler
 
-    /// What schedules a body on an event loop after some milliseconds of this clock's uptime, and returns what
+    /// What schedules a body on an event loop after some nanoseconds of this clock's uptime, and returns what
     /// cancels it.
-    package typealias Scheduler = @Sendable (_ milliseconds: UInt64, _ loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer
+    package typealias Scheduler = @Sendable (_ nanoseconds: UInt64, _ loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer
 
     /// A scheduled body: ``cancel()`` stops it unless it has run. Cancelling twice, or after it ran, does nothing.
     package struct Timer: Sendable {
@@ -66,12 +67,27 @@ package struct AgentClock: Sendable {
 
     /// Runs `body` on `loop` once `milliseconds` of this clock's uptime have passed; what is returned cancels it.
     package func schedule(after milliseconds: UInt64, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer {
-        scheduler(milliseconds, loop, body)
+        scheduler(milliseconds.multipliedReportingOverflow(by: 1_000_000).overflow ? .max : milliseconds * 1_000_000, loop, body)
+    }
+
+    /// Runs `body` on `loop` once `duration` of this clock's uptime has passed (at once for none or less), to the
+    /// nanosecond: a service's sleep (``Doorbell/wait(timeout:clock:)``).
+    package func schedule(in duration: Duration, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer {
+        scheduler(Self.nanoseconds(duration), loop, body)
+    }
+
+    /// `duration` in whole nanoseconds, none when negative, at most `UInt64.max`.
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, carry) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        return overflow || carry ? .max : total
     }
 
     /// The system's way: the loop's own timer (its clock is the system's uptime).
-    package static let loopScheduler: Scheduler = { milliseconds, loop, body in
-        let scheduled = loop.scheduleTask(in: .milliseconds(Int64(clamping: milliseconds)), body)
+    package static let loopScheduler: Scheduler = { nanoseconds, loop, body in
+        let scheduled = loop.scheduleTask(in: .nanoseconds(Int64(clamping: nanoseconds)), body)
         return Timer { scheduled.cancel() }
     }
 

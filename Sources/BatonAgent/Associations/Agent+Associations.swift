@@ -27,7 +27,7 @@ extension Agent {
                 }
             },
             logger: logger,
-            now: clock.date
+            clock: clock
         )
     }
 

@@ -69,12 +69,18 @@ struct AssociationService: Service, CustomStringConvertible {
     /// Where the files go after each change, with the time they were judged at (the agent rebuilds its router).
     let publish: @Sendable (AssociationFiles, Date) -> Void
     let logger: Logger
-    /// Wall time: the records, the schedule and the files' lifetimes are all in it.
-    let now: @Sendable () -> Date
+    /// The agent's clock: its wall time is the records', the schedule's and the files' lifetimes', and the loop's
+    /// sleeps are timed on it.
+    let clock: AgentClock
     /// What the cache held when the service was made: where its loop starts.
     private let starting: AssociationFiles
 
     var description: String { "association files" }
+
+    /// Wall time now.
+    private func now() -> Date {
+        clock.date()
+    }
 
     /// Reads the cache and publishes what it holds at once, before any fetch: a restart does not forget the files
     /// still valid, and the first router the agent builds trusts them. A damaged file is set aside by the read (its
@@ -87,7 +93,7 @@ struct AssociationService: Service, CustomStringConvertible {
         wantedDomains: @escaping @Sendable () -> Set<String>,
         publish: @escaping @Sendable (AssociationFiles, Date) -> Void,
         logger: Logger,
-        now: @escaping @Sendable () -> Date = AgentClock.system.date
+        clock: AgentClock = .system
     ) {
         self.trigger = trigger
         self.policy = policy
@@ -96,7 +102,7 @@ struct AssociationService: Service, CustomStringConvertible {
         self.wantedDomains = wantedDomains
         self.publish = publish
         self.logger = logger
-        self.now = now
+        self.clock = clock
         var starting = AssociationFiles()
         let (records, problems) = cache.readAll()
         for problem in problems { logger.warning("\(problem)") }
@@ -177,7 +183,7 @@ struct AssociationService: Service, CustomStringConvertible {
                 }
                 if changed { publish(files, now) }
                 let timeout = wakeAt.map { Duration.milliseconds(max(0, Int64($0.timeIntervalSince(self.now()) * 1000)) + 1) }
-                await trigger.bell.wait(timeout: timeout)
+                await trigger.bell.wait(timeout: timeout, clock: clock)
                 if let at = wakeAt, at <= self.now() { wakeAt = nil }
             }
             group.cancelAll()

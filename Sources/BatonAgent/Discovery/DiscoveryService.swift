@@ -51,7 +51,7 @@ struct DiscoveryService: Service, CustomStringConvertible {
             }
             if polling { deadlines.append(nextMembershipCheck) }
             let wait = deadlines.min().map { Duration.milliseconds(Int64($0.subtractingSaturated(now))) }
-            await discovery.bell.wait(timeout: wait)
+            await discovery.bell.wait(timeout: wait, clock: clock)
             guard !Task.isCancelled else { return }
             var networkChanged = false
             // While sends fail (a link down, say), the interfaces are checked every round, not every 10 s: the

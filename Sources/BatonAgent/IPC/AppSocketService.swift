@@ -63,6 +63,8 @@ struct AppSocketService: Service, CustomStringConvertible {
     /// before it connected is reported to its broker).
     let reap: @Sendable () -> Void
     var schedule = ReapSchedule()
+    /// The agent's clock: the reaper's backing-up checks are timed on it.
+    var clock: AgentClock = .system
 
     var description: String { "app socket" }
 
@@ -85,7 +87,7 @@ struct AppSocketService: Service, CustomStringConvertible {
         signal.resume()
         defer { signal.cancel() }
         while !Task.isCancelled {
-            await work.bell.wait(timeout: schedule.wait(childrenRunning: childrenRunning()))
+            await work.bell.wait(timeout: schedule.wait(childrenRunning: childrenRunning()), clock: clock)
             reap()
         }
     }

@@ -14,7 +14,7 @@ import Logging
 extension Agent {
     /// The search service of this agent: `STATE/search.sqlite`, with the configured limits.
     func searchService() -> SearchService {
-        SearchService(queue: search, stateFolder: store.folder, limits: configuration.searchLimits, logger: logger, now: clock.uptimeNanoseconds)
+        SearchService(queue: search, stateFolder: store.folder, limits: configuration.searchLimits, logger: logger, clock: clock)
     }
 
     // MARK: What apps and command lines ask

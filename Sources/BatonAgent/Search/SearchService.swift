@@ -42,10 +42,15 @@ struct SearchService: Service, CustomStringConvertible {
     /// How often expired entries are purged (G1).
     let purgeInterval: Duration
     let logger: Logger
-    /// Uptime nanoseconds (the purge schedule's time); the doorbell times its waits on the same monotonic time.
-    let now: @Sendable () -> UInt64
+    /// The agent's clock: its uptime is the purge schedule's time, and the loop's sleeps are timed on it.
+    let clock: AgentClock
 
     var description: String { "search index" }
+
+    /// Uptime nanoseconds.
+    private func now() -> UInt64 {
+        clock.uptimeNanoseconds()
+    }
 
     init(
         queue: SearchQueue,
@@ -53,14 +58,14 @@ struct SearchService: Service, CustomStringConvertible {
         limits: SearchLimits,
         purgeInterval: Duration = .seconds(3_600),
         logger: Logger,
-        now: @escaping @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
+        clock: AgentClock = .system
     ) {
         self.queue = queue
         path = stateFolder.appendingPathComponent(SearchIndex.fileName).path
         self.limits = limits
         self.purgeInterval = purgeInterval
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     func run() async {
@@ -90,7 +95,7 @@ struct SearchService: Service, CustomStringConvertible {
                 }
                 upkeep.purged(now: now())
             }
-            await queue.bell.wait(timeout: upkeep.untilPurge(now: now()))
+            await queue.bell.wait(timeout: upkeep.untilPurge(now: now()), clock: clock)
         }
         return open
     }

@@ -6,7 +6,9 @@ import NIOPosix
 /// deadline, and no longer polls (issue 11 part 8). A ring while nobody waits is kept for the next wait; several
 /// rings before it are one. One waiter at a time.
 ///
-/// A wait's deadline is a timer on a NIO event loop, cancelled (and freed) as soon as the wait ends. It was a
+/// A wait's deadline is a timer on a NIO event loop, scheduled through the waiter's ``AgentClock`` (the agent's: a
+/// virtual clock fires it by advancing, issue 26 item 3; the system's is the loop's own timer, to the nanosecond),
+/// cancelled (and freed) as soon as the wait ends. It was a
 /// `Task.sleep` raced against the ring: on Linux a cancelled sleep stays queued in libdispatch, with its task, until
 /// its deadline, so every wait a ring ended left about 300 bytes behind for as long as its timeout. The search loop
 /// waits up to an hour (its purge) and is rung several times per continuation (an app's save, its connection
@@ -43,16 +45,22 @@ final class Doorbell: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when the bell rings (at once if it rang since the last wait), when `timeout` has passed, or when the
-    /// task is cancelled. Nothing of the wait is left once it returns: its timer is cancelled.
-    func wait(timeout: Duration? = nil) async {
+    /// Returns when the bell rings (at once if it rang since the last wait), or when the task is cancelled.
+    func wait() async {
+        await waitForRing()
+    }
+
+    /// Returns when the bell rings (at once if it rang since the last wait), when `timeout` of `clock`'s uptime has
+    /// passed (nil: never), or when the task is cancelled. Nothing of the wait is left once it returns: its timer is
+    /// cancelled. The clock is the waiting service's, the agent's (``AgentConfiguration/clock``).
+    func wait(timeout: Duration?, clock: AgentClock) async {
         guard let timeout else { return await waitForRing() }
         let number = state.withLockedValue { state -> UInt64 in
             state.wait &+= 1
             state.expired = false
             return state.wait
         }
-        let timer = loop.scheduleTask(in: TimeAmount(max(timeout, .zero))) { [self] in expire(number) }
+        let timer = clock.schedule(in: timeout, on: loop) { [self] in expire(number) }
         await waitForRing()
         state.withLockedValue { state in
             // Over: a timer that fires late finds another number, and an expiry it left is not the next wait's.

@@ -20,11 +20,16 @@ struct SessionService: Service, CustomStringConvertible {
     /// Where peers' sessions are accepted; closed at shutdown after the links.
     let listener: Channel?
     var sweep = LinkSweep()
-    /// Uptime nanoseconds: the clock ``PeerLink`` stamps its activity with (the doorbell times its waits on the same
-    /// monotonic time).
-    var now: @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
+    /// The agent's clock: its uptime is what ``PeerLink`` stamps its activity with, and the sweep's sleeps are timed
+    /// on it.
+    var clock: AgentClock = .system
 
     var description: String { "sessions" }
+
+    /// Uptime nanoseconds.
+    private func now() -> UInt64 {
+        clock.uptimeNanoseconds()
+    }
 
     func run() async {
         await cancelWhenGracefulShutdown {
@@ -41,7 +46,7 @@ struct SessionService: Service, CustomStringConvertible {
     /// sleeps until the next link could be due, and while no link is open, until one opens (issue 11 part 8).
     private func sweepLoop() async {
         while !Task.isCancelled {
-            await work.bell.wait(timeout: sweep.wait(for: links.sweepView().map(\.facts), peak: links.peak, now: now()))
+            await work.bell.wait(timeout: sweep.wait(for: links.sweepView().map(\.facts), peak: links.peak, now: now()), clock: clock)
             guard !Task.isCancelled else { return }
             let now = now()
             for (link, facts) in links.sweepView() where sweep.closes(facts, now: now) {

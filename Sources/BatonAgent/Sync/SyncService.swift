@@ -54,10 +54,15 @@ struct SyncService: Service, CustomStringConvertible {
     /// One sync with an address, and how it ended.
     let sync: @Sendable (String) async -> RosterSyncSchedule.Outcome
     let logger: Logger
-    /// Uptime nanoseconds (the schedule's time); the doorbell times its waits on the same monotonic time.
-    let now: @Sendable () -> UInt64
+    /// The agent's clock: its uptime is the schedule's time, and the loop's sleeps are timed on it.
+    let clock: AgentClock
 
     var description: String { "roster sync" }
+
+    /// Uptime nanoseconds.
+    private func now() -> UInt64 {
+        clock.uptimeNanoseconds()
+    }
 
     init(
         trigger: Trigger,
@@ -67,7 +72,7 @@ struct SyncService: Service, CustomStringConvertible {
         openLink: @escaping @Sendable (String) -> ObjectIdentifier?,
         sync: @escaping @Sendable (String) async -> RosterSyncSchedule.Outcome,
         logger: Logger,
-        now: @escaping @Sendable () -> UInt64 = AgentClock.system.uptimeNanoseconds
+        clock: AgentClock = .system
     ) {
         self.trigger = trigger
         self.interval = interval
@@ -76,7 +81,7 @@ struct SyncService: Service, CustomStringConvertible {
         self.openLink = openLink
         self.sync = sync
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     func run() async {
@@ -87,7 +92,7 @@ struct SyncService: Service, CustomStringConvertible {
     private func syncLoop() async {
         var schedule = RosterSyncSchedule(interval: interval)
         while !Task.isCancelled {
-            await trigger.bell.wait(timeout: schedule.nextRetry(now: now()))
+            await trigger.bell.wait(timeout: schedule.nextRetry(now: now()), clock: clock)
             guard !Task.isCancelled else { return }
             if trigger.takeResyncAll() { schedule.resyncAll() }
             let started = now()

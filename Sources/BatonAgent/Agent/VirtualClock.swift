@@ -1,0 +1,128 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A clock that moves only when told (issue 26 item 3): its ``clock`` is an ``AgentClock`` whose wall time and uptime
+/// stand still until ``advance(by:)-(UInt64)``, and whose timers (the broker's deadlines, a link's timeout and
+/// keepalive, the services' sleeps) run when an advance passes them. Tests run the agent's parts on it with no real
+/// wait: a deadline a minute away is a call, not a minute.
+///
+/// An advance runs each timer it passes on the timer's event loop, earliest first (in the order scheduled when due
+/// together), one at a time, each awaited, with the readings at its due time; a timer a body schedules within the
+/// advance runs in it too. What a timer wakes (a task waiting on a ``Doorbell``) goes on after the body returns: a
+/// test that advances again should first wait for what it expects (``untilTimers(_:)`` for the next sleep).
+package final class VirtualClock: Sendable {
+    private struct Timer {
+        var due: UInt64
+        var loop: EventLoop
+        var body: @Sendable () -> Void
+    }
+
+    private struct State {
+        /// Uptime, nanoseconds.
+        var uptime: UInt64
+        /// Wall time, milliseconds since 1970.
+        var wall: UInt64
+        /// Nanoseconds of wall time not yet a whole millisecond (the wall clock keeps pace with uptime).
+        var wallRemainder: UInt64 = 0
+        var next: UInt64 = 0
+        var timers: [UInt64: Timer] = [:]
+        /// Those waiting for at least this many timers to be pending.
+        var watchers: [(count: Int, waiter: CheckedContinuation<Void, Never>)] = []
+
+        mutating func move(to uptime: UInt64) {
+            let passed = wallRemainder + (uptime - self.uptime)
+            wall += passed / 1_000_000
+            wallRemainder = passed % 1_000_000
+            self.uptime = uptime
+        }
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    /// A clock reading `uptime` milliseconds of uptime and `wall` milliseconds since 1970 (2027-01-15 by default).
+    package init(uptime: UInt64 = 1_000, wall: UInt64 = 1_800_000_000_000) {
+        state = NIOLockedValueBox(State(uptime: uptime * 1_000_000, wall: wall))
+    }
+
+    /// The agent's clock on this time: pass it wherever an ``AgentClock`` is taken.
+    package var clock: AgentClock {
+        AgentClock(
+            wall: { self.state.withLockedValue(\.wall) },
+            uptimeNanoseconds: { self.state.withLockedValue(\.uptime) },
+            scheduler: { nanoseconds, loop, body in self.schedule(after: nanoseconds, on: loop, body) }
+        )
+    }
+
+    /// Milliseconds of uptime now.
+    package var uptime: UInt64 { state.withLockedValue(\.uptime) / 1_000_000 }
+
+    /// Milliseconds since 1970 now.
+    package var wall: UInt64 { state.withLockedValue(\.wall) }
+
+    /// Timers scheduled and not yet run or cancelled.
+    package var pending: Int { state.withLockedValue(\.timers.count) }
+
+    /// Moves time on by `milliseconds` (``advance(by:)-(Duration)``).
+    package func advance(by milliseconds: UInt64) async throws {
+        try await advance(to: state.withLockedValue(\.uptime) + milliseconds * 1_000_000)
+    }
+
+    /// Moves time on by `duration`, running each timer it passes.
+    /// - Throws: when a timer's event loop has shut down (its body could not run).
+    package func advance(by duration: Duration) async throws {
+        try await advance(to: state.withLockedValue(\.uptime) + AgentClock.nanoseconds(duration))
+    }
+
+    /// The wall clock is set (by hand, by NTP): wall time reads `milliseconds` since 1970 from now on, and uptime and
+    /// the timers stay where they were (a deadline is in uptime: AgentClock).
+    package func setWall(_ milliseconds: UInt64) {
+        state.withLockedValue { state in
+            state.wall = milliseconds
+            state.wallRemainder = 0
+        }
+    }
+
+    /// Returns once at least `count` timers are pending: the parts under test have gone back to sleep (a service's
+    /// loop waits on its doorbell with a timer armed). Not cancellable: a test waits for what it knows will come.
+    package func untilTimers(_ count: Int = 1) async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { state -> Bool in
+                guard state.timers.count < count else { return true }
+                state.watchers.append((count, waiter))
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
+
+    private func advance(to end: UInt64) async throws {
+        while let due = state.withLockedValue({ state in Self.takeDue(&state, by: end) }) {
+            try await due.loop.submit(due.body).get()
+        }
+    }
+
+    /// The earliest timer due by `end`, taken, with time moved to it; or nil with time moved to `end`.
+    private static func takeDue(_ state: inout State, by end: UInt64) -> Timer? {
+        guard let (id, timer) = state.timers.filter({ $0.value.due <= end }).min(by: { ($0.value.due, $0.key) < ($1.value.due, $1.key) }) else {
+            if end > state.uptime { state.move(to: end) }
+            return nil
+        }
+        state.timers[id] = nil
+        if timer.due > state.uptime { state.move(to: timer.due) }
+        return timer
+    }
+
+    private func schedule(after nanoseconds: UInt64, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> AgentClock.Timer {
+        let (id, ready) = state.withLockedValue { state -> (UInt64, [CheckedContinuation<Void, Never>]) in
+            state.next += 1
+            let (due, overflow) = state.uptime.addingReportingOverflow(nanoseconds)
+            state.timers[state.next] = Timer(due: overflow ? .max : due, loop: loop, body: body)
+            let count = state.timers.count
+            let ready = state.watchers.filter { $0.count <= count }.map(\.waiter)
+            state.watchers.removeAll { $0.count <= count }
+            return (state.next, ready)
+        }
+        for waiter in ready { waiter.resume() }
+        return AgentClock.Timer { self.state.withLockedValue { _ = $0.timers.removeValue(forKey: id) } }
+    }
+}
