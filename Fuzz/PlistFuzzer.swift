@@ -28,6 +28,18 @@ public func plistFuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int)
             preconditionFailure("untyped error: \(error)")
         }
     }
+    // Issue 26 item 5: the quick looks the agents trust to skip a decode say "no" only when the decoder agrees.
+    if !BinaryPropertyList.mayHoldURLs(data), let value = try? BinaryPropertyListDecoder.decode(data) {
+        precondition(!containsURL(value), "mayHoldURLs said no, but the decoder found a URL")
+    }
+    if !ActivityPayload.mayHoldURL(with: UInt8(ascii: "@"), in: data), let payload = try? ActivityPayload(decoding: data) {
+        let hasAt: (URL) -> Bool = { $0.absoluteString.contains("@") }
+        precondition(
+            !(payload.webpageURL.map(hasAt) ?? false) && !(payload.referrerURL.map(hasAt) ?? false)
+                && !containsURL(.dictionary(payload.userInfo)) && !containsURL(.dictionary(payload.contentAttributeSet ?? [:])),
+            "mayHoldURL(with: @) said no, but the payload has such a URL"
+        )
+    }
     do {
         let payload = try ActivityPayload(decoding: data)
         let again = try ActivityPayload(decoding: try payload.encoded())
@@ -45,6 +57,16 @@ private func containsFractionalDate(_ value: PropertyList) -> Bool {
     case .date(let date): date.timeIntervalSinceReferenceDate.rounded(.down) != date.timeIntervalSinceReferenceDate
     case .array(let elements): elements.contains(where: containsFractionalDate)
     case .dictionary(let entries): entries.values.contains(where: containsFractionalDate)
+    default: false
+    }
+}
+
+private func containsURL(_ value: PropertyList) -> Bool {
+    switch value {
+    case .url: true
+    case .array(let elements): elements.contains(where: containsURL)
+    case .set(let elements): elements.contains(where: containsURL)
+    case .dictionary(let entries): entries.values.contains(where: containsURL)
     default: false
     }
 }

@@ -30,10 +30,13 @@ extension Agent {
 
     /// The state an app gave, as it goes to another device: `file:` URLs inside synced folders in travel form.
     /// Unchanged when there are no folders or no `file:` URL: the app's library writes URLs as ASCII strings in the
-    /// binary property list, so a state without the bytes `file:` has none (and is not decoded).
+    /// binary property list, so a state without the bytes `file:` has none, nor has one without a URL object
+    /// (issue 26 item 5), and neither is decoded.
     func travelling(_ data: Data) -> Data {
         let folders = syncedFolders()
-        guard !folders.isEmpty, data.firstRange(of: Self.fileScheme) != nil, let payload = try? ActivityPayload(decoding: data) else { return data }
+        guard !folders.isEmpty, data.firstRange(of: Self.fileScheme) != nil, BinaryPropertyList.mayHoldURLs(data),
+            let payload = try? ActivityPayload(decoding: data)
+        else { return data }
         let moved = folders.travelling(payload, resolve: Self.resolvingParent)
         guard moved != payload else { return data }
         do {
@@ -57,15 +60,21 @@ extension Agent {
 
     /// `data` as it arrived, with URLs in travel form made this device's `file:` URLs, and every other `file:` URL
     /// in foreign form (`baton-foreign:`, issue 25 item 2): it names a file on the other device, and the app's
-    /// library marks it so (`UserActivity.foreignFileURLs`) and never opens it as a document (B6, C9). Always
-    /// decoded: the peer chooses how its property list writes a URL (UTF-16 hides the bytes `file:`), so a byte
-    /// search could let a `file:` URL through unmarked. A state that does not decode goes on as it is; the app's
-    /// library refuses it (`unreadable`) with the same decoder.
+    /// library marks it so (`UserActivity.foreignFileURLs`) and never opens it as a document (B6, C9). Decoded,
+    /// not searched for the bytes `file:`: the peer chooses how its property list writes a URL (UTF-16 hides them),
+    /// so a byte search could let a `file:` URL through unmarked. A state that does not decode goes on as it is; the app's
+    /// library refuses it (`unreadable`) with the same decoder. One with no URL object goes on as it is without the
+    /// decode (issue 26 item 5): only URL values change here, and the decoder makes them from that marker alone.
     func arriving(_ data: Data) -> ArrivedState {
+        guard BinaryPropertyList.mayHoldURLs(data) else { return .ready(payload: data, missing: []) }
+        return Self.arriving(decoding: data, folders: syncedFolders())
+    }
+
+    /// ``arriving(_:)`` by decoding `data`, with `folders`.
+    static func arriving(decoding data: Data, folders: SyncedFolders) -> ArrivedState {
         guard var payload = try? ActivityPayload(decoding: data) else {
             return .ready(payload: data, missing: [])
         }
-        let folders = syncedFolders()
         let arrived = folders.arriving(.dictionary(payload.userInfo))
         if let why = arrived.invalid.first {
             return .invalid(message: "the state names a document in a synced folder wrongly: \(why)")

@@ -13,11 +13,17 @@ import Foundation
 enum OfferedURLs {
     /// `data` (an encoded ``ActivityPayload``) with its http(s) URLs' user and password removed; the same bytes when
     /// there were none. A state without an `@` byte has none (a URL's user information ends with one, in ASCII or
-    /// UTF-16), so it is not decoded.
+    /// UTF-16), so it is not decoded; nor is one whose `@`s are all outside URLs (issue 26 item 5: no URL object,
+    /// and webpage and referrer URLs in ASCII without one, read from the bytes: `ActivityPayload.mayHoldURL`).
     static func withoutCredentials(_ data: Data) -> Data {
-        guard data.contains(UInt8(ascii: "@")), let payload = try? ActivityPayload(decoding: data),
-            let stripped = strippingCredentials(payload)
-        else { return data }
+        let at = UInt8(ascii: "@")
+        guard data.contains(at), ActivityPayload.mayHoldURL(with: at, in: data) else { return data }
+        return withoutCredentials(decoding: data)
+    }
+
+    /// ``withoutCredentials(_:)-(Data)`` by decoding `data`, whatever its bytes hold.
+    static func withoutCredentials(decoding data: Data) -> Data {
+        guard let payload = try? ActivityPayload(decoding: data), let stripped = strippingCredentials(payload) else { return data }
         // Cannot fail in practice (the payload was decoded from bytes); if it did, nothing is offered rather than
         // a password.
         return (try? stripped.encoded()) ?? Data()

@@ -115,6 +115,19 @@ extension ActivityPayload {
     }
 }
 
+extension ActivityPayload {
+    /// Whether decoding `data` (an encoded payload) may give a URL whose text holds `byte` (an ASCII byte), without
+    /// decoding it (issue 26 item 5): false only when no URL object is in it (``BinaryPropertyList/mayHoldURLs(_:)``)
+    /// and the webpage and referrer URLs, which travel as top-level strings, are ASCII strings without `byte`. For
+    /// the originating agent, which looks for credentials (`@`, A5) in the state it offers on every fetch.
+    public static func mayHoldURL(with byte: UInt8, in data: Data) -> Bool {
+        BinaryPropertyList.mayHoldURLs(data) || BinaryPropertyList.mayHold(byte, inTopLevelValuesOf: urlStringKeys, in: data)
+    }
+
+    /// The fields whose strings decode as URLs.
+    private static let urlStringKeys = [PayloadKey.webpageURL, PayloadKey.referrerURL]
+}
+
 /// Typed access to the payload dictionary: a present field of the wrong type is an error naming the field.
 private struct FieldReader {
     let fields: [String: PropertyList]

@@ -61,12 +61,10 @@ public enum BinaryPropertyListDecoder {
 private struct Reader {
     let bytes: UnsafeRawBufferPointer
     let limits: PropertyListLimits
-    let offsetSize: Int
-    let referenceSize: Int
-    let objectCount: Int
-    let topObject: Int
-    /// Where the offset table starts; every object lies in `8..<objectsEnd`.
-    let objectsEnd: Int
+    /// The trailer, offset table and bounds checks (shared with ``BinaryPropertyList``'s quick looks).
+    let layout: BinaryPropertyListLayout
+    var referenceSize: Int { layout.referenceSize }
+    var topObject: Int { layout.topObject }
     var decodedObjects = 0
     /// Which objects are containers currently being decoded: a reference back to one is a cycle.
     var onPath: [Bool]
@@ -74,64 +72,12 @@ private struct Reader {
     init(bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws {
         self.bytes = bytes
         self.limits = limits
-        let header = BinaryPropertyListMarker.header
-        guard bytes.count >= header.count, bytes.starts(with: header) else {
-            throw BatonCoreError(.unknownFormat, "not a binary property list (no bplist00 header)", offset: 0)
-        }
-        let trailerSize = BinaryPropertyListMarker.trailerSize
-        // Smallest possible file: header, one 1-byte object, one 1-byte offset, trailer.
-        guard bytes.count >= header.count + 2 + trailerSize else {
-            throw BatonCoreError(
-                .truncated,
-                "file is \(bytes.count) bytes, too short to hold an object, offset table and trailer",
-                offset: bytes.count
-            )
-        }
-        let trailer = bytes.count - trailerSize
-        offsetSize = Int(bytes[trailer + 6])
-        referenceSize = Int(bytes[trailer + 7])
-        guard (1...8).contains(offsetSize), (1...8).contains(referenceSize) else {
-            throw BatonCoreError(
-                .invalidTrailer,
-                "offset size \(offsetSize) or reference size \(referenceSize) is not between 1 and 8",
-                offset: trailer + 6
-            )
-        }
-        let count = Self.readUnsigned(bytes, at: trailer + 8, size: 8)
-        let top = Self.readUnsigned(bytes, at: trailer + 16, size: 8)
-        let tableOffset = Self.readUnsigned(bytes, at: trailer + 24, size: 8)
-        guard count >= 1, count <= UInt64(trailer) else {
-            throw BatonCoreError(.invalidTrailer, "object count \(count) does not fit the file", offset: trailer + 8)
-        }
-        guard top < count else {
-            throw BatonCoreError(
-                .invalidTrailer,
-                "top object \(top) is not below the object count \(count)",
-                offset: trailer + 16
-            )
-        }
-        let (tableSize, overflow) = count.multipliedReportingOverflow(by: UInt64(offsetSize))
-        guard tableOffset > UInt64(header.count), tableOffset <= UInt64(trailer), !overflow,
-            tableSize <= UInt64(trailer) - tableOffset
-        else {
-            throw BatonCoreError(
-                .invalidTrailer,
-                "offset table at \(tableOffset) with \(count) entries of \(offsetSize) bytes does not fit the file",
-                offset: trailer + 24
-            )
-        }
-        objectCount = Int(count)
-        topObject = Int(top)
-        objectsEnd = Int(tableOffset)
-        onPath = [Bool](repeating: false, count: objectCount)
+        layout = try BinaryPropertyListLayout(bytes: bytes)
+        onPath = [Bool](repeating: false, count: layout.objectCount)
     }
 
     static func readUnsigned(_ bytes: UnsafeRawBufferPointer, at position: Int, size: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for index in position..<(position + size) {
-            value = value << 8 | UInt64(bytes[index])
-        }
-        return value
+        BinaryPropertyListLayout.readUnsigned(bytes, at: position, size: size)
     }
 
     mutating func decodeTopObject() throws -> PropertyList {
@@ -140,62 +86,11 @@ private struct Reader {
 
     // MARK: Locating objects
 
-    func offset(of object: Int) throws -> Int {
-        let entry = objectsEnd + object * offsetSize
-        let offset = Self.readUnsigned(bytes, at: entry, size: offsetSize)
-        guard offset >= UInt64(BinaryPropertyListMarker.header.count), offset < UInt64(objectsEnd) else {
-            throw BatonCoreError(
-                .invalidReference,
-                "object \(object) has offset \(offset), outside the object area 8..<\(objectsEnd)",
-                offset: entry
-            )
-        }
-        return Int(offset)
-    }
-
-    func reference(at position: Int) throws -> Int {
-        let reference = Self.readUnsigned(bytes, at: position, size: referenceSize)
-        guard reference < UInt64(objectCount) else {
-            throw BatonCoreError(
-                .invalidReference,
-                "reference to object \(reference), but the file has \(objectCount) objects",
-                offset: position
-            )
-        }
-        return Int(reference)
-    }
-
-    /// Checks that `length` bytes from `start` lie inside the object area.
-    func require(_ length: Int, at start: Int, for what: String) throws {
-        guard length >= 0, start <= objectsEnd, length <= objectsEnd - start else {
-            throw BatonCoreError(
-                .truncated,
-                "\(what) needs \(length) bytes at \(start), past the end of the object area (\(objectsEnd))",
-                offset: start
-            )
-        }
-    }
-
-    /// The element count of the object whose marker is at `offset`, and where its contents begin.
+    func offset(of object: Int) throws -> Int { try layout.offset(of: object) }
+    func reference(at position: Int) throws -> Int { try layout.reference(at: position) }
+    func require(_ length: Int, at start: Int, for what: String) throws { try layout.require(length, at: start, for: what) }
     func countAndStart(marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
-        let nibble = marker & 0x0F
-        if nibble != 0x0F { return (Int(nibble), offset + 1) }
-        try require(1, at: offset + 1, for: "an extended count")
-        let intMarker = bytes[offset + 1]
-        guard intMarker >> 4 == BinaryPropertyListMarker.integer, intMarker & 0x0F <= 3 else {
-            throw BatonCoreError(
-                .invalidObject,
-                "extended count has marker \(hex(intMarker)), expected an integer",
-                offset: offset + 1
-            )
-        }
-        let size = 1 << Int(intMarker & 0x0F)
-        try require(size, at: offset + 2, for: "an extended count")
-        let count = Self.readUnsigned(bytes, at: offset + 2, size: size)
-        guard count <= UInt64(objectsEnd) else {
-            throw BatonCoreError(.truncated, "count \(count) is larger than the file", offset: offset + 2)
-        }
-        return (Int(count), offset + 2 + size)
+        try layout.countAndStart(marker: marker, at: offset)
     }
 
     // MARK: Objects
@@ -421,7 +316,7 @@ private struct Reader {
 
 /// A marker byte as errors print it: `0x0F`, two upper-case digits (what `String(format: "0x%02X")` gave, without
 /// needing Foundation's formatter).
-private func hex(_ byte: UInt8) -> String {
+func hex(_ byte: UInt8) -> String {
     let digits = String(byte, radix: 16, uppercase: true)
     return "0x" + (digits.count == 1 ? "0" + digits : digits)
 }
