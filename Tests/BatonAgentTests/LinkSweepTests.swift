@@ -71,7 +71,7 @@ struct SessionServiceTests {
         let links = try PeerLinks(identity: identity, policy: .members { [] }, group: MultiThreadedEventLoopGroup.singleton.next())
         let listener = try await links.listen(host: "127.0.0.1", port: 0)
         let work = SessionService.Work()
-        let service = SessionService(work: work, links: links, listener: listener)
+        let service = SessionService(work: work, links: links, listener: PeerListener(port: listener.localAddress?.port ?? 0) { try? await listener.close() })
         let (events, event) = AsyncStream.makeStream(of: String.self)
         var heard = events.makeAsyncIterator()
         await withDiscardingTaskGroup { group in

@@ -110,7 +110,7 @@ extension Agent {
 
     /// The session service: its work, its sweep and the `listener` ``open(listener:)`` bound are its own (issue 26
     /// item 1); it shares the links, and the agent keeps only the ``SessionService/Work`` handle.
-    func sessionService(listener: Channel?) -> SessionService {
+    func sessionService(listener: PeerListener?) -> SessionService {
         SessionService(work: sessions, links: links, listener: listener, clock: clock)
     }
 }

@@ -124,9 +124,13 @@ public final class Agent: Sendable {
         self.sessions = sessions
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.loop = loop
-        let links = try PeerLinks(identity: identity, policy: .activeMembers(of: configuration.store), group: loop, clock: configuration.clock) {
-            sessions.linksChanged()
-        }
+        let links = try configuration.peerConnections.links(
+            identity: identity,
+            policy: .activeMembers(of: configuration.store),
+            host: configuration.host,
+            loop: loop,
+            clock: configuration.clock
+        ) { sessions.linksChanged() }
         self.links = links
         handoff = HandoffCoordinator(
             broker: HandoffBroker(
@@ -174,7 +178,7 @@ public final class Agent: Sendable {
         agent.rebuildHashIndex()
         // The session listener and the app socket are their services' (issue 26 item 1): bound by open(), closed here
         // if it fails.
-        var listener: Channel?
+        var listener: PeerListener?
         var appSocket: AppListener?
         do {
             try await agent.open(listener: &listener, appSocket: &appSocket)
@@ -182,7 +186,7 @@ public final class Agent: Sendable {
             await agent.stopBroker()
             agent.discovery.socket?.close()
             agent.links.closeAll()
-            try? await listener?.close()
+            await listener?.close()
             await agent.appSocket(appSocket).close()
             throw error
         }
@@ -201,31 +205,32 @@ public final class Agent: Sendable {
         return AgentServices(agent: agent, services: services)
     }
 
-    /// Binds the session listener (into `bound`, for the session service), the advert socket and the app socket
-    /// (into `appSocket`, for the app socket service).
-    func open(listener bound: inout Channel?, appSocket: inout AppListener?) async throws {
+    /// Binds the session listener (into `bound`, for the session service), the advert transport and the app socket
+    /// (into `appSocket`, for the app socket service), over the ``AgentConfiguration/peerConnections`` and
+    /// ``AgentConfiguration/appConnections`` configured (issue 26 item 3).
+    func open(listener bound: inout PeerListener?, appSocket: inout AppListener?) async throws {
         var host = configuration.host
-        var adverts: AdvertSocket?
+        var adverts: (any AdvertTransport)?
         // A port the system picks is free for TCP; the adverts' UDP socket on the same number may not be (another
         // program's UDP socket): then both are picked again, a few times (a collision seen in a full test run).
         for attempt in 1...8 {
-            let listener: Channel
+            let listener: PeerListener
             do {
-                listener = try await links.listen(host: host, port: configuration.port)
+                listener = try await links.serve(host: host, port: configuration.port)
             } catch let error as BatonAgentError where host == AgentConfiguration.anyHost && error.code == .addressUnavailable {
                 // No IPv6 on this machine: IPv4 only.
                 host = "0.0.0.0"
-                listener = try await links.listen(host: host, port: configuration.port)
+                listener = try await links.serve(host: host, port: configuration.port)
                 logger.notice("\(error.message); IPv4 only")
             }
             bound = listener
-            port = listener.localAddress?.port ?? configuration.port
+            port = listener.port
             do {
-                adverts = try await AdvertSocket.open(
+                adverts = try await configuration.peerConnections.adverts(
                     host: host,
                     port: port,
                     discoveryPort: configuration.discoveryPort,
-                    group: loop,
+                    loop: loop,
                     log: { [logger] line in logger.info("\(Agent.logLine(line))") },
                     warn: { [logger] line in logger.warning("\(line)") },
                     clock: configuration.clock
@@ -234,7 +239,7 @@ public final class Agent: Sendable {
                 }
                 break
             } catch let error as BatonAgentError where error.code == .addressInUse && configuration.port == 0 && attempt < 8 {
-                try? await listener.close()
+                await listener.close()
                 bound = nil
             }
         }

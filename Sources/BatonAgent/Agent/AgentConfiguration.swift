@@ -30,6 +30,10 @@ public struct AgentConfiguration: Sendable {
     /// How apps reach the agent at ``socketPath``: its Unix socket (the default), or in memory, for apps in this
     /// process only (issue 26 item 3: ``AgentClient`` finds it there by the same path, with no socket).
     public var appConnections = AppConnections.unixSocket
+    /// How sessions and adverts reach other agents: the network (TLS over TCP, UDP; the default), or a
+    /// ``MemoryNetwork`` in this process shared with the other agents on it (issue 26 item 3), where ``host`` and
+    /// ``port`` are virtual and ``port`` 0 takes one the network hands out.
+    public var peerConnections = PeerConnections.network
     /// The installed apps, fixed (tests, the demo); nil loads them from ``appFolders`` and follows changes there.
     public var apps: AppRegistry?
     /// The folders of app bundles; nil for the search paths (BATON_APPS_PATH, XDG data folders).

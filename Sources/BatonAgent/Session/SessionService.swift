@@ -18,7 +18,7 @@ struct SessionService: Service, CustomStringConvertible {
     let work: Work
     let links: PeerLinks
     /// Where peers' sessions are accepted; closed at shutdown after the links.
-    let listener: Channel?
+    let listener: PeerListener?
     var sweep = LinkSweep()
     /// The agent's clock: its uptime is what ``PeerLink`` stamps its activity with, and the sweep's sleeps are timed
     /// on it.
@@ -39,7 +39,7 @@ struct SessionService: Service, CustomStringConvertible {
             }
         }
         links.closeAll()
-        try? await listener?.close()
+        await listener?.close()
     }
 
     /// Closes idle and retired links as they come due (ISSUE 10 item 1) and gives memory back after bursts: it

@@ -13,7 +13,7 @@ import NIOCore
 /// as a TLS handshake would have proven it, and applies both sides' peer policies as the handshake would.
 ///
 /// Sendable, checked: everything mutable is in `state`, under its lock.
-final class MemoryNetwork: Sendable {
+public final class MemoryNetwork: Sendable {
     /// A device listening for links.
     struct Listener {
         let device: DeviceID
@@ -33,7 +33,8 @@ final class MemoryNetwork: Sendable {
 
     let state = NIOLockedValueBox(State())
 
-    init() {}
+    /// An empty network: agents join it through ``AgentConfiguration/peerConnections``.
+    public init() {}
 
     /// A device's way onto this network: its links listen and dial from `host`, and are verified as `device`, accepting
     /// the peers `policy` allows. Its conduits run on `loop`.
