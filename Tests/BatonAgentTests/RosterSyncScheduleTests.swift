@@ -144,20 +144,25 @@ struct SyncServiceTests {
         }
     }
 
-    @Test("a ring syncs what is due; in step and backing off are skipped until the clock passes the retry or all are resynced")
-    func triggerDrivesRounds() async throws {
-        let peers = Peers()
-        let trigger = SyncService.Trigger()
-        let service = SyncService(
+    /// A sync service with a 60 s retry on `peers`' clock, syncing `targets` (good:1 over `peers`' link) with `peers`.
+    static func service(_ trigger: SyncService.Trigger, _ peers: Peers, targets: [String]) -> SyncService {
+        SyncService(
             trigger: trigger,
             interval: 60,
             roster: { RosterSyncScheduleTests.roster },
-            targets: { ["good:1", "away:2"] },
+            targets: { targets },
             openLink: { [peers] target in target == "good:1" ? ObjectIdentifier(peers.link) : nil },
             sync: { [peers] target in peers.sync(target) },
             logger: Logger(label: "sync-test", factory: { _ in SwiftLogNoOpLogHandler() }),
             clock: peers.clock.clock
         )
+    }
+
+    @Test("a ring syncs what is due; in step and backing off are skipped until the clock passes the retry or all are resynced")
+    func triggerDrivesRounds() async throws {
+        let peers = Peers()
+        let trigger = SyncService.Trigger()
+        let service = Self.service(trigger, peers, targets: ["good:1", "away:2"])
         var asked = peers.asked.makeAsyncIterator()
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await service.run() }

@@ -9,7 +9,8 @@ import NIOCore
 /// An advance runs each timer it passes on the timer's event loop, earliest first (in the order scheduled when due
 /// together), one at a time, each awaited, with the readings at its due time; a timer a body schedules within the
 /// advance runs in it too. What a timer wakes (a task waiting on a ``Doorbell``) goes on after the body returns: a
-/// test that advances again should first wait for what it expects (``untilTimers(_:)`` for the next sleep).
+/// test that advances again should first wait for what it expects (``untilTimers(_:)``, ``untilScheduled(_:)``: the
+/// part has gone back to sleep).
 package final class VirtualClock: Sendable {
     private struct Timer {
         var due: UInt64
@@ -24,10 +25,11 @@ package final class VirtualClock: Sendable {
         var wall: UInt64
         /// Nanoseconds of wall time not yet a whole millisecond (the wall clock keeps pace with uptime).
         var wallRemainder: UInt64 = 0
+        /// Timers scheduled so far (the last one's number).
         var next: UInt64 = 0
         var timers: [UInt64: Timer] = [:]
-        /// Those waiting for at least this many timers to be pending.
-        var watchers: [(count: Int, waiter: CheckedContinuation<Void, Never>)] = []
+        /// Those waiting for what they wait for to hold (``until(_:)``).
+        var watchers: [(holds: @Sendable (State) -> Bool, waiter: CheckedContinuation<Void, Never>)] = []
 
         mutating func move(to uptime: UInt64) {
             let passed = wallRemainder + (uptime - self.uptime)
@@ -82,13 +84,26 @@ package final class VirtualClock: Sendable {
         }
     }
 
-    /// Returns once at least `count` timers are pending: the parts under test have gone back to sleep (a service's
-    /// loop waits on its doorbell with a timer armed). Not cancellable: a test waits for what it knows will come.
+    /// Timers scheduled so far, run, cancelled or pending.
+    package var scheduled: Int { Int(state.withLockedValue(\.next)) }
+
+    /// Returns once at least `count` timers are pending: the parts under test have gone to sleep (a service's loop
+    /// waits on its doorbell with a timer armed). Not cancellable, as ``untilScheduled(_:)``.
     package func untilTimers(_ count: Int = 1) async {
+        await until { $0.timers.count >= count }
+    }
+
+    /// Returns once `total` timers have been scheduled since the clock was made (``scheduled``): a part rung awake
+    /// has gone back to sleep. Not cancellable: a test waits for what it knows will come.
+    package func untilScheduled(_ total: Int) async {
+        await until { $0.next >= UInt64(clamping: total) }
+    }
+
+    private func until(_ holds: @escaping @Sendable (State) -> Bool) async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let now = state.withLockedValue { state -> Bool in
-                guard state.timers.count < count else { return true }
-                state.watchers.append((count, waiter))
+                guard !holds(state) else { return true }
+                state.watchers.append((holds, waiter))
                 return false
             }
             if now { waiter.resume() }
@@ -117,9 +132,9 @@ package final class VirtualClock: Sendable {
             state.next += 1
             let (due, overflow) = state.uptime.addingReportingOverflow(nanoseconds)
             state.timers[state.next] = Timer(due: overflow ? .max : due, loop: loop, body: body)
-            let count = state.timers.count
-            let ready = state.watchers.filter { $0.count <= count }.map(\.waiter)
-            state.watchers.removeAll { $0.count <= count }
+            let now = state
+            let ready = state.watchers.filter { $0.holds(now) }.map(\.waiter)
+            state.watchers.removeAll { $0.holds(now) }
             return (state.next, ready)
         }
         for waiter in ready { waiter.resume() }

@@ -1,0 +1,170 @@
+@testable import BatonAgent
+import BatonProtocol
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// Issue 26 item 3: the agent's parts on a virtual clock. Every timed wait in the services goes through the agent's
+/// clock, so a test moves time by a call: a minute of idle link, five seconds of quiet from a peer, a retry a minute
+/// away, with no real wait and no fixed sleep. Each wait here is for something a part was told or did.
+@Suite("Issue 26 item 3: the services on virtual time")
+struct VirtualTimeTests {
+    static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    @Test("the virtual clock runs the timers an advance passes, earliest first, with the readings at each one's time; a cancelled timer never runs; setting the wall clock runs none")
+    func virtualClock() async throws {
+        let clock = VirtualClock(uptime: 1_000, wall: 1_800_000_000_000)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let ran = NIOLockedValueBox<[String]>([])
+        func note(_ name: String) -> @Sendable () -> Void {
+            { [agent = clock.clock] in ran.withLockedValue { $0.append("\(name) at \(agent.uptime()) wall \(agent.wall() - 1_800_000_000_000)") } }
+        }
+        _ = clock.clock.schedule(after: 300, on: loop, note("third"))
+        _ = clock.clock.schedule(in: .milliseconds(100), on: loop, note("first"))
+        let cancelled = clock.clock.schedule(after: 200, on: loop, note("cancelled"))
+        _ = clock.clock.schedule(in: .microseconds(100_500), on: loop, note("second"))
+        cancelled.cancel()
+        #expect(clock.pending == 3)
+        clock.setWall(1_800_000_000_000)  // the wall clock set to what it was: nothing runs
+        try await clock.advance(by: 99)
+        #expect(ran.withLockedValue { $0 }.isEmpty, "none due yet")
+        #expect(clock.uptime == 1_099)
+        try await clock.advance(by: .seconds(1))
+        #expect(ran.withLockedValue { $0 } == ["first at 1100 wall 100", "second at 1100 wall 100", "third at 1300 wall 300"])
+        #expect(clock.uptime == 2_099 && clock.wall == 1_800_000_001_099, "after the last timer, time goes on to the advance's end")
+        #expect(clock.pending == 0)
+        #expect(clock.scheduled == 4)
+        clock.setWall(1_700_000_000_000)
+        #expect(clock.wall == 1_700_000_000_000 && clock.uptime == 2_099, "a wall clock set moves no uptime")
+    }
+
+    @Test("issue 25 item 0 on virtual time: a doorbell's timed wait ends when the clock passes its timeout, not before; a ring ends it and leaves no timer behind")
+    func doorbell() async throws {
+        let clock = VirtualClock()
+        let bell = Doorbell()
+        let (returns, returned) = AsyncStream.makeStream(of: Void.self)
+        var heard = returns.makeAsyncIterator()
+        let waiting = Task {
+            await bell.wait(timeout: .seconds(3_600), clock: clock.clock)
+            returned.yield()
+            await bell.wait(timeout: .seconds(3_600), clock: clock.clock)
+            returned.yield()
+        }
+        await clock.untilTimers(1)
+        try await clock.advance(by: .seconds(3_600) - .milliseconds(1))
+        #expect(clock.pending == 1, "an hour less a millisecond: still waiting")
+        try await clock.advance(by: 1)
+        await heard.next()
+        await clock.untilTimers(1)
+        bell.ring()
+        await heard.next()
+        #expect(clock.pending == 0, "the rung wait's timer is gone with it")
+        await waiting.value
+    }
+
+    @Test("ISSUE 10 item 1 on virtual time: the session service closes a link this side dialled once it has been idle 120 s, and not at 119.999 s")
+    func sessionSweep() async throws {
+        let clock = VirtualClock()
+        let (dialler, listener, link) = try await MemoryTransportTests.linked(clock: clock.clock)
+        let work = SessionService.Work()
+        let service = SessionService(work: work, links: dialler.links, listener: nil, clock: clock.clock)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await service.run() }
+            let before = clock.scheduled
+            work.linksChanged()
+            await clock.untilScheduled(before + 1)
+            try await clock.advance(by: 119_999)
+            // The sweep looks now (a link changed) and keeps it: 1 ms of its limit is left.
+            let looked = clock.scheduled
+            work.linksChanged()
+            await clock.untilScheduled(looked + 1)
+            #expect(link.isOpen, "idle 119.999 s")
+            try await clock.advance(by: 2)
+            #expect(await MemoryTransportTests.next(dialler) == "closed \(listener.id.short)")
+            #expect(!link.isOpen, "idle 120 s: closed by the sweep")
+            group.cancelAll()
+        }
+    }
+
+    @Test("A9 on virtual time: the current activity is advertised again once per second of the clock, and a device that goes quiet leaves the nearby list once its time to live (5 s) has passed, not at 4.999 s")
+    func discoveryReadvertisesAndExpires() async throws {
+        // Two devices, two clocks moved together (each device's timers on its own), the desktop's first: an advert
+        // the laptop's timer sends arrives at the same time on the desktop's clock.
+        let laptopClock = VirtualClock()
+        let desktopClock = VirtualClock()
+        func advance(by milliseconds: UInt64) async throws {
+            try await desktopClock.advance(by: milliseconds)
+            try await laptopClock.advance(by: milliseconds)
+        }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let network = MemoryNetwork()
+        let roster = DiscoveryTests.roster()
+        let laptop = Discovery(me: DiscoveryTests.laptop.id, roster: roster, timeToLiveMilliseconds: 5_000, logger: Self.quiet, clock: laptopClock.clock)
+        let desktop = Discovery(me: DiscoveryTests.desktop.id, roster: roster, timeToLiveMilliseconds: 5_000, logger: Self.quiet, clock: desktopClock.clock)
+        let (adverts, advert) = AsyncStream.makeStream(of: Void.self)
+        let received = NIOLockedValueBox(0)
+        _ = try network.advertTransport(host: "10.0.0.2", port: 47_800, loop: loop) { datagram, source in
+            if case .accepted = desktop.receive(datagram, from: source) {
+                received.withLockedValue { $0 += 1 }
+                advert.yield()
+            }
+        }
+        laptop.attach(try network.advertTransport(host: "10.0.0.1", port: 47_800, loop: loop) { _, _ in }, sessionPort: 47_810)
+        let (removals, removed) = AsyncStream.makeStream(of: Void.self)
+        desktop.observe { _, change in if change == .removed { removed.yield() } }
+        func service(_ discovery: Discovery) -> DiscoveryService {
+            DiscoveryService(discovery: discovery, advertInterval: 1_000, timeToLive: 5, logger: Self.quiet, stop: {})
+        }
+        let current = try #require(DiscoveryTests.advertised(by: "laptop"))
+        var heard = adverts.makeAsyncIterator()
+        let laptopRunning = Task { await service(laptop).run() }
+        let desktopRunning = Task { await service(desktop).run() }
+        laptop.advertise(current, isCurrent: true)
+        await heard.next()
+        #expect(desktop.offers().map(\.deviceName) == ["laptop"])
+        await laptopClock.untilTimers(1)
+        for second in 1...3 {
+            try await advance(by: 999)
+            try await loop.submit {}.get()
+            #expect(received.withLockedValue { $0 } == second, "nothing more within the second")
+            try await advance(by: 1)
+            await heard.next()
+            #expect(received.withLockedValue { $0 } == second + 1, "one advert a second")
+            await laptopClock.untilTimers(1)
+        }
+        // The laptop goes quiet (its loop stops; no goodbye is sent): the desktop keeps its offer for 5 s of quiet.
+        laptopRunning.cancel()
+        await laptopRunning.value
+        try await advance(by: 4_999)
+        await desktopClock.untilTimers(1)
+        #expect(desktop.offers().count == 1, "4.999 s of quiet: still nearby")
+        try await advance(by: 2)
+        var gone = removals.makeAsyncIterator()
+        await gone.next()
+        #expect(desktop.offers().isEmpty, "5 s of quiet: expired")
+        desktopRunning.cancel()
+        await desktopRunning.value
+    }
+
+    @Test("roster sync on virtual time: a target that failed is tried again when the clock passes its retry (60 s), with no ring, and not before")
+    func syncRetry() async throws {
+        let peers = SyncServiceTests.Peers()
+        let trigger = SyncService.Trigger()
+        let service = SyncServiceTests.service(trigger, peers, targets: ["away:2"])
+        var asked = peers.asked.makeAsyncIterator()
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await service.run() }
+            trigger.ring()
+            #expect(await asked.next() == "away:2")
+            await peers.clock.untilTimers(1)
+            try await peers.clock.advance(by: 59_999)
+            #expect(peers.calls.withLockedValue { $0 } == ["away:2"], "59.999 s: backing off")
+            try await peers.clock.advance(by: 1)
+            #expect(await asked.next() == "away:2", "60 s: tried again")
+            group.cancelAll()
+        }
+    }
+}
