@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Baton", targets: ["Baton"]),
         .library(name: "BatonCore", targets: ["BatonCore"]),
         .library(name: "BatonEmbedded", targets: ["BatonEmbedded"]),
+        .library(name: "BatonInMemory", targets: ["BatonInMemory"]),
         .library(name: "BatonAppleNames", targets: ["BatonAppleNames"]),
         .executable(name: "baton", targets: ["baton"]),
         .executable(name: "baton-agent", targets: ["baton-agent"]),
@@ -167,6 +168,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Agents wholly inside the process (issue 26 item 3): LocalDevices' agents on one in-memory network, apps
+        // connected in memory, time virtual; no socket. Beside BatonEmbedded, as grpc-swift-2's in-process transport.
+        .target(name: "BatonInMemory", dependencies: ["BatonEmbedded", "BatonAgent", "BatonRegistry"]),
         // `baton agent`'s options and running it, shared by `baton` and the lean `baton-agent`.
         .target(
             name: "BatonAgentCommand",
@@ -265,7 +269,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonRegistry", "BatonAgent", "BatonAssociations", "BatonTestSupport"]),
+        .testTarget(name: "BatonTests", dependencies: ["Baton", "BatonEmbedded", "BatonInMemory", "BatonRegistry", "BatonAgent", "BatonAssociations", "BatonTestSupport"]),
         // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
         .testTarget(
             name: "AppleShapedTests",

@@ -103,6 +103,31 @@ public final class LocalDevices: Sendable {
         FileManager.default.temporaryDirectory.appendingPathComponent("baton-devices-\(UUID().uuidString)")
     }
 
+    /// Devices as ``start(names:apps:configure:paired:)`` makes them, but whose agents run wholly in memory once paired
+    /// (issue 26 item 3): sessions and adverts on `network` (one ``MemoryNetwork`` for them all, at virtual ports of
+    /// ``memoryHost``), apps in this process only (``AppConnections/inMemory``: no socket file), and every timer on
+    /// `clock` when one is given (a ``VirtualClock``'s). Pairing itself still goes over TLS on loopback, before any
+    /// agent runs: ``AccountFlows`` runs over an ``AccountTransport`` session, which has no memory form yet.
+    package static func start(
+        names: [String],
+        apps: AppRegistry,
+        network: MemoryNetwork,
+        clock: AgentClock? = nil,
+        configure: @Sendable (inout AgentConfiguration) -> Void = { _ in }
+    ) async throws -> LocalDevices {
+        try await start(names: names, root: newRoot(), apps: apps, configure: { configuration in
+            configuration.host = memoryHost
+            configuration.peerConnections = .inMemory(network)
+            configuration.appConnections = .inMemory
+            if let clock { configuration.clock = clock }
+            configure(&configuration)
+        }, paired: { _, _, _ in })
+    }
+
+    /// Where agents in memory are (RFC 5737's documentation address): no interface here has it, so nothing of theirs
+    /// could be a real socket.
+    package static let memoryHost = "192.0.2.1"
+
     static func start(
         names: [String],
         root: URL,
@@ -142,7 +167,7 @@ public final class LocalDevices: Sendable {
             let agents = running.map(\.agent)
             for agent in agents {
                 for other in agents where other !== agent {
-                    agent.addPeer("127.0.0.1:\(other.port)")
+                    agent.addPeer(Agent.joinHostPort(other.configuration.host, other.port))
                 }
             }
             // Two rounds: the first brings every roster to the first device, the second back out to all.
