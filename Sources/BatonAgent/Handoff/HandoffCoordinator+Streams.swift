@@ -142,7 +142,7 @@ extension HandoffCoordinator {
 
     /// The splice for a stream end on `connection`: released within the configured bound once its stream ends.
     func makeSplice(_ connection: IPCConnection, on link: PeerLink) -> StreamSplice {
-        StreamSplice(app: connection, link: link, releaseAfter: streamRelease) { [self] line in
+        StreamSplice(app: connection, link: link, releaseAfter: streamRelease, clock: clock) { [self] line in
             log(line)
         }
     }

@@ -27,6 +27,8 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
     let link: PeerLink
     /// How long the app's end may stay open once the stream has ended (``StreamLimits/releaseMilliseconds``).
     let releaseAfter: TimeAmount
+    /// The agent's clock: the release bound is timed on it (a virtual clock runs it by advancing, issue 26 item 3).
+    let clock: AgentClock
     /// Where the agent logs an end it had to close on an app that did not take it.
     let log: @Sendable (String) -> Void
     let state = NIOLockedValueBox(SpliceState())
@@ -49,10 +51,11 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
         var delivered = 0
     }
 
-    init(app: IPCConnection, link: PeerLink, releaseAfter: TimeAmount, log: @escaping @Sendable (String) -> Void) {
+    init(app: IPCConnection, link: PeerLink, releaseAfter: TimeAmount, clock: AgentClock, log: @escaping @Sendable (String) -> Void) {
         self.app = app
         self.link = link
         self.releaseAfter = releaseAfter
+        self.clock = clock
         self.log = log
     }
 
@@ -329,7 +332,7 @@ final class StreamSplice: StreamEndpoint, IPCStreamSink, Sendable {
     /// something since the last look. On the connection's event loop, not in a task: the bound must hold while the
     /// concurrency pool is busy.
     func watchRelease(_ release: Release, key: PeerLink.StreamKey?, delivered before: Int) {
-        app.conduit.eventLoop.scheduleTask(in: releaseAfter) { [self] in
+        _ = clock.schedule(in: .nanoseconds(releaseAfter.nanoseconds), on: app.conduit.eventLoop) { [self] in
             guard app.conduit.isActive else { return }
             let now = state.withLockedValue(\.delivered)
             if release == .whileTaking, now != before {
