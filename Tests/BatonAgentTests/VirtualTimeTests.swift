@@ -14,6 +14,14 @@ import Testing
 struct VirtualTimeTests {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
+    /// Returns once `discovery`'s loop sleeps with a timer due by `uptime` on `clock`. Its own advert rings its
+    /// doorbell, so a wait it arms may end at once: only a waiter stored is asleep, and time moves only then (a loop
+    /// that computes its next sleep while the clock moves sleeps longer).
+    static func asleep(_ discovery: Discovery, on clock: VirtualClock, dueBy uptime: UInt64) async {
+        await clock.untilTimer(dueBy: uptime)
+        while !discovery.bell.isWaiting { await Task.yield() }
+    }
+
     @Test("the virtual clock runs the timers an advance passes, earliest first, with the readings at each one's time; a cancelled timer never runs; setting the wall clock runs none")
     func virtualClock() async throws {
         let clock = VirtualClock(uptime: 1_000, wall: 1_800_000_000_000)
@@ -73,9 +81,8 @@ struct VirtualTimeTests {
         let service = SessionService(work: work, links: dialler.links, listener: nil, clock: clock.clock)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await service.run() }
-            let before = clock.scheduled
-            work.linksChanged()
-            await clock.untilScheduled(before + 1)
+            // Asleep until the link could be due (idle since it opened, now), a millisecond late, before time moves.
+            await clock.untilTimer(dueBy: clock.uptime + 120_001)
             try await clock.advance(by: 119_999)
             // The sweep looks now (a link changed) and keeps it: 1 ms of its limit is left.
             let looked = clock.scheduled
@@ -125,21 +132,27 @@ struct VirtualTimeTests {
         laptop.advertise(current, isCurrent: true)
         await heard.next()
         #expect(desktop.offers().map(\.deviceName) == ["laptop"])
-        await laptopClock.untilTimers(1)
-        for second in 1...3 {
+        let first = try #require(laptop.offered(at: laptopClock.wall)?.lastAdvert)
+        // Both asleep before time moves: the laptop until its next advert is due, the desktop until the offer could
+        // expire.
+        await Self.asleep(laptop, on: laptopClock, dueBy: first + 1_000)
+        await Self.asleep(desktop, on: desktopClock, dueBy: first + 5_001)
+        for second in UInt64(1)...3 {
             try await advance(by: 999)
             try await loop.submit {}.get()
-            #expect(received.withLockedValue { $0 } == second, "nothing more within the second")
+            #expect(received.withLockedValue { UInt64($0) } == second, "nothing more within the second")
             try await advance(by: 1)
             await heard.next()
-            #expect(received.withLockedValue { $0 } == second + 1, "one advert a second")
-            await laptopClock.untilTimers(1)
+            #expect(received.withLockedValue { UInt64($0) } == second + 1, "one advert a second")
+            await Self.asleep(laptop, on: laptopClock, dueBy: first + 1_000 * (second + 1))
         }
         // The laptop goes quiet (its loop stops; no goodbye is sent): the desktop keeps its offer for 5 s of quiet.
         laptopRunning.cancel()
         await laptopRunning.value
-        try await advance(by: 4_999)
-        await desktopClock.untilTimers(1)
+        // The desktop looks when its first advert could have expired, finds it refreshed, and sleeps again.
+        try await advance(by: 2_001)
+        await Self.asleep(desktop, on: desktopClock, dueBy: first + 3_000 + 5_001)
+        try await advance(by: 2_998)
         #expect(desktop.offers().count == 1, "4.999 s of quiet: still nearby")
         try await advance(by: 2)
         var gone = removals.makeAsyncIterator()
@@ -147,6 +160,28 @@ struct VirtualTimeTests {
         #expect(desktop.offers().isEmpty, "5 s of quiet: expired")
         desktopRunning.cancel()
         await desktopRunning.value
+    }
+
+    @Test("issue 25 item 1 on virtual time: a real advert socket that closed by itself is reopened on its port once the agent's clock passes the first back-off (1 s), not at 0.999 s")
+    func advertSocketReopens() async throws {
+        let clock = VirtualClock()
+        let (lines, line) = AsyncStream.makeStream(of: String.self)
+        let socket = try await AdvertSocket.open(
+            host: "127.0.0.1", port: 0, discoveryPort: nil,
+            log: { line.yield("info: " + $0) }, warn: { line.yield("warning: " + $0) }, clock: clock.clock
+        ) { _, _ in }
+        defer { socket.close() }
+        let address = try #require(socket.slots.withLockedValue { $0[.unicast]?.address })
+        let channel = try #require(socket.slots.withLockedValue { $0[.unicast]?.open?.channel })
+        try await channel.close()
+        var said = lines.makeAsyncIterator()
+        #expect(await said.next()?.hasPrefix("warning: adverts: the unicast socket closed by itself") == true)
+        await clock.untilTimers(1)
+        try await clock.advance(by: 999)
+        #expect(clock.pending == 1, "0.999 s: not reopened yet")
+        try await clock.advance(by: 1)
+        #expect(await said.next()?.contains("is open again") == true)
+        #expect(socket.slots.withLockedValue { $0[.unicast]?.address } == address, "on the same port")
     }
 
     @Test("roster sync on virtual time: a target that failed is tried again when the clock passes its retry (60 s), with no ring, and not before")

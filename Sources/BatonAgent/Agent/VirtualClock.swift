@@ -8,9 +8,10 @@ import NIOCore
 ///
 /// An advance runs each timer it passes on the timer's event loop, earliest first (in the order scheduled when due
 /// together), one at a time, each awaited, with the readings at its due time; a timer a body schedules within the
-/// advance runs in it too. What a timer wakes (a task waiting on a ``Doorbell``) goes on after the body returns: a
-/// test that advances again should first wait for what it expects (``untilTimers(_:)``, ``untilScheduled(_:)``: the
-/// part has gone back to sleep).
+/// advance runs in it too. What a timer wakes (a task waiting on a ``Doorbell``) goes on after the body returns, and
+/// the advance does not wait for it: a loop that computes its next sleep while time moves on sleeps that much longer
+/// (a sleep is scheduled relative to now). So a test advances to a wake-up, waits for the part to sleep again
+/// (``untilTimers(_:)``, ``untilScheduled(_:)``, ``untilTimer(dueBy:)``), and only then advances further.
 package final class VirtualClock: Sendable {
     private struct Timer {
         var due: UInt64
@@ -97,6 +98,13 @@ package final class VirtualClock: Sendable {
     /// has gone back to sleep. Not cancellable: a test waits for what it knows will come.
     package func untilScheduled(_ total: Int) async {
         await until { $0.next >= UInt64(clamping: total) }
+    }
+
+    /// Returns once a timer is pending that is due at or before `milliseconds` of uptime: the part under test has
+    /// gone to sleep until then (a loop with other timers of its own armed meanwhile is told apart). Not cancellable.
+    package func untilTimer(dueBy milliseconds: UInt64) async {
+        let due = milliseconds.multipliedReportingOverflow(by: 1_000_000)
+        await until { state in state.timers.values.contains { $0.due <= (due.overflow ? .max : due.partialValue) } }
     }
 
     private func until(_ holds: @escaping @Sendable (State) -> Bool) async {

@@ -325,8 +325,8 @@ final class AdvertSocket: Sendable {
     }
 
     private func scheduleReopen(_ kind: Kind, at time: UInt64) {
-        let wait = Int64(time.subtractingSaturated(clock.uptime()))
-        loop.scheduleTask(in: .milliseconds(wait)) { [weak self] in
+        // On the agent's clock, whose uptime the back-off is in (issue 26 item 3).
+        _ = clock.schedule(after: time.subtractingSaturated(clock.uptime()), on: loop) { [weak self] in
             self?.reopen(kind)
         }
     }

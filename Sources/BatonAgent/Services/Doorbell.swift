@@ -32,6 +32,12 @@ final class Doorbell: Sendable {
         self.loop = loop
     }
 
+    /// Whether a task sleeps on it now (its timed wait's timer armed): a test on virtual time knows the loop has gone
+    /// to sleep, not only scheduled a wait that a ring it had already got ends at once.
+    var isWaiting: Bool {
+        state.withLockedValue { $0.waiter != nil }
+    }
+
     /// Wakes the waiter, or the next wait.
     func ring() {
         let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
