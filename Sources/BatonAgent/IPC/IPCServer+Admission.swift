@@ -32,15 +32,23 @@ extension IPCServer {
         }
 
         /// Makes the connection of a client that entered, whose process the kernel (or the memory transport) named,
-        /// and lets its frames reach the agent; it must say hello within the deadline.
-        func admit(_ conduit: any AppConduit, credentials: PeerCredentials, pinned: PinnedProcess?, cookie: UInt64?) {
+        /// and lets its frames reach the agent; it must say hello within `helloDeadline` when there is one.
+        func admit(
+            _ conduit: any AppConduit,
+            credentials: PeerCredentials,
+            pinned: PinnedProcess?,
+            cookie: UInt64?,
+            helloDeadline: TimeAmount? = Limits.helloDeadline
+        ) {
             let connection = IPCConnection(conduit: conduit, credentials: credentials, handler: handler, pinned: pinned, cookie: cookie)
-            let deadline = conduit.eventLoop.scheduleTask(in: Limits.helloDeadline) {
-                connection.refuse(.timedOut, "no hello within \(Limits.helloDeadline.nanoseconds / 1_000_000_000) s of connecting")
+            let deadline = helloDeadline.map { limit in
+                conduit.eventLoop.scheduleTask(in: limit) {
+                    connection.refuse(.timedOut, "no hello within \(limit.nanoseconds / 1_000_000_000) s of connecting")
+                }
             }
             connection.settled.withLockedValue {
                 $0 = { [waiting] in
-                    deadline.cancel()
+                    deadline?.cancel()
                     waiting.withLockedValue { $0 -= 1 }
                 }
             }

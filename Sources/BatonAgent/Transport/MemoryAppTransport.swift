@@ -16,8 +16,11 @@ struct MemoryAppTransport: AppTransport {
         let admission = IPCServer.Admission(handler: handler)
         let listening = sockets.listen(path: path, loop: loop) { conduit in
             guard admission.enter() else { return conduit.close() }
+            // No hello deadline: it bounds how long a stranger may hold one of the socket's waiting slots (ISSUE 10
+            // item 6), and a client in memory is this process itself. On a loaded machine the process's loops can
+            // stall for seconds (CI's parallel suite did), and the deadline then refused this process's own apps.
             conduit.peerCredentials().whenSuccess { credentials in
-                admission.admit(conduit, credentials: credentials, pinned: nil, cookie: nil)
+                admission.admit(conduit, credentials: credentials, pinned: nil, cookie: nil, helloDeadline: nil)
             }
         }
         guard listening else {
