@@ -1,16 +1,19 @@
 import BatonClient
 import BatonCore
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// A ``LinkConduit`` on a NIO channel whose TLS handshake has completed: its ``MessageHandler`` feeds the link, and
 /// writes go straight to the channel (no hop, no copy: a warm continuation's hot path, issue 11).
 final class ChannelConduit: LinkConduit {
     let channel: Channel
-    let handler: MessageHandler
+    /// The channel's handler of messages until the link is attached to it; then the pipeline alone holds it, so the
+    /// link (which holds this conduit) and the handler (which holds the link) do not hold each other once it closes.
+    private let handler: NIOLockedValueBox<MessageHandler?>
 
     init(_ channel: Channel, handler: MessageHandler) {
         self.channel = channel
-        self.handler = handler
+        self.handler = NIOLockedValueBox(handler)
     }
 
     var eventLoop: EventLoop { channel.eventLoop }
@@ -18,7 +21,10 @@ final class ChannelConduit: LinkConduit {
     var remoteAddress: SocketAddress? { channel.remoteAddress }
 
     func attach(_ sink: MessageSink) {
-        handler.attach(sink)
+        handler.withLockedValue { held in
+            defer { held = nil }
+            return held
+        }?.attach(sink)
     }
 
     func send(_ message: PropertyList) {
