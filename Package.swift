@@ -136,6 +136,9 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // What apps already publish about themselves, read for issue 27 (items 1, 2, 4): GTK's recently-used.xbel, KDE's
+        // RecentDocuments, desktop entries and their Exec lines, MPRIS metadata; pure, bounded decoders with no I/O.
+        .target(name: "BatonActivitySources", dependencies: ["BatonCore"]),
         // On-device search (issue 15, G1-G3): the index of activities eligible for search, SQLite FTS5 through GRDB.
         .target(
             name: "BatonSearch",
@@ -253,6 +256,7 @@ let package = Package(
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry", "BatonTestSupport"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonFoldersTests", dependencies: ["BatonFolders"]),
+        .testTarget(name: "BatonActivitySourcesTests", dependencies: ["BatonActivitySources"], exclude: ["Fixtures"]),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
