@@ -92,6 +92,8 @@ struct HandoffBench {
         /// The warm one's leg "origin app asked → continuing app has the state" cut by stamps inside the processes
         /// (``HopStamps``), and the thread of each stamp.
         var warmLeg: [LegCut] = []
+        /// The visible path's leg "becomeCurrent → B's nearby table" cut the same way.
+        var visibleLeg: [LegCut] = []
         /// The floor pipeline's, in the same run, interleaved with Baton's (``HandoffFloor``).
         var floorVisible: [HopSample] = []
         var floorWarm: [HopSample] = []
@@ -126,8 +128,8 @@ struct HandoffBench {
         let baselines = try await LoopbackBaselines(count: count).run()
         let tls = try await TLSBaseline(count: count).run()
         let probes = try HopProbes.run(device: devices.agents[0].identity.id)
-        report.figures = figures(samples, baselines, tls, probes) + floorFigures(samples) + legHopFigures(samples)
-        report.notes += legThreadNotes(samples)
+        report.figures = figures(samples, baselines, tls, probes) + floorFigures(samples) + visibleHopFigures(samples) + legHopFigures(samples)
+        report.notes += visibleThreadNotes(samples) + legThreadNotes(samples)
         return report
     }
 
@@ -177,6 +179,7 @@ struct HandoffBench {
             activity = try UserActivity(activityType: index % 2 == 0 ? ActivityTypeView : ActivityTypeEdit, application: laptop)
             activity.userInfo = BenchmarkData.userInfo(encodedSize: 3 * 1024).dictionaryValue ?? [:]
             let before = changes.withLockedValue { $0.count }
+            HopStamps.turn(on: true)
             let start = monotonicNanoseconds()
             activity.becomeCurrent()
             var arrived: UInt64?
@@ -188,9 +191,12 @@ struct HandoffBench {
                 // Sleeping rather than spinning leaves both cores to the agents (a spinning main thread took one).
                 try await Task.sleep(for: .microseconds(100))
             }
+            let stamps = HopStamps.take()
+            HopStamps.turn(on: false)
             guard let arrived, let told else {
                 throw CommandLineError("an advert never reached the nearby table and its watcher within 1 s (iteration \(index))")
             }
+            if index >= 10, let cut = Self.visibleSample(stamps, start: start, table: arrived) { samples.visibleLeg.append(cut) }
             lastSequence = told.sequence
             watched.withLockedValue { $0.removeAll { $0.sequence <= told.sequence } }
             if index >= 10 {

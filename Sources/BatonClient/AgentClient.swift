@@ -146,6 +146,7 @@ public final class AgentClient: MessageSink, Sendable {
     /// Sends a message; silently dropped when the connection has ended (the stream says so).
     public func send(_ message: IPCMessage) {
         conduit.send(message.propertyList)
+        if HopStamps.isOn, case .becomeCurrent = message { HopStamps.stamp(.appCurrentSent) }
     }
 
     /// Ends the connection.

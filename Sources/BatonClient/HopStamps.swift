@@ -40,6 +40,22 @@ package enum HopStamps {
         case appDeliverReceived = "continuing app library: deliver received"
         /// The state decoded into an activity, about to go to the delegate.
         case appStateDecoded = "continuing app library: state decoded"
+
+        // The visible path (becomeCurrent → B's nearby table), in its order.
+        /// The origin app's client handed `becomeCurrent` to its connection (encoded; the write goes to its loop).
+        case appCurrentSent = "origin app client: becomeCurrent handed to its connection"
+        /// A's app socket has `becomeCurrent` (decoded), about to give it to the broker.
+        case agentCurrentReceived = "A: becomeCurrent received"
+        /// The broker decided to advertise: discovery is told (``Point/advertSealed`` follows).
+        case advertDecided = "A: advert decided"
+        /// The advert built and sealed (A1, A2), about to be sent.
+        case advertSealed = "A: advert sealed"
+        /// The advert's `sendto` returned.
+        case advertSent = "A: advert sent"
+        /// B's advert socket read a datagram of an advert's length.
+        case advertReceived = "B: advert read"
+        /// B opened and checked it (A1–A8) and applied it to its nearby table, about to tell the observers.
+        case advertApplied = "B: advert opened, nearby table changed"
     }
 
     /// One stamp: where, when (CLOCK_MONOTONIC nanoseconds, the bench's clock), on which thread.

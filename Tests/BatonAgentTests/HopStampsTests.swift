@@ -1,3 +1,4 @@
+@testable import BatonAgent
 @testable import BatonClient
 import BatonCore
 import Foundation
@@ -33,5 +34,25 @@ struct HopStampsTests {
         #expect(Self.stamps() == [.frameRead, .frameDecoded, .agentSavedReceived])
         #expect(Self.stamps().isEmpty, "take() forgets what it took")
         #expect(sink.order == ["saved", "continued", "saved"], "the messages go on as they would")
+    }
+
+    @Test("issue 26 item 5: an advert's way is stamped only while stamping is on: decided, sealed and sent on one side, applied on the other (A1, A9)")
+    func advertStampsOnlyWhenOn() async throws {
+        let clock = VirtualClock()
+        let (discovery, heard) = DiscoveryTests.discovery(clock)
+        let current = try #require(DiscoveryTests.advertised(by: "desktop"), "the broker advertises an activity made current")
+        defer { HopStamps.turn(on: false) }
+
+        HopStamps.turn(on: false)
+        discovery.advertise(current, isCurrent: true)
+        _ = discovery.receive(try DiscoveryTests.datagram(at: clock.wall), from: try DiscoveryTests.source)
+        #expect(Self.stamps().isEmpty, "off: nothing is stamped")
+
+        HopStamps.turn(on: true)
+        discovery.advertise(current, isCurrent: true)
+        try await clock.advance(by: 100)
+        _ = discovery.receive(try DiscoveryTests.datagram(current: false, at: clock.wall), from: try DiscoveryTests.source)
+        #expect(Self.stamps() == [.advertDecided, .advertSealed, .advertSent, .advertApplied])
+        #expect(heard.withLockedValue { $0 } == [.added, .removed], "the table changes as it would (A9: the goodbye removes)")
     }
 }

@@ -1,3 +1,4 @@
+import BatonClient
 import BatonProtocol
 import NIOCore
 
@@ -44,6 +45,7 @@ final class AdvertReader: ChannelInboundHandler {
         }
         let envelope = unwrapInboundIn(data)
         guard envelope.data.readableBytes == AdvertKeys.datagramLength else { return }
+        HopStamps.stamp(.advertReceived)
         // A copy straight from the buffer's memory: `Data(readableBytesView)` went through the generic sequence path,
         // with dynamic casts, for every datagram.
         receive(envelope.data.withUnsafeReadableBytes { Data($0) }, envelope.remoteAddress)

@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import BatonRegistry
 #if canImport(FoundationEssentials)
@@ -112,6 +113,7 @@ final class Discovery: Sendable {
     /// `isCurrent` false its goodbye (`.goodbye`, A9). An advert makes it the activity the loop re-advertises; a
     /// goodbye ends that.
     func advertise(_ current: HandoffBroker.CurrentActivity, isCurrent: Bool) {
+        HopStamps.stamp(.advertDecided)
         let (keys, targets, socket, port) = state.withLockedValue { state in
             if isCurrent {
                 state.current = current
@@ -135,7 +137,9 @@ final class Discovery: Sendable {
             timestamp: clock.wall()
         )
         guard let datagram = try? keys.seal(advert) else { return }
+        HopStamps.stamp(.advertSealed)
         socket?.send(datagram, to: targets)
+        HopStamps.stamp(.advertSent)
         if isCurrent { bell.ring() }  // the loop re-advertises from now on
     }
 
@@ -168,6 +172,7 @@ final class Discovery: Sendable {
             return (outcome, (advert.device, change))
         }
         guard let (device, change) = change, change != .refreshed, change != .ignored else { return outcome }
+        HopStamps.stamp(.advertApplied)
         if change == .added { bell.ring() }  // its expiry is due some time
         if change == .removed {
             logger.info("nearby: \(device.short) withdrew its activity (goodbye, A9)", metadata: ["peer": "\(device.short)"])

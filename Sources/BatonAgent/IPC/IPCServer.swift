@@ -180,7 +180,10 @@ final class IPCConnection: MessageSink, Sendable {
         if let sink = streamSink.withLockedValue({ $0 }) {
             sink.appMessage(message)
         } else {
-            if HopStamps.isOn, case .saved = message { HopStamps.stamp(.agentSavedReceived) }
+            if HopStamps.isOn {
+                if case .saved = message { HopStamps.stamp(.agentSavedReceived) }
+                if case .becomeCurrent = message { HopStamps.stamp(.agentCurrentReceived) }
+            }
             handler.ipcReceived(message, on: self)
         }
     }

@@ -1,0 +1,85 @@
+import BatonClient
+import BatonEmbedded
+
+/// The visible path's leg "becomeCurrent → B's nearby table" cut hop by hop by stamps taken inside the app's client
+/// and the agents (``HopStamps``, on only while the bench makes activities current), against the floor's same hops:
+/// where Baton's excess over the floor goes (issue 26 item 5).
+extension HandoffBench {
+    /// The points the leg passes, in order, after `becomeCurrent` is called (the leg's start); the bench's observer of
+    /// B's nearby table is its end.
+    static let visiblePoints: [HopStamps.Point] = [
+        .appCurrentSent, .agentCurrentReceived, .advertDecided, .advertSealed, .advertSent, .advertReceived, .advertApplied,
+    ]
+
+    /// What each hop between two of ``visiblePoints`` (from the leg's start to its end) holds.
+    static let visibleHops = [
+        "app: becomeCurrent, its notice, becomeCurrent encoded (IPC property list) and handed to its connection",
+        "app → A: the app connection's loop writes, Unix socket, A's loop wakes, reads and decodes",
+        "A: broker (becomeCurrent, C2), until discovery is told to advertise",
+        "A: advert built and sealed (A1, A2)",
+        "A: sendto (the advert's one datagram)",
+        "A → B: loopback UDP, B's loop wakes and reads",
+        "B: advert opened and checked (A1-A8), nearby table applied",
+        "B: the table's observers (the bench's stamp)",
+    ]
+
+    /// The leg's points from `start` (becomeCurrent called) to `table` (B's nearby table's observer), matched in order
+    /// in `stamps`; nil when a point is missing (the sample is then left out of the cut).
+    static func visibleSample(_ stamps: [HopStamps.Stamp], start: UInt64, table: UInt64) -> LegCut? {
+        var points = [start]
+        var threads: [UInt] = []
+        var rest = stamps.drop { $0.nanoseconds < start }
+        for point in visiblePoints {
+            guard let index = rest.firstIndex(where: { $0.point == point }) else { return nil }
+            points.append(rest[index].nanoseconds)
+            threads.append(rest[index].thread)
+            rest = rest[(index + 1)...]
+        }
+        points.append(max(table, points.last ?? table))
+        return LegCut(sample: HopSample(points: points), threads: threads)
+    }
+
+    /// Each hop's p50 and p99 as figures against the cut leg's p50; and the leg in the floor's three parts (app → A's
+    /// read, A's read → B's read, B's read → its table), each against the floor's same part.
+    func visibleHopFigures(_ samples: Samples) -> [BenchFigure] {
+        let cut = samples.visibleLeg.map(\.sample)
+        guard !cut.isEmpty else { return [] }
+        let whole = percentiles(cut.map(\.total)).0
+        var figures: [BenchFigure] = []
+        for (index, name) in Self.visibleHops.enumerated() {
+            let (hop50, hop99) = percentiles(cut.map { $0.hops[index] })
+            figures.append(.microseconds("visible leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
+            figures.append(.microseconds("visible leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
+        }
+        // The floor's A stamps when it reads the app's frame and B when it reads the datagram; B has no table.
+        let parts: [(String, Range<Int>, Range<Int>)] = [
+            ("becomeCurrent → A has it (app, Unix socket, A's read)", 0..<2, 0..<1),
+            ("A has it → B read the datagram (broker, seal, UDP)", 2..<6, 1..<2),
+            ("B read the datagram → B's nearby table", 6..<8, 2..<2),
+        ]
+        for (name, batonHops, floorHops) in parts {
+            let (baton50, baton99) = percentiles(cut.map { $0.leg(batonHops) })
+            let (floor50, floor99) = percentiles(samples.floorVisible.map { $0.leg(floorHops) })
+            figures.append(.microseconds("visible part: \(name)", baton50, baseline: "the floor's same part", floor50))
+            figures.append(.microseconds("visible part: \(name) (p99)", baton99, baseline: "the floor's same part (p99)", floor99))
+        }
+        return figures
+    }
+
+    /// Where a hop between two stamps changed threads, with how often; and whether A's and B's reads shared one.
+    func visibleThreadNotes(_ samples: Samples) -> [String] {
+        let threads = samples.visibleLeg.map(\.threads)
+        let count = threads.count
+        guard count > 0 else { return [] }
+        var notes: [String] = []
+        for index in 0..<(Self.visiblePoints.count - 1) {
+            let changed = threads.filter { $0[index] != $0[index + 1] }.count
+            guard changed > 0 else { continue }
+            notes.append("visible leg hop \"\(Self.visibleHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
+        }
+        let (aRead, bRead) = (1, 5)
+        let shared = threads.filter { $0[aRead] == $0[bRead] }.count
+        notes.append("A's and B's loops were one thread in \(shared) of \(count) visible samples")
+        return notes
+    }
+}
