@@ -277,7 +277,8 @@ let package = Package(
         // Handoff code written as for iOS and macOS, compiled against BatonAppleNames and run on embedded devices.
         .testTarget(
             name: "AppleShapedTests",
-            dependencies: ["BatonAppleNames", "BatonEmbedded"],
+            // On agents in memory (issue 26 item 3): no socket, time virtual.
+            dependencies: ["BatonAppleNames", "BatonEmbedded", "BatonInMemory"],
             // As most Handoff code out there is written.
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -27,14 +27,17 @@ public final class InMemoryDevices: Sendable {
     public let network: MemoryNetwork
     /// The clock they read, when virtual.
     let clock: VirtualClock?
+    /// The folder of the bundles ``start(names:infoPlists:clock:configure:)`` wrote, removed by ``shutdown()``.
+    let bundles: URL?
 
     /// The devices' agents, in the order of the names given.
     public var agents: [Agent] { devices.agents }
 
-    init(devices: LocalDevices, network: MemoryNetwork, clock: VirtualClock?) {
+    init(devices: LocalDevices, network: MemoryNetwork, clock: VirtualClock?, bundles: URL? = nil) {
         self.devices = devices
         self.network = network
         self.clock = clock
+        self.bundles = bundles
     }
 
     /// Makes identities for `names`, pairs them (over loopback TLS, once), and starts an agent for each in memory
@@ -46,11 +49,21 @@ public final class InMemoryDevices: Sendable {
         clock time: Time = .virtual,
         configure: @Sendable (inout AgentConfiguration) -> Void = { _ in }
     ) async throws -> InMemoryDevices {
+        try await start(names: names, apps: apps, clock: time, bundles: nil, configure: configure)
+    }
+
+    static func start(
+        names: [String],
+        apps: AppRegistry,
+        clock time: Time,
+        bundles: URL?,
+        configure: @Sendable (inout AgentConfiguration) -> Void
+    ) async throws -> InMemoryDevices {
         let network = MemoryNetwork()
         // The virtual wall clock starts at the real time: what pairing wrote into the rosters was stamped by it.
         let clock = time == .virtual ? VirtualClock(wall: UInt64(Date().timeIntervalSince1970 * 1000)) : nil
         let devices = try await LocalDevices.start(names: names, apps: apps, network: network, clock: clock?.clock, configure: configure)
-        return InMemoryDevices(devices: devices, network: network, clock: clock)
+        return InMemoryDevices(devices: devices, network: network, clock: clock, bundles: bundles)
     }
 
     /// ``start(names:apps:clock:configure:)`` for the app bundles (`Name.app`) in `appFolders`.
@@ -61,6 +74,43 @@ public final class InMemoryDevices: Sendable {
         configure: @Sendable (inout AgentConfiguration) -> Void = { _ in }
     ) async throws -> InMemoryDevices {
         try await start(names: names, apps: AppRegistry.load(searchPaths: appFolders), clock: time, configure: configure)
+    }
+
+    /// ``start(names:apps:clock:configure:)`` for the apps these `Info.plist` files (XML or binary) describe, as if
+    /// each were installed as a bundle with no executable (as ``LocalDevices/start(names:infoPlists:configure:paired:)``
+    /// makes them): the apps run in this process and are never launched. The bundles are written to a temporary
+    /// folder, removed by ``shutdown()``.
+    /// - Throws: ``BatonAgentError`` `stateUnwritable` when the bundles cannot be written; an `Info.plist` that does
+    ///   not load is not registered, and the agent answers its app `unknownApp`.
+    public static func start(
+        names: [String],
+        infoPlists: [Data],
+        clock time: Time = .virtual,
+        configure: @Sendable (inout AgentConfiguration) -> Void = { _ in }
+    ) async throws -> InMemoryDevices {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-memory-apps-\(UUID().uuidString)")
+        do {
+            for (index, plist) in infoPlists.enumerated() {
+                let bundle = folder.appendingPathComponent("App\(index).app")
+                try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+                try plist.write(to: bundle.appendingPathComponent("Info.plist"))
+            }
+            return try await start(names: names, apps: AppRegistry.load(searchPaths: [folder]), clock: time, bundles: folder, configure: configure)
+        } catch let error as BatonAgentError {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw BatonAgentError(.stateUnwritable, "cannot write the apps' bundles under \(folder.path): \(error)")
+        }
+    }
+
+    /// The agents' wall time now: the virtual clock's (it started at the real time and moves only by
+    /// ``advance(by:)``), or the system's. What to count from when a test sets a date the agents judge, such as
+    /// an activity's `expirationDate` (A10).
+    public var now: Date {
+        guard let clock else { return Date() }
+        return Date(timeIntervalSince1970: Double(clock.wall) / 1000)
     }
 
     /// Moves the agents' virtual clock on by `duration`, running every timer it passes (an advert's refresh, a nearby
@@ -76,5 +126,6 @@ public final class InMemoryDevices: Sendable {
     /// Stops every agent and removes the state folders.
     public func shutdown() async {
         await devices.shutdown()
+        if let bundles { try? FileManager.default.removeItem(at: bundles) }
     }
 }

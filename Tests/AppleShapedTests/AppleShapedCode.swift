@@ -153,18 +153,32 @@ class MistypedDelegate: UIResponder, UIApplicationDelegate {
     }
 }
 
-/// An activity delegate whose save takes a while (a large document serialized on the spot).
+/// An activity delegate whose save takes a while (a large document serialized on the spot): the first save lasts
+/// until ``finishSaving()`` (at most 10 s), so a test acts while it is under way and ends it when it has seen what it
+/// waited for, rather than after a guessed delay.
 final class SlowSaver: NSUserActivityDelegate {
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var started = 0
+    private var finished = false
 
     /// How many saves have begun (so a test can act while one is under way, not after a guessed delay).
-    var savesStarted: Int { lock.withLock { started } }
+    var savesStarted: Int { condition.withLock { started } }
+
+    /// Lets the save under way (and any later one) end.
+    func finishSaving() {
+        condition.withLock {
+            finished = true
+            condition.broadcast()
+        }
+    }
 
     func userActivityWillSave(_ userActivity: NSUserActivity) {
-        lock.withLock { started += 1 }
         // The slow serialization itself: what the test is about (C6: a second continue arrives meanwhile).
-        Thread.sleep(forTimeInterval: 0.4)
+        condition.withLock {
+            started += 1
+            let limit = Date().addingTimeInterval(10)
+            while !finished && condition.wait(until: limit) {}
+        }
         userActivity.addUserInfoEntries(from: ["slow": true])
     }
 }

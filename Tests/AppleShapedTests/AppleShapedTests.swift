@@ -1,6 +1,7 @@
 @testable import Baton
 import BatonAppleNames
 import BatonEmbedded
+import BatonInMemory
 import Foundation
 import Testing
 
@@ -22,11 +23,12 @@ struct AppleShapedTests {
     /// Two devices; the laptop's app is `UIApplication.shared`, the desktop's another application object.
     @MainActor
     final class World {
-        let devices: LocalDevices
+        let devices: InMemoryDevices
         let desktop = BatonApplication()
 
         init() async throws {
-            devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [Data(AppleShapedTests.info.utf8)]) { $0.saveDeadline = 10 }
+            // In memory on virtual time (issue 26 item 3): no socket, and no deadline passes unless a test moves the clock.
+            devices = try await InMemoryDevices.start(names: ["laptop", "desktop"], infoPlists: [Data(AppleShapedTests.info.utf8)]) { $0.saveDeadline = 10 }
             try await UIApplication.shared.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[0].socketPath)
             try await desktop.connect(bundleIdentifier: "com.example.Maps", socketPath: devices.agents[1].socketPath)
         }
@@ -136,7 +138,12 @@ struct AppleShapedTests {
         // starts meanwhile and cancels it.
         let saves = saver.savesStarted
         let first = Task.detached { await agent.continueNearby(device: "laptop") }
-        // Once the laptop's app has begun the first continuation's save (which blocks the main actor for 0.4 s).
+        // The slow save lasts until the first continuation has ended (cancelled by the second, C6), not a guessed time.
+        let released = Task.detached {
+            _ = await first.value
+            saver.finishSaving()
+        }
+        // Once the laptop's app has begun the first continuation's save (which blocks the main actor until released).
         let second = Task.detached {
             for _ in 0..<15_000 where saver.savesStarted == saves {
                 try? await Task.sleep(for: .milliseconds(2))
@@ -144,6 +151,7 @@ struct AppleShapedTests {
             return await agent.continueNearby(device: "laptop")
         }
         let outcomes = (await first.value, await second.value)
+        await released.value
         #expect(outcomes.0.failure == ContinuationOutcome.Failure(.fetch(.cancelled)) && outcomes.1.failure == nil, "\(outcomes)")
         for _ in 0..<500 where desktopDelegate.events.filter({ $0.hasPrefix("continue") || $0 == "cancelled" }).count < 2 {
             try await Task.sleep(for: .milliseconds(2))

@@ -14,7 +14,7 @@ struct AgentReleaseTests {
         let apps: [BatonApplication]
         let folder: URL
         do {
-            let world = try await TwoDevices()
+            let world = try await TwoDevices(transport: .memory)
             apps = [world.laptop, world.desktop]
             folder = world.apps
             let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)

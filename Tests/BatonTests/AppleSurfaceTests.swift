@@ -38,7 +38,7 @@ final class ReadingActivityManager: NSUserActivityDelegate, @unchecked Sendable 
 struct AppleSurfaceTests {
     @Test("an activity made, filled and made current off the main actor is continued with its state; numbers bridge")
     func offTheMainActor() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let manager = ReadingActivityManager(application: world.laptop)
         // Built on the cooperative pool, not the main actor, as a background helper would.
         let activity = await Task.detached {
@@ -83,7 +83,7 @@ struct AppleSurfaceTests {
 
     @Test("the delegate's userInfo survives responders: emptied first, then willSave, then each responder (B2)")
     func delegateAndResponders() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let manager = ReadingActivityManager(application: world.laptop)
         let activity = manager.readingActivity(article: "Order", position: 1)
         var log: [String] = []
@@ -106,7 +106,7 @@ struct AppleSurfaceTests {
 
     @Test("dropping the NSUserActivity wrapper keeps its delegate: a responder holding only the activity still saves through it")
     func wrapperDropped() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let manager = ReadingActivityManager(application: world.laptop)
         let pane = Pane("pane", "kept") { _ in }
         do {

@@ -1,4 +1,5 @@
 import BatonEmbedded
+import BatonInMemory
 import BatonRegistry
 import Foundation
 import Testing
@@ -11,12 +12,13 @@ import Testing
 struct BrowserRoutingTests {
     /// A laptop with the Notes app offering a note with a web page; a desktop without Notes whose browser command
     /// records the URLs it is given.
-    static func devices(browser recording: RecordingBrowser) async throws -> (LocalDevices, laptop: BatonApplication, activity: UserActivity) {
+    static func devices(browser recording: RecordingBrowser) async throws -> (InMemoryDevices, laptop: BatonApplication, activity: UserActivity) {
         let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Data(TwoDevices.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
-        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
+        // In memory on virtual time (issue 26 item 3): no socket, and no deadline is waited for.
+        let devices = try await InMemoryDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
             configuration.saveDeadline = 10
             if configuration.store.folder.lastPathComponent == "desktop" {
                 configuration.apps = AppRegistry(apps: [])

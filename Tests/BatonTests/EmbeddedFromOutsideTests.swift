@@ -1,4 +1,5 @@
 import BatonEmbedded
+import BatonInMemory
 import Foundation
 import Testing
 
@@ -12,7 +13,8 @@ struct EmbeddedFromOutsideTests {
     @Test("devices from Info.plist data alone; NSUserActivity(activityType:application:) hands over on the other device")
     func fromInfoPlistData() async throws {
         let info = Data(TwoDevices.info.utf8)
-        let devices = try await LocalDevices.start(names: ["laptop", "desktop"], infoPlists: [info]) { $0.saveDeadline = 10 }
+        // In memory (issue 26 item 3), from outside the package as well: BatonInMemory's public API, no socket.
+        let devices = try await InMemoryDevices.start(names: ["laptop", "desktop"], infoPlists: [info]) { $0.saveDeadline = 10 }
         let laptop = BatonApplication()
         let desktop = BatonApplication()
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)
@@ -46,6 +48,7 @@ struct EmbeddedFromOutsideTests {
 
     @Test("an Info.plist that does not load leaves its app unregistered: the agent refuses it by name")
     func badInfoPlist() async throws {
+        // LocalDevices on the network, as outside code embeds agents for real: its infoPlists entry stays covered.
         let devices = try await LocalDevices.start(names: ["laptop"], infoPlists: [Data("not a plist".utf8)])
         let app = BatonApplication()
         let error = await #expect(throws: BatonClientError.self) {

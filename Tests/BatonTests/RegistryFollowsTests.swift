@@ -1,4 +1,5 @@
 import BatonEmbedded
+import BatonInMemory
 import BatonRegistry
 import Foundation
 import Testing
@@ -22,7 +23,8 @@ struct RegistryFollowsTests {
         let apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-installs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: apps, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: apps) }
-        let devices = try await LocalDevices.start(names: ["laptop"], apps: AppRegistry(apps: [])) { configuration in
+        // In memory on virtual time (issue 26 item 3): no socket; the registry follows inotify, not a timer.
+        let devices = try await InMemoryDevices.start(names: ["laptop"], apps: AppRegistry(apps: [])) { configuration in
             configuration.apps = nil
             configuration.appFolders = [apps]
         }

@@ -1,4 +1,5 @@
 import BatonEmbedded
+import BatonInMemory
 import BatonProtocol
 import BatonRegistry
 import Foundation
@@ -15,7 +16,17 @@ final class NoteDocument: ActivityDocument {
 /// Two embedded devices with an app registered on both, and an application object per device.
 @MainActor
 final class TwoDevices {
+    /// What carries the two agents' bytes and times their deadlines (issue 26 item 3).
+    enum Transport {
+        /// ``InMemoryDevices`` on virtual time: no socket, and a deadline passes only by ``TwoDevices/advance(by:)``.
+        case memory
+        /// TLS over loopback and the Unix app socket, on the system's clocks (``LocalDevices``).
+        case network
+    }
+
     let devices: LocalDevices
+    /// The devices in memory, when ``Transport/memory``: what moves their clock.
+    let memory: InMemoryDevices?
     let laptop = BatonApplication()
     let desktop = BatonApplication()
     let apps: URL
@@ -36,18 +47,38 @@ final class TwoDevices {
 
     /// The save deadline is generous by default: on a loaded two-core CI machine a healthy app's answer has been seen
     /// to take over a second. Only the test of the deadline itself sets a short one.
-    init(saveDeadline: Double = 10, appConnections: AppConnections = .unixSocket) async throws {
+    /// On the network by default (the continuation streams' suites, and MemoryAppTransportTests' apps in memory
+    /// beside peers on TLS); the suites of the app library pass ``Transport/memory``.
+    init(saveDeadline: Double = 10, transport: Transport = .network, appConnections: AppConnections = .unixSocket) async throws {
         apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         try Data(Self.info.utf8).write(to: bundle.appendingPathComponent("Info.plist"))
-        devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry.load(searchPaths: [apps])) { configuration in
-            configuration.saveDeadline = saveDeadline
-            configuration.appConnections = appConnections
+        let registry = AppRegistry.load(searchPaths: [apps])
+        switch transport {
+        case .memory:
+            let memory = try await InMemoryDevices.start(names: ["laptop", "desktop"], apps: registry) { $0.saveDeadline = saveDeadline }
+            self.memory = memory
+            devices = memory.devices
+        case .network:
+            memory = nil
+            devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: registry) { configuration in
+                configuration.saveDeadline = saveDeadline
+                configuration.appConnections = appConnections
+            }
         }
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)
         try await desktop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[1].socketPath)
         desktopEvents = desktop.events.makeAsyncIterator()
+    }
+
+    /// Moves the agents' virtual clock on (``Transport/memory`` only), running the timers it passes.
+    func advance(by duration: Duration) async throws {
+        guard let memory else {
+            Issue.record("advance(by:) needs the devices in memory, on virtual time")
+            return
+        }
+        try await memory.advance(by: duration)
     }
 
     /// Waits until the desktop agent lists something from the laptop.
@@ -182,7 +213,7 @@ struct UserActivityTests {
 
     @Test("A6, A7, B2, B3: keystrokes only mark the state dirty; a fetch asks once: willSave, responders on an emptied userInfo, then didUpdate")
     func savingOrder() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         world.laptop.delegate = recorder
         world.desktop.delegate = recorder
@@ -226,7 +257,7 @@ struct UserActivityTests {
 
     @Test("C3: a current activity retitled in place shows its new title on the other device, and stays the same activity")
     func retitledInPlace() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
         activity.title = "Groceries"
         activity.becomeCurrent()
@@ -252,7 +283,7 @@ struct UserActivityTests {
 
     @Test("B1, B4, A9: responders share an activity; when the last lets go it is invalidated and gone from the other device")
     func sharedAndReleased() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
         let first = Pane("a", "1") { _ in }
         var second: Pane? = Pane("b", "2") { _ in }
@@ -273,7 +304,7 @@ struct UserActivityTests {
 
     @Test("B5, B6, C7: a document's activity carries its URL; the other device opens the document and restores it")
     func documents() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         recorder.handles = false
         world.desktop.delegate = recorder
@@ -326,7 +357,7 @@ struct UserActivityTests {
         arguments: [false, true]
     )
     func foreignDocumentIsNotOpened(withFolders: Bool) async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         recorder.handles = false
         world.desktop.delegate = recorder
@@ -362,7 +393,7 @@ struct UserActivityTests {
 
     @Test("B6, C9: a document in a synced folder is opened at the continuing device's copy of the folder")
     func documentInSyncedFolder() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         recorder.handles = false
         world.desktop.delegate = recorder
@@ -393,7 +424,7 @@ struct UserActivityTests {
 
     @Test("C5, C8: an originating app that does not answer in time ends in exactly one didFail(appNotAnswering)")
     func appNotAnswering() async throws {
-        let world = try await TwoDevices(saveDeadline: 0.2)
+        let world = try await TwoDevices(saveDeadline: 0.2, transport: .memory)
         let recorder = Recorder()
         world.desktop.delegate = recorder
         // The laptop's "app" is a bare client that publishes an activity and never answers a save.
@@ -401,8 +432,15 @@ struct UserActivityTests {
         silent.send(.becomeCurrent(activity: 99, ActivityNotice(activityType: "com.example.notes.edit", title: "Silent")))
         try await world.waitUntilNearby()
         // The 0.2 s deadline, not the fetch's network timeout, ends it: the reason says so (A7, C8). When the
-        // deadline passes is the broker's (HandoffBrokerTests), with the time passed in, not measured here.
-        let events = await world.continueOnDesktop()
+        // deadline passes is the broker's (HandoffBrokerTests), with the time passed in, not measured here. On
+        // virtual time the 0.2 s pass when the test moves the clock: once the laptop's agent has asked its app to
+        // save (it arms the deadline as it asks), with no real wait.
+        let continuing = Task { await world.continueOnDesktop() }
+        for await message in silent.messages {
+            if case .save = message { break }
+        }
+        try await world.advance(by: .milliseconds(200))
+        let events = await continuing.value
         #expect(recorder.calls == ["will com.example.notes.edit", "didFail appNotAnswering"], "\(recorder.calls)")
         guard case .failed(_, let error) = events.last else {
             Issue.record("\(events)")
@@ -422,7 +460,7 @@ struct UserActivityTests {
                 userActivity.addUserInfoEntries(from: ["saved": true])
             }
         }
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let controller = Controller()
         // The laptop's application object, not `.shared` (AppleShapedTests uses that one, maybe at the same time).
         let activity = NSUserActivity(activityType: "com.example.notes.edit", application: world.laptop)

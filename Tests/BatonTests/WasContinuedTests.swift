@@ -21,7 +21,7 @@ struct WasContinuedTests {
 
     @Test("issue 25 item 4, A8, D1: no app on the continuing device: noApp, and the originating app is neither asked to save nor told wasContinued")
     func noAppTellsNothing() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let laptop = Recorder()
         world.laptop.delegate = laptop
         // A type no app of either device claims (only com.example.notes.edit and .document are): the desktop has no
@@ -41,7 +41,7 @@ struct WasContinuedTests {
 
     @Test("issue 25 item 4, A8: after a real continuation the originating app hears wasContinued, once")
     func realContinuationTells() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         world.laptop.delegate = recorder
         world.desktop.delegate = recorder
@@ -67,7 +67,7 @@ struct WasContinuedTests {
 
     @Test("issue 25 item 4, C8: an originating app that refuses its state at once fails saveFailed (NSCocoaError 4608), not appNotAnswering (4610)")
     func refusedSave() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let recorder = Recorder()
         world.desktop.delegate = recorder
         // A bare client that answers every save at once with saveFailed.

@@ -18,7 +18,7 @@ struct WatchNearbyTests {
 
     @Test("C3, issue 26 item 5: the watcher hears of a new offer before its title is known, then again with the title")
     func offerAtOnceThenDescribed() async throws {
-        let world = try await TwoDevices()
+        let world = try await TwoDevices(transport: .memory)
         let watcher = try await AgentClient.connect(path: world.devices.agents[1].socketPath, bundleIdentifier: nil)
         let told = Told()
         let reading = Task { @MainActor in

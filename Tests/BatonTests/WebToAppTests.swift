@@ -1,5 +1,6 @@
 import BatonAgent
 import BatonEmbedded
+import BatonInMemory
 import BatonRegistry
 import BatonTestSupport
 import Foundation
@@ -21,7 +22,8 @@ struct WebToAppTests {
             let apps = AppRegistry(apps: [AssociationFetchTests.app("org.wikimedia.wikipedia", team: "AKK7J2GV64", domains: ["applinks:wiki.example"])])
             let resolve = server.resolve("wiki.example")
             let caFile = server.caFile
-            let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: apps) { configuration in
+            // The agents in memory on virtual time (issue 26 item 3); their association fetches still go to nginx over HTTPS.
+            let devices = try await InMemoryDevices.start(names: ["laptop", "desktop"], apps: apps) { configuration in
                 configuration.saveDeadline = 10
                 configuration.associationResolve = resolve
                 configuration.associationRootFiles = [caFile]
