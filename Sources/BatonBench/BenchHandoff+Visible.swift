@@ -6,37 +6,45 @@ import BatonEmbedded
 /// where Baton's excess over the floor goes (issue 26 item 5).
 extension HandoffBench {
     /// The points the leg passes, in order, after `becomeCurrent` is called (the leg's start); the bench's observer of
-    /// B's nearby table is its end.
-    static let visiblePoints: [HopStamps.Point] = [
-        .appCurrentSent, .agentCurrentReceived, .advertDecided, .advertSealed, .advertSent, .advertReceived, .advertApplied,
-    ]
+    /// B's nearby table is its end. Where a write returns (the app's hand-off to its connection, A's `sendto`) is not
+    /// one of them: the reader may have gone on before the writing thread gets its core back (2 cores), so each is a
+    /// figure of its own (``visibleWrites``).
+    static let visiblePoints: [HopStamps.Point] = [.agentCurrentReceived, .advertDecided, .advertSealed, .advertReceived, .advertApplied]
 
     /// What each hop between two of ``visiblePoints`` (from the leg's start to its end) holds.
     static let visibleHops = [
-        "app: becomeCurrent, its notice, becomeCurrent encoded (IPC property list) and handed to its connection",
-        "app → A: the app connection's loop writes, Unix socket, A's loop wakes, reads and decodes",
+        "app → A: becomeCurrent encoded (IPC property list), the app connection's loop writes, Unix socket, A's loop wakes, reads and decodes",
         "A: broker (becomeCurrent, C2), until discovery is told to advertise",
         "A: advert built and sealed (A1, A2)",
-        "A: sendto (the advert's one datagram)",
-        "A → B: loopback UDP, B's loop wakes and reads",
+        "A → B: sendto, loopback UDP, B's loop wakes and reads",
         "B: advert opened and checked (A1-A8), nearby table applied",
-        "B: the table's observers (the bench's stamp)",
+        "B: the table's observers before the bench's (the watchers told: nearby items built, encoded, written)",
     ]
 
-    /// The leg's points from `start` (becomeCurrent called) to `table` (B's nearby table's observer), matched in order
-    /// in `stamps`; nil when a point is missing (the sample is then left out of the cut).
+    /// The writes the leg passes: from the point before until the write returned.
+    static let visibleWrites: [(name: String, from: HopStamps.Point?, to: HopStamps.Point)] = [
+        ("app: becomeCurrent called until handed to its connection (its notice, the IPC message encoded)", nil, .appCurrentSent),
+        ("A: advert sealed until its sendto returned", .advertSealed, .advertSent),
+    ]
+
+    /// The leg's points from `start` (becomeCurrent called) to `table` (B's nearby table's observer): the first stamp
+    /// of each point after `start`, whichever thread took it; nil when a point is missing (the sample is then left
+    /// out of the cut).
     static func visibleSample(_ stamps: [HopStamps.Stamp], start: UInt64, table: UInt64) -> LegCut? {
+        let after = stamps.filter { $0.nanoseconds >= start }
+        func first(_ point: HopStamps.Point) -> HopStamps.Stamp? { after.first { $0.point == point } }
         var points = [start]
         var threads: [UInt] = []
-        var rest = stamps.drop { $0.nanoseconds < start }
         for point in visiblePoints {
-            guard let index = rest.firstIndex(where: { $0.point == point }) else { return nil }
-            points.append(rest[index].nanoseconds)
-            threads.append(rest[index].thread)
-            rest = rest[(index + 1)...]
+            guard let stamp = first(point) else { return nil }
+            points.append(stamp.nanoseconds)
+            threads.append(stamp.thread)
         }
         points.append(max(table, points.last ?? table))
-        return LegCut(sample: HopSample(points: points), threads: threads)
+        let writes = visibleWrites.map { write in
+            first(write.to).map { to in Double(to.nanoseconds &- (write.from.flatMap(first)?.nanoseconds ?? start)) / 1e9 }
+        }
+        return LegCut(sample: HopSample(points: points), threads: threads, replyWrite: writes[0], deliverWrite: writes[1])
     }
 
     /// Each hop's p50 and p99 as figures against the cut leg's p50; and the leg in the floor's three parts (app → A's
@@ -51,11 +59,18 @@ extension HandoffBench {
             figures.append(.microseconds("visible leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
             figures.append(.microseconds("visible leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
         }
+        for (index, write) in Self.visibleWrites.enumerated() {
+            let writes = samples.visibleLeg.compactMap { index == 0 ? $0.replyWrite : $0.deliverWrite }
+            guard !writes.isEmpty else { continue }
+            let (write50, write99) = percentiles(writes)
+            figures.append(.microseconds("visible leg write: \(write.name) (\(writes.count) samples; its thread may wait for a core)", write50, baseline: "the cut leg p50", whole))
+            figures.append(.microseconds("visible leg write: \(write.name) (p99)", write99, baseline: "the cut leg p50", whole))
+        }
         // The floor's A stamps when it reads the app's frame and B when it reads the datagram; B has no table.
         let parts: [(String, Range<Int>, Range<Int>)] = [
-            ("becomeCurrent → A has it (app, Unix socket, A's read)", 0..<2, 0..<1),
-            ("A has it → B read the datagram (broker, seal, UDP)", 2..<6, 1..<2),
-            ("B read the datagram → B's nearby table", 6..<8, 2..<2),
+            ("becomeCurrent → A has it (app, Unix socket, A's read)", 0..<1, 0..<1),
+            ("A has it → B read the datagram (broker, seal, UDP)", 1..<4, 1..<2),
+            ("B read the datagram → B's nearby table", 4..<6, 2..<2),
         ]
         for (name, batonHops, floorHops) in parts {
             let (baton50, baton99) = percentiles(cut.map { $0.leg(batonHops) })
@@ -77,7 +92,7 @@ extension HandoffBench {
             guard changed > 0 else { continue }
             notes.append("visible leg hop \"\(Self.visibleHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
         }
-        let (aRead, bRead) = (1, 5)
+        let (aRead, bRead) = (0, 3)
         let shared = threads.filter { $0[aRead] == $0[bRead] }.count
         notes.append("A's and B's loops were one thread in \(shared) of \(count) visible samples")
         return notes

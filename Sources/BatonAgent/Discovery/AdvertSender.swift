@@ -62,21 +62,13 @@ final class AdvertSender: Sendable {
     }
 
     /// Sends one datagram without waiting; returns the error when the kernel refused it (nil when it was sent).
-    func send(_ bytes: [UInt8], to address: SocketAddress) -> IOError? {
+    func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) -> IOError? {
         descriptor.withLockedValue { fd in
             guard fd >= 0 else { return IOError(errnoCode: EBADF, reason: "sendto") }
-            let sent = bytes.withUnsafeBytes { buffer in
+            let sent =
                 Self.withSockaddr(address) { pointer, length in
-                    sendto(
-                        fd,
-                        buffer.baseAddress,
-                        buffer.count,
-                        CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL),
-                        pointer,
-                        length
-                    )
+                    sendto(fd, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL), pointer, length)
                 } ?? -1
-            }
             return sent >= 0 ? nil : IOError(errnoCode: errno, reason: "sendto")
         }
     }

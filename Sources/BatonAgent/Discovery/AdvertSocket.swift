@@ -438,17 +438,18 @@ final class AdvertSocket: Sendable {
     /// link-local group once on each interface. A send that fails is logged (once, until all work again) and
     /// changes nothing else: the next advert is tried as usual.
     func send(_ datagram: Data, to addresses: [SocketAddress]) {
-        let bytes = [UInt8](datagram)
-        let senders = slots.withLockedValue { $0.mapValues { $0.open?.sender } }
+        // On the advert's way (issue 26 item 5): the datagram's own bytes, no copy; a destination named only when its
+        // send failed (an address as text is inet_ntop and a few strings, for every target of every advert).
+        let senders = slots.withLockedValue { slots in Kind.allCases.map { slots[$0]?.open?.sender } }
         var failures: [AdvertSocketHealth.SendFailures.Failure] = []
         var attempted = 0
-        func send(_ kind: Kind, to address: SocketAddress, name: String) {
-            guard let sender = senders[kind] ?? nil else { return }  // closed: reopening
+        func send(_ kind: Kind, to address: SocketAddress, name: @autoclosure () -> String) {
+            guard let index = Kind.allCases.firstIndex(of: kind), let sender = senders[index] else { return }  // closed: reopening
             attempted += 1
-            if let error = sender.send(bytes, to: address) {
+            if let error = datagram.withUnsafeBytes({ sender.send($0, to: address) }) {
                 failures.append(
                     .init(
-                        destination: name,
+                        destination: name(),
                         error: "\(String(cString: strerror(error.errnoCode))), errno \(error.errnoCode)"
                     )
                 )

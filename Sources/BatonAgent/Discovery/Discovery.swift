@@ -53,6 +53,9 @@ final class Discovery: Sendable {
         var current: HandoffBroker.CurrentActivity?
         /// Uptime milliseconds of the last advert of the current activity (re-advertised every interval).
         var lastAdvert: UInt64 = 0
+        /// Whether the loop's sleep is armed with a re-advert of an activity (``readvertArmed(at:)``): it wakes by
+        /// then anyway, no later than a newer advert's re-advert is due, so an advert need not ring it.
+        var readvertArmed = false
         var observers: [Observer] = []
     }
 
@@ -114,14 +117,14 @@ final class Discovery: Sendable {
     /// goodbye ends that.
     func advertise(_ current: HandoffBroker.CurrentActivity, isCurrent: Bool) {
         HopStamps.stamp(.advertDecided)
-        let (keys, targets, socket, port) = state.withLockedValue { state in
+        let (keys, targets, socket, port, ring) = state.withLockedValue { state in
             if isCurrent {
                 state.current = current
                 state.lastAdvert = clock.uptime()
             } else {
                 state.current = nil
             }
-            return (state.keys, state.targets, state.socket, state.sessionPort)
+            return (state.keys, state.targets, state.socket, state.sessionPort, isCurrent && !state.readvertArmed)
         }
         let notice = current.notice
         var flags = Advert.Flags().with(revision: current.revision)
@@ -140,7 +143,19 @@ final class Discovery: Sendable {
         HopStamps.stamp(.advertSealed)
         socket?.send(datagram, to: targets)
         HopStamps.stamp(.advertSent)
-        if isCurrent { bell.ring() }  // the loop re-advertises from now on
+        // The loop re-advertises from now on: woken only when its sleep has no re-advert armed. A wake-up for each
+        // becomeCurrent was a task resumed between this send and the peer's read, on the same cores (issue 26 item 5).
+        if ring { bell.ring() }
+    }
+
+    /// The uptime of the last advert of the activity to re-advertise, when one is offered at `now` (A10): the loop
+    /// arms its sleep with it (due an interval after), and adverts until its next wake need not ring it.
+    func readvertArmed(at now: UInt64) -> UInt64? {
+        state.withLockedValue { state in
+            let last = state.current.flatMap { $0.isOffered(at: now) ? state.lastAdvert : nil }
+            state.readvertArmed = last != nil
+            return last
+        }
     }
 
     /// The activity to re-advertise, when it is still offered at `now` (A10), and when it was last advertised.

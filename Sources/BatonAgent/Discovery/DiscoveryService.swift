@@ -45,7 +45,7 @@ struct DiscoveryService: Service, CustomStringConvertible {
             // A timer only where the kernel does not say: each wake of this task on a timer started a thread.
             let polling = multicast && adverts?.watchesInterfaces != true
             var deadlines: [UInt64] = []
-            if let (_, lastAdvert) = discovery.offered(at: clock.wall()) { deadlines.append(lastAdvert + advertInterval) }
+            if let lastAdvert = discovery.readvertArmed(at: clock.wall()) { deadlines.append(lastAdvert + advertInterval) }
             if let oldest = discovery.oldestLastSeen {
                 deadlines.append(now + (oldest + UInt64(timeToLive * 1000)).subtractingSaturated(clock.wall()) + 1)
             }
