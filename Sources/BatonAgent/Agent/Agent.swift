@@ -245,7 +245,8 @@ public final class Agent: Sendable {
         }
         guard let adverts else { throw BatonAgentError(.addressInUse, "no port free for both TCP and UDP after 8 tries") }
         discovery.attach(adverts, sessionPort: port)
-        appSocket = try await configuration.appConnections.transport.listen(path: socketPath, handler: AgentForwarder(self), loop: loop)
+        let apps = configuration.appConnections.transport(clock: configuration.clock)
+        appSocket = try await apps.listen(path: socketPath, handler: AgentForwarder(self), loop: loop)
         try? Data("\(port)\n".utf8).write(to: store.folder.appendingPathComponent("agent-port"))
         try? Data("\(socketPath)\n".utf8).write(to: store.folder.appendingPathComponent("agent-socket"))
         let roster = state.withLockedValue(\.roster)

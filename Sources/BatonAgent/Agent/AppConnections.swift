@@ -6,10 +6,10 @@ public enum AppConnections: Sendable, Hashable {
     /// an embedded agent's apps, with no socket.
     case inMemory
 
-    /// The transport that listens for them.
-    var transport: any AppTransport {
+    /// The transport that listens for them, timing the socket's hello deadline on `clock` (the agent's).
+    func transport(clock: AgentClock) -> any AppTransport {
         switch self {
-        case .unixSocket: UnixAppTransport()
+        case .unixSocket: UnixAppTransport(clock: clock)
         case .inMemory: MemoryAppTransport()
         }
     }

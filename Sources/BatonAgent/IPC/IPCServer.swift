@@ -222,15 +222,17 @@ enum IPCServer {
     /// Bounds on clients that have not said who they are.
     enum Limits {
         /// How long a client may take to send its hello after connecting. A real one sends it at once.
-        static let helloDeadline = TimeAmount.seconds(5)
+        static let helloDeadline = Duration.seconds(5)
         /// Connections that have not said hello yet, at once. Apps and command lines say hello within
         /// milliseconds, so a handful is normal; past this, new connections are closed at once.
         static let unauthenticatedConnections = 32
     }
 
     /// Listens at `path`, replacing a stale socket left by an agent that died; refuses when another agent answers
-    /// there.
-    static func listen(path: String, handler: IPCHandler, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> Channel {
+    /// there. A client's hello deadline is timed on `clock`, the agent's.
+    static func listen(
+        path: String, handler: IPCHandler, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, clock: AgentClock = .system
+    ) async throws -> Channel {
         let folder = FilePaths.parent(path)
         try RuntimeFolder.prepare(folder, below: AgentConfiguration.fallbackRuntimeFolder(containing: folder))
         guard path.utf8.count < 108 else {
@@ -242,7 +244,7 @@ enum IPCServer {
             }
             unlink(path)
         }
-        let admission = Admission(handler: handler)
+        let admission = Admission(handler: handler, clock: clock)
         do {
             let channel = try await ServerBootstrap(group: group)
                 .childChannelOption(.writeBufferWaterMark, value: Backpressure.waterMark)
