@@ -16,8 +16,11 @@ import Musl
 /// One end of an app's connection to its agent inside the process (issue 26 item 3), made in pairs by
 /// ``pair(_:_:)``: what one end sends reaches the other end's owner on that end's loop, one `execute` per frame (as
 /// one socket read would), in order; no bytes, no socket. Frames wait, in order, before the owner is attached and while
-/// it does not read; the close comes after them, as a socket's end of file does. The process at the other end is this
-/// one, so the agent's checks of who connected (its user, its executable: ISSUE 10 item 3) run as on the socket.
+/// it does not read; the close comes after them, as a socket's end of file does. A ``write(_:)`` completes once the
+/// other end's owner has taken the frame (a socket with no buffer of its own), and fails when the connection closes
+/// before it did: a continuation stream's backpressure (F3) counts on writes waiting for a reader that does not read.
+/// The process at the other end is this one, so the agent's checks of who connected (its user, its executable: ISSUE
+/// 10 item 3) run as on the socket.
 ///
 /// Sendable, checked: its `let`s are Sendable and everything mutable is in `state`, under its lock.
 package final class MemoryAppConduit: AppConduit {
@@ -27,8 +30,9 @@ package final class MemoryAppConduit: AppConduit {
         /// The other end, until either end closes.
         var other: MemoryAppConduit?
         var sink: MessageSink?
-        /// Frames arrived and not yet delivered: before the sink is attached, or while not reading.
-        var queue: [Frame] = []
+        /// Frames arrived and not yet delivered: before the sink is attached, or while not reading; each with the
+        /// writer's promise, if it wrote with ``write(_:)``.
+        var queue: [(frame: Frame, taken: EventLoopPromise<Void>?)] = []
         var reading = true
         /// A delivery is under way on the loop: a nested call leaves the rest to it, keeping the order.
         var pumping = false
@@ -50,9 +54,11 @@ package final class MemoryAppConduit: AppConduit {
         closeFuture = closing.futureResult
     }
 
-    /// An end dropped unclosed is closed then (an unfulfilled promise must not be leaked).
+    /// An end dropped unclosed is closed then (an unfulfilled promise must not be leaked), and what waited in it was
+    /// never taken.
     deinit {
         closing.succeed()
+        for waiting in state.withLockedValue(\.queue) { waiting.taken?.fail(ChannelError.ioOnClosedChannel) }
     }
 
     /// Two connected ends, running on `a` and `b`.
@@ -83,7 +89,7 @@ package final class MemoryAppConduit: AppConduit {
     }
 
     package func send(_ message: PropertyList) {
-        other()?.arrive(.message(message))
+        other()?.arrive(.message(message), taken: nil)
     }
 
     package func write(_ frame: OutboundFrame) -> EventLoopFuture<Void> {
@@ -95,11 +101,14 @@ package final class MemoryAppConduit: AppConduit {
             guard let message = try? BinaryPropertyListDecoder.decode(Data(bytes.readableBytesView), limits: MessageHandler.limits) else {
                 return eventLoop.makeFailedFuture(BatonClientError(.protocolViolation, "a frame that is not a readable property list"))
             }
-            other.arrive(.message(message))
+            let taken = eventLoop.makePromise(of: Void.self)
+            other.arrive(.message(message), taken: taken)
+            return taken.futureResult
         case .data(let stream, let opener, let bytes):
-            other.arrive(.data(stream: stream, opener: opener, bytes))
+            let taken = eventLoop.makePromise(of: Void.self)
+            other.arrive(.data(stream: stream, opener: opener, bytes), taken: taken)
+            return taken.futureResult
         }
-        return eventLoop.makeSucceededVoidFuture()
     }
 
     package func setReading(_ reading: Bool) {
@@ -125,10 +134,18 @@ package final class MemoryAppConduit: AppConduit {
         state.withLockedValue { $0.closed ? nil : $0.other }
     }
 
-    /// A frame from the other end, by its own task on this end's loop.
-    private func arrive(_ frame: Frame) {
+    /// A frame from the other end, by its own task on this end's loop; `taken` completes once the owner took it.
+    private func arrive(_ frame: Frame, taken: EventLoopPromise<Void>?) {
         eventLoop.execute { [self] in
-            state.withLockedValue { $0.queue.append(frame) }
+            let open = state.withLockedValue { state -> Bool in
+                guard !state.ended else { return false }
+                state.queue.append((frame, taken))
+                return true
+            }
+            guard open else {
+                taken?.fail(ChannelError.ioOnClosedChannel)
+                return
+            }
             pump()
         }
     }
@@ -145,12 +162,14 @@ package final class MemoryAppConduit: AppConduit {
             return !state.pumping
         }) else { return }
         while true {
-            let next = state.withLockedValue { state -> (Frame, MessageSink)? in
+            let next = state.withLockedValue { state -> (Frame, EventLoopPromise<Void>?, MessageSink)? in
                 guard !state.ended, state.reading, let sink = state.sink, !state.queue.isEmpty else { return nil }
-                return (state.queue.removeFirst(), sink)
+                let (frame, taken) = state.queue.removeFirst()
+                return (frame, taken, sink)
             }
-            guard let (frame, sink) = next else { break }
+            guard let (frame, taken, sink) = next else { break }
             frame.deliver(to: sink) { close() }
+            taken?.succeed()
         }
         let closes = state.withLockedValue { state -> Bool in
             state.pumping = false
@@ -161,15 +180,18 @@ package final class MemoryAppConduit: AppConduit {
 
     /// Tells the owner, on this end's loop, that the connection ended (once); the close future completes.
     private func end() {
-        let sink = state.withLockedValue { state -> MessageSink? in
-            guard !state.ended else { return nil }
+        let (sink, dropped) = state.withLockedValue { state -> (MessageSink?, [EventLoopPromise<Void>]) in
+            guard !state.ended else { return (nil, []) }
             state.ended = true
+            // Unread, as a socket's unread bytes when it closes: their writers hear the connection is gone.
+            let dropped = state.queue.compactMap(\.taken)
             state.queue = []
             // The owner holds this end: letting go of it breaks the cycle (issue 25 item 10).
             defer { state.sink = nil }
-            return state.sink
+            return (state.sink, dropped)
         }
         closing.succeed()
+        for taken in dropped { taken.fail(ChannelError.ioOnClosedChannel) }
         sink?.closed()
     }
 }

@@ -9,7 +9,12 @@ import Synchronization
 /// One continuation stream's own connection to the device's agent, as the app library drives it (F2, F3): what
 /// ``ContinuationStreams`` and the Foundation streams stand on.
 ///
-/// Why a handler of our own rather than `NIOAsyncChannel`: its unscoped `inbound`/`outbound` are deprecated in
+/// The connection is an ``AppConduit``, as the app's control connection is (issue 26 item 3): the agent's Unix
+/// socket (a ``ChannelAppConduit`` whose ``MessageHandler`` feeds this end), or, when the agent at the path runs in
+/// this process on the memory transport (``MemoryAppSockets``), an end in memory. One code path either way: the same
+/// frames, the same backpressure, the same close and reset.
+///
+/// Why a sink of our own rather than `NIOAsyncChannel`: its unscoped `inbound`/`outbound` are deprecated in
 /// favour of `executeThenClose`, which ties the connection to one task's scope, while a stream is a value the app
 /// keeps, splits between tasks and hands to blocking Foundation streams; and its inbound sequence allows a single
 /// iterator (a second is a crash). The protocol logic is ``StreamEndStateMachine``; this class keeps who waits for
@@ -17,11 +22,11 @@ import Synchronization
 ///
 /// Backpressure both ways: the connection is not read while the reader has ``StreamEndStateMachine/highWater`` bytes
 /// waiting (so the agents stop crediting the other device's writer), and a write returns only while fewer than
-/// ``writeHighWater`` bytes handed to the channel have not yet gone into the socket (else it waits until
-/// ``writeLowWater``), so a fast writer waits for a slow network. The count is kept here, under the lock, rather
-/// than read from the channel's writability, which a writer on another thread sees only after the event loop ran
-/// its writes: that lag would let a fast writer queue far more.
-final class StreamEnd: Sendable {
+/// ``writeHighWater`` bytes handed to the conduit have not yet gone out (into the socket, or taken by the agent's end
+/// in memory; else it waits until ``writeLowWater``), so a fast writer waits for a slow network. The count is kept
+/// here, under the lock, rather than read from the conduit's writability, which a writer on another thread sees only
+/// after the event loop ran its writes: that lag would let a fast writer queue far more.
+final class StreamEnd: MessageSink, Sendable {
     static let writeHighWater = 1 << 20
     static let writeLowWater = 256 << 10
     /// How long the agent has to answer the stream's hello (its own limits are shorter: it answers first).
@@ -38,7 +43,7 @@ final class StreamEnd: Sendable {
         case cancelled
     }
 
-    let channel: Channel
+    let conduit: any AppConduit
     private let core = Mutex(Core())
 
     private struct Core {
@@ -52,14 +57,14 @@ final class StreamEnd: Sendable {
         /// Who waits for room to write, by id.
         var writers: [UInt64: @Sendable (Room) -> Void] = [:]
         var nextID: UInt64 = 1
-        /// The last write handed to the channel: the connection closes gracefully only after it.
+        /// The last write handed to the conduit: the connection closes gracefully only after it.
         var lastWrite: EventLoopFuture<Void>?
-        /// Bytes handed to the channel and not yet written to the socket.
+        /// Bytes handed to the conduit and not yet gone out.
         var inFlight = 0
     }
 
-    init(channel: Channel) {
-        self.channel = channel
+    init(conduit: any AppConduit) {
+        self.conduit = conduit
     }
 
     // MARK: Opening
@@ -67,55 +72,68 @@ final class StreamEnd: Sendable {
     /// Connects to the agent at `path` (checking it is this user's agent, as ``AgentClient`` does) and says `hello`
     /// (``IPCMessage/openStream(bundleIdentifier:version:continuation:)`` or
     /// ``IPCMessage/acceptStream(bundleIdentifier:version:token:)``); returns once the agent welcomed the stream.
+    /// An agent of this process listening at `path` in memory (``MemoryAppSockets``, as
+    /// ``AgentClient/connect(path:bundleIdentifier:timeout:group:)`` finds it) is reached there, with no socket.
     /// - Throws: ``ContinuationError``: the agent's refusal reason (`noStreams`, `notContinued`, `tooManyStreams`,
     ///   `peerGone`, ...), `timedOut` without an answer within `timeout`, `agentGone` when no agent answers or it
     ///   closes the connection, `notPermitted` when the socket is not this user's agent's.
     static func open(path: String, hello: IPCMessage, timeout: TimeAmount = openTimeout) async throws(ContinuationError) -> StreamEnd {
-        do {
-            try AgentSocket.checkOwner(path)
-        } catch {
-            throw ContinuationError(.notPermitted, "\(error)")
-        }
-        let end: StreamEnd
-        do {
-            end = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
-                // slice of it rather than gathered (copied) from several.
-                .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
-                // Close-on-exec (issue 25 item 8): a program the app starts must not inherit the stream's connection.
-                .withConnectedSocket(try AgentSocket.connectedDescriptor(path)) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let end = StreamEnd(channel: channel)
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
-                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
-                        try channel.pipeline.syncOperations.addHandler(StreamEndHandler(end: end))
-                        return end
-                    }
-                }
-        } catch {
-            throw ContinuationError(.agentGone, "no agent answers at \(path) (start one with `baton agent`): \(error)")
-        }
-        let owner = try? await PeerCredentials.of(end.channel).get()
-        guard owner != nil || end.channel.isActive else {
+        let conduit = try await connect(path)
+        let end = StreamEnd(conduit: conduit)
+        let owner = try? await conduit.peerCredentials().get()
+        guard owner != nil || conduit.isActive else {
             throw ContinuationError(.agentGone, "the agent at \(path) closed the stream's connection at once")
         }
         guard let owner, owner.uid == getuid() else {
-            end.channel.close(promise: nil)
+            conduit.close()
             throw ContinuationError(
                 .notPermitted,
                 "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
             )
         }
         do {
+            // Frames that came before (a close, a refusal) waited in the conduit, in order.
+            try await conduit.eventLoop.submit { conduit.attach(end) }.get()
             try await end.sayHello(hello, timeout: timeout)
         } catch let error as ContinuationError {
-            end.channel.close(promise: nil)
+            conduit.close()
             throw error
         } catch {
-            end.channel.close(promise: nil)
+            conduit.close()
             throw ContinuationError(.other, "\(error)")
         }
         return end
+    }
+
+    /// The stream's connection to the agent at `path`: in memory when an agent of this process listens there,
+    /// otherwise its Unix socket, checked to be this user's.
+    private static func connect(_ path: String) async throws(ContinuationError) -> any AppConduit {
+        let group = MultiThreadedEventLoopGroup.singleton
+        if let conduit = MemoryAppSockets.process.connect(path: path, loop: group.next()) { return conduit }
+        do {
+            try AgentSocket.checkOwner(path)
+        } catch {
+            throw ContinuationError(.notPermitted, "\(error)")
+        }
+        do {
+            let messages = MessageHandler()
+            let channel = try await ClientBootstrap(group: group)
+                // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
+                // slice of it rather than gathered (copied) from several.
+                .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
+                // Close-on-exec (issue 25 item 8): a program the app starts must not inherit the stream's connection.
+                .withConnectedSocket(try AgentSocket.connectedDescriptor(path)) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
+                        try channel.pipeline.syncOperations.addHandler(messages)
+                        return channel
+                    }
+                }
+            return ChannelAppConduit(channel, messages: messages)
+        } catch {
+            throw ContinuationError(.agentGone, "no agent answers at \(path) (start one with `baton agent`): \(error)")
+        }
     }
 
     /// Sends the hello and waits for the agent's answer (or `timeout`).
@@ -123,7 +141,7 @@ final class StreamEnd: Sendable {
         let milliseconds = timeout.nanoseconds / 1_000_000
         let limit = milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
         try await withCheckedThrowingContinuation { (opener: CheckedContinuation<Void, any Error>) in
-            let timer = channel.eventLoop.scheduleTask(in: timeout) { [self] in
+            let timer = conduit.eventLoop.scheduleTask(in: timeout) { [self] in
                 update { $0.openingTimedOut(after: limit) }
             }
             let decided = core.withLock { core -> StreamEndStateMachine.OpenResult? in
@@ -185,7 +203,7 @@ final class StreamEnd: Sendable {
     /// The next bytes, blocking the calling thread (Foundation's `InputStream.read`): never call it on the channel's
     /// event loop, which would wait for itself.
     func readBlocking() -> ReadResult {
-        guard !channel.eventLoop.inEventLoop else {
+        guard !conduit.eventLoop.inEventLoop else {
             return .failed(ContinuationError(.other, "a blocking read on the stream's own event loop would never return"))
         }
         let done = DispatchSemaphore(value: 0)
@@ -218,6 +236,16 @@ final class StreamEnd: Sendable {
         }
         perform(effects, taken: Taken())
         return result
+    }
+
+    /// Whether a reader waits for bytes (its task parked in ``read()``, or a callback given to ``read(_:)``).
+    var readerWaits: Bool {
+        core.withLock { $0.reader != nil }
+    }
+
+    /// Whether the connection is held back because the reader left ``StreamEndStateMachine/highWater`` bytes waiting.
+    var readingPaused: Bool {
+        core.withLock { $0.machine.isReadingPaused }
     }
 
     /// Whether a read would be answered at once (bytes, the end, or a failure wait).
@@ -259,7 +287,7 @@ final class StreamEnd: Sendable {
     /// Writes up to `count` bytes from `bytes`, blocking until there is room for at least some (Foundation's
     /// `OutputStream.write`): returns how many were taken.
     func writeBlocking(_ bytes: UnsafeRawBufferPointer) -> Result<Int, ContinuationError> {
-        guard !channel.eventLoop.inEventLoop else {
+        guard !conduit.eventLoop.inEventLoop else {
             return .failure(ContinuationError(.other, "a blocking write on the stream's own event loop would never return"))
         }
         if let error = waitForRoomBlocking() { return .failure(error) }
@@ -353,15 +381,15 @@ final class StreamEnd: Sendable {
         waiter?(.cancelled)
     }
 
-    /// Hands bytes to the channel as one data frame (at most ``Frame/maximumData``): copied once, into the frame.
+    /// Hands bytes to the conduit as one data frame (at most ``Frame/maximumData``): copied once, into the frame.
     private func send(_ bytes: Data.SubSequence) throws(ContinuationError) {
-        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        var buffer = Self.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         try send(buffer)
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer) throws(ContinuationError) {
-        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        var buffer = Self.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         try send(buffer)
     }
@@ -375,12 +403,12 @@ final class StreamEnd: Sendable {
         }
         if let refusal { throw refusal }
         // The app connection carries one stream: the agent ignores the id and flag here.
-        let written = channel.writeAndFlush(OutboundFrame.data(stream: 0, opener: false, buffer))
+        let written = conduit.write(OutboundFrame.data(stream: 0, opener: false, buffer))
         core.withLock { $0.lastWrite = written }
         written.whenComplete { [self] _ in wentOut(count) }
     }
 
-    /// `count` bytes went into the socket (or failed with the connection): writers waiting for room go on once the
+    /// `count` bytes went out (or failed with the connection): writers waiting for room go on once the
     /// bytes in flight are down to ``writeLowWater``.
     private func wentOut(_ count: Int) {
         let waiters = core.withLock { core -> [@Sendable (Room) -> Void] in
@@ -395,9 +423,9 @@ final class StreamEnd: Sendable {
     @discardableResult
     private func send(_ message: IPCMessage) -> EventLoopFuture<Void> {
         guard let bytes = try? BinaryPropertyListEncoder.encode(message.propertyList) else {
-            return channel.eventLoop.makeFailedFuture(ContinuationError(.other, "the message \(message.kind) cannot be encoded"))
+            return conduit.eventLoop.makeFailedFuture(ContinuationError(.other, "the message \(message.kind) cannot be encoded"))
         }
-        let written = channel.writeAndFlush(OutboundFrame.message(ByteBuffer(bytes: bytes)))
+        let written = conduit.write(OutboundFrame.message(ByteBuffer(bytes: bytes)))
         core.withLock { $0.lastWrite = written }
         return written
     }
@@ -421,29 +449,46 @@ final class StreamEnd: Sendable {
         last.whenComplete { [self] _ in close() }
     }
 
-    // MARK: From the channel (its event loop)
+    // MARK: From the conduit (its event loop)
 
-    func received(_ message: IPCMessage) {
-        update { $0.received(message) }
+    func received(_ plist: PropertyList) {
+        do {
+            let message = try IPCMessage(plist)
+            update { $0.received(message) }
+        } catch {
+            update { $0.receivedMalformed("\(error)") }
+        }
     }
 
-    func received(data: ByteBuffer) {
-        update { $0.received(data: data) }
+    /// One stream per connection: the id and opener flag mean nothing here.
+    func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool {
+        update { $0.received(data: bytes) }
+        // At the reader's high-water mark the conduit stops being read; the reader draining it resumes reading
+        // (``StreamEndStateMachine/Effects/resumeReading``). Decided under the lock, so a pause and the resume that
+        // follows it reach the conduit in that order.
+        core.withLock { core in
+            if !core.machine.mayRead() { conduit.setReading(false) }
+        }
+        return true
     }
 
-    func receivedMalformed(_ error: Error) {
+    /// A frame above the limits, or not a readable property list: the stream cannot go on (the conduit closes).
+    func malformed(_ error: Error) {
         update { $0.receivedMalformed("\(error)") }
     }
 
-    func connectionClosed() {
+    func closed() {
         update { $0.connectionClosed() }
     }
 
-    func mayRead() -> Bool {
-        core.withLock { $0.machine.mayRead() }
-    }
-
     // MARK: Effects
+
+    static let allocator = ByteBufferAllocator()
+
+    /// The reader took the buffer down to its low-water mark: the conduit is read again. Under the lock, as the pause.
+    private func resumeReading() {
+        core.withLock { _ in conduit.setReading(true) }
+    }
 
     /// Who is answered for an input: taken from `core` under the lock, answered outside it.
     private struct Taken {
@@ -482,8 +527,8 @@ final class StreamEnd: Sendable {
     }
 
     private func perform(_ effects: StreamEndStateMachine.Effects, taken: Taken) {
-        if effects.close { channel.close(promise: nil) }
-        if effects.resumeReading { channel.read() }
+        if effects.close { conduit.close() }
+        if effects.resumeReading { resumeReading() }
         switch effects.opened {
         case .opened: taken.opener?.resume()
         case .failed(let error): taken.opener?.resume(throwing: error)
@@ -494,50 +539,5 @@ final class StreamEnd: Sendable {
             for writer in taken.writers { writer(.failed(error)) }
         }
         for watcher in taken.watchers { watcher() }
-    }
-}
-
-/// Moves frames between a stream's connection and its ``StreamEnd``, and holds reads back while the end says so.
-/// Stateless beyond the end it serves (which is Sendable), so Sendable itself.
-final class StreamEndHandler: ChannelDuplexHandler, Sendable {
-    typealias InboundIn = InboundFrame
-    typealias OutboundIn = OutboundFrame
-    typealias OutboundOut = OutboundFrame
-
-    let end: StreamEnd
-
-    init(end: StreamEnd) {
-        self.end = end
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .message(let body):
-            do {
-                let plist = try BinaryPropertyListDecoder.decode(Data(body.readableBytesView), limits: MessageHandler.limits)
-                end.received(try IPCMessage(plist))
-            } catch {
-                end.receivedMalformed(error)
-            }
-        case .data(_, _, let bytes):
-            // One stream per connection: the id and opener flag mean nothing here.
-            end.received(data: bytes)
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        end.connectionClosed()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // A frame above the limits (the decoder's error) breaks the protocol; a failed socket is the agent gone,
-        // which its close says. Either way the stream cannot go on.
-        if error is BatonClientError { end.receivedMalformed(error) }
-        context.close(promise: nil)
-    }
-
-    func read(context: ChannelHandlerContext) {
-        if end.mayRead() { context.read() }
     }
 }

@@ -315,6 +315,9 @@ struct StreamEndStateMachine {
         }
     }
 
+    /// Whether the reader's buffer is at its high-water mark, so the connection is not read until it drains.
+    var isReadingPaused: Bool { readingPaused }
+
     /// The channel wants to read: whether it may (the reader's buffer is below the high-water mark). A read held back
     /// now is resumed through ``Effects/resumeReading``.
     mutating func mayRead() -> Bool {

@@ -6,19 +6,31 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Testing
 
 /// An agent's app socket that speaks only the stream protocol, scripted by the test (docs/PROTOCOL.md §7–8): each
-/// connection the library makes shows up as a ``Connection`` whose frames the test reads and answers.
+/// connection the library makes shows up as a ``Connection`` whose frames the test reads and answers. On a real Unix
+/// socket, or listening at its path in memory (``MemoryAppSockets``, issue 26 item 3), where ``StreamEnd`` finds it
+/// as it finds an agent on the memory transport.
 final class FakeStreamAgent: Sendable {
+    /// What the library's stream connections reach the fake over.
+    enum Transport: Sendable, CustomTestStringConvertible {
+        /// In memory: no socket, no kernel buffer; a write waits until the other end takes it.
+        case memory
+        /// A Unix socket: the kernel's buffers between the two ends, NIO's reads and autoRead.
+        case socket
+
+        var testDescription: String { self == .memory ? "in memory" : "on a Unix socket" }
+    }
+
     let path: String
-    let server: Channel
+    let transport: Transport
+    let server: Channel?
     let connections: AsyncStream<Connection>
     private let accepted: AsyncStream<Connection>.Continuation
 
     /// One accepted connection: what it received, in order, and ways to answer.
-    final class Connection: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = InboundFrame
-
+    final class Connection: MessageSink, Sendable {
         enum Event: Sendable, Equatable {
             case message(IPCMessage)
             case data(ByteBuffer)
@@ -27,55 +39,52 @@ final class FakeStreamAgent: Sendable {
 
         let events: AsyncStream<Event>
         private let sink: AsyncStream<Event>.Continuation
-        let channelBox = NIOLockedValueBox<Channel?>(nil)
-        var channel: Channel { channelBox.withLockedValue { $0 }! }
+        let conduit: any AppConduit
 
-        init() {
+        init(conduit: any AppConduit) {
+            self.conduit = conduit
             (events, sink) = AsyncStream.makeStream(of: Event.self)
         }
 
-        func handlerAdded(context: ChannelHandlerContext) {
-            channelBox.withLockedValue { $0 = context.channel }
+        func received(_ plist: PropertyList) {
+            if let message = try? IPCMessage(plist) { sink.yield(.message(message)) }
         }
 
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            switch unwrapInboundIn(data) {
-            case .message(let body):
-                if let plist = try? BinaryPropertyListDecoder.decode(Data(body.readableBytesView)), let message = try? IPCMessage(plist) {
-                    sink.yield(.message(message))
-                }
-            case .data(_, _, let bytes):
-                sink.yield(.data(bytes))
-            }
+        func receivedData(stream: UInt64, opener: Bool, _ bytes: ByteBuffer) -> Bool {
+            sink.yield(.data(bytes))
+            return true
         }
 
-        func channelInactive(context: ChannelHandlerContext) {
+        func malformed(_ error: Error) {}
+
+        func closed() {
             sink.yield(.closed)
             sink.finish()
         }
 
         func send(_ message: IPCMessage) {
-            try? channel.writeMessage(message.propertyList)
+            conduit.send(message.propertyList)
         }
 
-        /// Writes `bytes` as data frames; returns once the socket took them all.
+        /// Writes `bytes` as data frames; returns once the socket (or the library's end in memory) took them all.
         func send(_ bytes: [UInt8]) async throws {
             var offset = 0
             while offset < bytes.count {
                 let count = min(Frame.maximumData, bytes.count - offset)
-                try await channel.writeAndFlush(OutboundFrame.data(stream: 7, opener: true, ByteBuffer(bytes: bytes[offset..<offset + count])))
+                try await conduit.write(OutboundFrame.data(stream: 7, opener: true, ByteBuffer(bytes: bytes[offset..<offset + count]))).get()
                 offset += count
             }
         }
 
-        /// Stops or resumes reading the app (its writes then wait in the kernel, then in the library).
+        /// Stops or resumes reading the app (its writes then wait in the kernel, then in the library); returns once the
+        /// connection's loop has applied it.
         func reading(_ on: Bool) async throws {
-            try await channel.setOption(ChannelOptions.autoRead, value: on).get()
-            if on { channel.read() }
+            conduit.setReading(on)
+            try await conduit.eventLoop.submit {}.get()
         }
 
         func close() {
-            channel.close(promise: nil)
+            conduit.close()
         }
 
         /// Everything up to the app's eof, or the connection's end: the bytes, and whether eof came.
@@ -101,23 +110,37 @@ final class FakeStreamAgent: Sendable {
         }
     }
 
-    init() async throws {
+    init(_ transport: Transport = .memory) async throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("fake-\(UInt32.random(in: 0...UInt32.max)).sock").path
+        self.transport = transport
         let (connections, accepted) = AsyncStream.makeStream(of: Connection.self)
         self.connections = connections
         self.accepted = accepted
-        server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let connection = Connection()
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
-                    try channel.pipeline.syncOperations.addHandler(FrameEncoder())
-                    try channel.pipeline.syncOperations.addHandler(connection)
-                    accepted.yield(connection)
-                }
+        switch transport {
+        case .memory:
+            server = nil
+            let listening = MemoryAppSockets.process.listen(path: path, loop: MultiThreadedEventLoopGroup.singleton.next()) { conduit in
+                let connection = Connection(conduit: conduit)
+                conduit.attach(connection)
+                accepted.yield(connection)
             }
-            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true)
-            .get()
+            guard listening else { throw ContinuationError(.other, "someone listens at \(path) in memory already") }
+        case .socket:
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let messages = MessageHandler()
+                        let connection = Connection(conduit: ChannelAppConduit(channel, messages: messages))
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
+                        try channel.pipeline.syncOperations.addHandler(messages)
+                        connection.conduit.attach(connection)
+                        accepted.yield(connection)
+                    }
+                }
+                .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true)
+                .get()
+        }
     }
 
     /// The next connection the library makes.
@@ -137,8 +160,13 @@ final class FakeStreamAgent: Sendable {
 
     func stop() {
         accepted.finish()
-        server.close(promise: nil)
-        try? FileManager.default.removeItem(atPath: path)
+        switch transport {
+        case .memory:
+            MemoryAppSockets.process.close(path: path)
+        case .socket:
+            server?.close(promise: nil)
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 }
 

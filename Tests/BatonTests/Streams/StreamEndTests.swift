@@ -5,27 +5,40 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
-/// The library's end of a continuation stream against a scripted agent on a real Unix socket (F2, F3): the hello,
-/// the answers, bytes both ways, half-close, reset, backpressure. The end-to-end tests with two agents are in
-/// ContinuationStreamsTests.
+/// The library's end of a continuation stream against a scripted agent (F2, F3): the hello, the answers, bytes both
+/// ways, half-close, reset, backpressure. The end-to-end tests with two agents are in ContinuationStreamsTests.
+///
+/// Each test runs in memory (issue 26 item 3: the conduit an agent on the memory transport gives) and on a real Unix
+/// socket: the library's end has one code path over either, and only the socket has the kernel's buffers, NIO's reads
+/// and autoRead under it, which the backpressure tests must hold against too. No test waits a fixed time: each waits
+/// for what it is about (a reader parked, reading held back at the high-water mark).
 @Suite("A continuation stream's app end against a scripted agent (F2, F3)", .serialized)
 struct StreamEndTests {
-    @Test("F2: the stream's own connection says the hello it was given, and opens on the welcome")
-    func hello() async throws {
-        let agent = try await FakeStreamAgent()
+    static let transports: [FakeStreamAgent.Transport] = [.memory, .socket]
+
+    /// Waits (polling, up to 30 s of real time: the suite may run beside others) until `condition` holds.
+    static func until(_ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        return condition()
+    }
+
+    @Test("F2: the stream's own connection says the hello it was given, and opens on the welcome", arguments: transports)
+    func hello(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         async let opened = StreamEnd.open(path: agent.path, hello: .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42))
         let connection = try #require(await agent.next())
         #expect(await connection.hello() == .openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42))
         connection.send(.welcome(device: "d", deviceName: "laptop"))
         let end = try await opened
-        #expect(end.channel.isActive)
+        #expect(end.conduit.isActive)
         end.close()
     }
 
-    @Test("F2: a refusal throws its code; no answer within the timeout throws timedOut; a close before it agentGone")
-    func refusals() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F2: a refusal throws its code; no answer within the timeout throws timedOut; a close before it agentGone", arguments: transports)
+    func refusals(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let path = agent.path
         func open(timeout: TimeAmount = StreamEnd.openTimeout) -> Task<StreamEnd, any Error> {
@@ -50,9 +63,9 @@ struct StreamEndTests {
         }
     }
 
-    @Test("F3: bytes both ways, checksummed, in frames of at most 256 KiB; finish is eof; the reader ends on the agent's eof", arguments: [1, 100_000, 2_000_000])
-    func bothWays(size: Int) async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3: bytes both ways, checksummed, in frames of at most 256 KiB; finish is eof; the reader ends on the agent's eof", arguments: transports, [1, 100_000, 2_000_000])
+    func bothWays(transport: FakeStreamAgent.Transport, size: Int) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -79,9 +92,9 @@ struct StreamEndTests {
         #expect(chunks <= max(1, size / (256 << 10) + 1) * 2, "chunks are as large as what waits (\(chunks))")
     }
 
-    @Test("F3 half-close: a request, the writer's finish, then the reply on the same stream")
-    func requestReply() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3 half-close: a request, the writer's finish, then the reply on the same stream", arguments: transports)
+    func requestReply(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -99,9 +112,9 @@ struct StreamEndTests {
         #expect(try await iterator.next() == nil, "a clean end stays clean after the close")
     }
 
-    @Test("F3: a reset fails reader (after the bytes before it) and writer with its reason")
-    func reset() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3: a reset fails reader (after the bytes before it) and writer with its reason", arguments: transports)
+    func reset(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -114,9 +127,9 @@ struct StreamEndTests {
         await #expect { try await streams.output.write(Data([1])) } throws: { ($0 as? ContinuationError)?.code == .peerGone }
     }
 
-    @Test("F3: the agent's connection ending without eof or reset is agentGone for a waiting reader")
-    func agentGone() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3: the agent's connection ending without eof or reset is agentGone for a waiting reader", arguments: transports)
+    func agentGone(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -124,14 +137,14 @@ struct StreamEndTests {
             var iterator = streams.input.makeAsyncIterator()
             return try await iterator.next()
         }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await Self.until { end.readerWaits }, "the reader never waited")
         connection.close()
         await #expect { try await next.value } throws: { ($0 as? ContinuationError)?.code == .agentGone }
     }
 
-    @Test("F3 backpressure: a write waits while the agent does not read, and completes once it does")
-    func writerWaits() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3 backpressure: a write waits while the agent does not read, and completes once it does", arguments: transports)
+    func writerWaits(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -143,7 +156,7 @@ struct StreamEndTests {
             done.set()
         }
         // Until the library has no room left (its write high-water mark), or the write returned after all.
-        #expect(try await StreamReleaseTests.eventually { !end.hasRoom || done.value }, "the library never filled its write buffer")
+        #expect(try await Self.until { !end.hasRoom || done.value }, "the library never filled its write buffer")
         #expect(!done.value, "4 MiB cannot fit in the sockets and the library's buffer: the write waits")
         async let arrived = connection.collect()
         try await connection.reading(true)
@@ -153,9 +166,9 @@ struct StreamEndTests {
         #expect(bytes.count == data.count && Data(bytes) == data && ended)
     }
 
-    @Test("F3 backpressure: a reader that does not read stops the connection being read, and loses nothing")
-    func readerHoldsBack() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("F3 backpressure: a reader that does not read stops the connection being read, and loses nothing", arguments: transports)
+    func readerHoldsBack(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -166,18 +179,23 @@ struct StreamEndTests {
             connection.send(.endOfStream)
             sent.set()
         }
-        // A window, not a wait: the library shows no event for "stopped reading"; 8 MiB would be through well within it.
-        try await Task.sleep(for: .milliseconds(300))
+        // Until the library holds its connection back at its high-water mark (1 MiB): the rest of the 8 MiB cannot
+        // pass it (in memory a write waits until the library takes it; on the socket, the kernel's buffers fill).
+        #expect(try await Self.until { end.readingPaused || sent.value }, "the library never stopped reading")
         #expect(!sent.value, "the library stopped reading at its high-water mark: the agent's writes wait")
+        // Every loop has run what it had: nothing moves while the reader does not read.
+        try await end.conduit.eventLoop.submit {}.get()
+        try await connection.conduit.eventLoop.submit {}.get()
+        #expect(!sent.value && end.readingPaused, "the agent's writes went on while the reader did not read")
         var read = Data()
         for try await chunk in streams.input { read += chunk }
         try await sending.value
         #expect(read.count == data.count && read == Data(data))
     }
 
-    @Test("a reader task cancelled while it waits throws CancellationError; the stream goes on")
-    func cancelledRead() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("a reader task cancelled while it waits throws CancellationError; the stream goes on", arguments: transports)
+    func cancelledRead(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -185,7 +203,7 @@ struct StreamEndTests {
             var iterator = streams.input.makeAsyncIterator()
             return try await iterator.next()
         }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await Self.until { end.readerWaits }, "the reader never waited")
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         try await connection.send([9])
@@ -193,9 +211,9 @@ struct StreamEndTests {
         #expect(try await iterator.next() == Data([9]))
     }
 
-    @Test("close aborts: the agent sees the connection end, and reads and writes here fail streamClosed")
-    func close() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("close aborts: the agent sees the connection end, and reads and writes here fail streamClosed", arguments: transports)
+    func close(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         let streams = ContinuationStreams(end)
@@ -206,9 +224,9 @@ struct StreamEndTests {
         await #expect { try await streams.output.write(Data([1])) } throws: { ($0 as? ContinuationError)?.code == .streamClosed }
     }
 
-    @Test("dropping every copy of the streams closes the connection, after what was written")
-    func droppedCloses() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("dropping every copy of the streams closes the connection, after what was written", arguments: transports)
+    func droppedCloses(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         do {
@@ -219,9 +237,9 @@ struct StreamEndTests {
         #expect(bytes == [1, 2, 3] && !ended)
     }
 
-    @Test("dropping the streams after a clean end both ways leaves the connection for the agent to close (its last bytes may still be queued)")
-    func droppedAfterCleanEnd() async throws {
-        let agent = try await FakeStreamAgent()
+    @Test("dropping the streams after a clean end both ways leaves the connection for the agent to close (its last bytes may still be queued)", arguments: transports)
+    func droppedAfterCleanEnd(transport: FakeStreamAgent.Transport) async throws {
+        let agent = try await FakeStreamAgent(transport)
         defer { agent.stop() }
         let (end, connection) = try await agent.openWelcomed()
         do {
@@ -234,8 +252,8 @@ struct StreamEndTests {
         #expect(await events.next() == .message(.endOfStream))
         // The streams were dropped and their last write is out: a close that dropping set off is queued on the
         // connection's loop by now, so it has run after one turn of that loop (an ordering, not a wait).
-        try await end.channel.eventLoop.submit {}.get()
-        #expect(end.channel.isActive, "still open: the agent closes it")
+        try await end.conduit.eventLoop.submit {}.get()
+        #expect(end.conduit.isActive, "still open: the agent closes it")
         connection.close()
         #expect(await events.next() == .closed)
     }
