@@ -55,16 +55,24 @@ final class StreamServer: UserActivityDelegate {
     }
 }
 
+/// In memory (issue 26 item 3): the agents' sessions, the apps' connections and the streams' own connections carry
+/// no socket, and the agents' time is virtual; what is tested is what the library and the agents do with a stream.
+/// The socket and TLS under them are StreamSpliceTests' (and StreamEndTests' socket suite).
 @Suite("Continuation streams through two agents, with the library (F1–F3)", .serialized)
 @MainActor
 struct ContinuationStreamsTests {
     static let type = "com.example.notes.edit"
 
+    /// Two devices wholly in memory, on virtual time.
+    static func world() async throws -> TwoDevices {
+        try await TwoDevices(transport: .memory)
+    }
+
     /// Two devices; the laptop's activity (streams or not, with `delegate` or none) is continued on the desktop.
     static func continued(streams: Bool, delegate: UserActivityDelegate?) async throws -> (TwoDevices, UserActivity, UserActivity) {
         // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
         // answer can take longer than the usual second.
-        let world = try await TwoDevices()
+        let world = try await Self.world()
         let activity = try UserActivity(activityType: type, application: world.laptop)
         activity.title = "Draft"
         activity.supportsContinuationStreams = streams
@@ -196,7 +204,7 @@ extension ContinuationStreamsTests {
 
     @Test("F3: with both delegates, the NSUserActivityDelegate gets the stream while an NSUserActivity holds the activity")
     func appleDelegatePreferred() async throws {
-        let world = try await TwoDevices()
+        let world = try await Self.world()
         let (baton, apple) = (BatonReceiver(), AppleReceiver())
         let wrapper = NSUserActivity(activityType: Self.type, application: world.laptop)
         wrapper.activity.delegate = baton
@@ -208,7 +216,7 @@ extension ContinuationStreamsTests {
 
     @Test("F3: with both delegates and no NSUserActivity alive, the UserActivityDelegate gets the stream")
     func batonDelegateOtherwise() async throws {
-        let world = try await TwoDevices()
+        let world = try await Self.world()
         let (baton, apple) = (BatonReceiver(), AppleReceiver())
         let activity = try UserActivity(activityType: Self.type, application: world.laptop)
         activity.delegate = baton
