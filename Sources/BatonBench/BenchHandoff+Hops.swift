@@ -64,7 +64,8 @@ extension HandoffBench {
         var sample: HopSample
         /// The thread of each of ``legPoints``.
         var threads: [UInt]
-        /// From A's reply encoding until its write returned, and the same for B's `deliver`, where both were stamped.
+        /// The leg's two writes, until each returned, where stamped: warm, A's reply from its encoding and B's
+        /// `deliver` the same; visible, the app's becomeCurrent from its call and A's advert from its sealing.
         var replyWrite: Double?
         var deliverWrite: Double?
         /// The same sample's asking leg: continue asked until the origin app is asked for its state.
@@ -75,29 +76,39 @@ extension HandoffBench {
     func legHopFigures(_ samples: Samples) -> [BenchFigure] {
         let cut = samples.warmLeg.map(\.sample)
         guard !cut.isEmpty else { return [] }
-        let whole = percentiles(cut.map(\.total)).0
         // The same path as the judged warm figure, ended where the continuing app's delegate has the activity: the
         // floor's path ends where its app's main actor has the bytes, with no event handed on after.
         let floorWarm = samples.floorWarm.filter { $0.hops.count == Self.warmFloorHops.count }
         let toDelegate = samples.warmLeg.map { $0.asking + $0.sample.total - ($0.sample.hops.last ?? 0) }
-        var figures: [BenchFigure] = [
+        let figures: [BenchFigure] = [
             .microseconds(
                 "continue asked on B's socket → the continuing app's delegate has it, warm, vs floor (\(toDelegate.count) samples)", percentiles(toDelegate).0,
                 baseline: Self.warmFloorText, percentiles(floorWarm.map(\.total)).0
             )
         ]
-        for (index, name) in Self.legHops.enumerated() {
+        return figures
+            + Self.cutFigures(
+                "warm", samples.warmLeg, hops: Self.legHops,
+                writes: ["A: reply encoded until its write returned", "B: deliver encoded until its write returned"]
+            )
+    }
+
+    /// A cut leg's hops (p50 and p99 of each) and its two writes, as figures against the leg's p50: "`path` leg hop:
+    /// …", "`path` leg write: …".
+    static func cutFigures(_ path: String, _ legs: [LegCut], hops: [String], writes: [String]) -> [BenchFigure] {
+        let cut = legs.map(\.sample)
+        guard !cut.isEmpty else { return [] }
+        let whole = percentiles(cut.map(\.total)).0
+        var figures: [BenchFigure] = []
+        for (index, name) in hops.enumerated() {
             let (hop50, hop99) = percentiles(cut.map { $0.hops[index] })
-            figures.append(.microseconds("warm leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
-            figures.append(.microseconds("warm leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
+            figures.append(.microseconds("\(path) leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
+            figures.append(.microseconds("\(path) leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
         }
-        for (name, writes) in [
-            ("A: reply encoded until its write returned", samples.warmLeg.compactMap(\.replyWrite)),
-            ("B: deliver encoded until its write returned", samples.warmLeg.compactMap(\.deliverWrite)),
-        ] where !writes.isEmpty {
-            let (write50, write99) = percentiles(writes)
-            figures.append(.microseconds("warm leg write: \(name) (\(writes.count) samples; its thread may wait for a core)", write50, baseline: "the cut leg p50", whole))
-            figures.append(.microseconds("warm leg write: \(name) (p99)", write99, baseline: "the cut leg p50", whole))
+        for (name, times) in zip(writes, [legs.compactMap(\.replyWrite), legs.compactMap(\.deliverWrite)]) where !times.isEmpty {
+            let (write50, write99) = percentiles(times)
+            figures.append(.microseconds("\(path) leg write: \(name) (\(times.count) samples; its thread may wait for a core)", write50, baseline: "the cut leg p50", whole))
+            figures.append(.microseconds("\(path) leg write: \(name) (p99)", write99, baseline: "the cut leg p50", whole))
         }
         return figures
     }

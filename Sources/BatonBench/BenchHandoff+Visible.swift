@@ -52,20 +52,7 @@ extension HandoffBench {
     func visibleHopFigures(_ samples: Samples) -> [BenchFigure] {
         let cut = samples.visibleLeg.map(\.sample)
         guard !cut.isEmpty else { return [] }
-        let whole = percentiles(cut.map(\.total)).0
-        var figures: [BenchFigure] = []
-        for (index, name) in Self.visibleHops.enumerated() {
-            let (hop50, hop99) = percentiles(cut.map { $0.hops[index] })
-            figures.append(.microseconds("visible leg hop: \(name)", hop50, baseline: "the cut leg p50 (\(cut.count) samples)", whole))
-            figures.append(.microseconds("visible leg hop: \(name) (p99)", hop99, baseline: "the cut leg p50", whole))
-        }
-        for (index, write) in Self.visibleWrites.enumerated() {
-            let writes = samples.visibleLeg.compactMap { index == 0 ? $0.replyWrite : $0.deliverWrite }
-            guard !writes.isEmpty else { continue }
-            let (write50, write99) = percentiles(writes)
-            figures.append(.microseconds("visible leg write: \(write.name) (\(writes.count) samples; its thread may wait for a core)", write50, baseline: "the cut leg p50", whole))
-            figures.append(.microseconds("visible leg write: \(write.name) (p99)", write99, baseline: "the cut leg p50", whole))
-        }
+        var figures = Self.cutFigures("visible", samples.visibleLeg, hops: Self.visibleHops, writes: Self.visibleWrites.map(\.name))
         // The floor's A stamps when it reads the app's frame and B when it reads the datagram; B has no table.
         let parts: [(String, Range<Int>, Range<Int>)] = [
             ("becomeCurrent → A has it (app, Unix socket, A's read)", 0..<1, 0..<1),

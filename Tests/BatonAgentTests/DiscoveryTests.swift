@@ -1,4 +1,5 @@
 import BatonProtocol
+import BatonRegistry
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -103,6 +104,36 @@ struct DiscoveryTests {
         #expect(discovery.offered(at: Self.start) == nil)
     }
 
+    @Test("issue 26 item 5, A1, E3: each advert carries its activity's keyed type hash, kept between adverts and keyed anew after a key rotation (issue 25 item 9)")
+    func typeHashesFollowTheKey() throws {
+        let clock = VirtualClock()
+        let (discovery, _) = Self.discovery(clock)
+        let sent = SentAdverts()
+        discovery.attach(sent, sessionPort: 47_810)
+        let current = try #require(Self.advertised(by: "desktop"), "the broker advertises an activity made current")
+        var web = current
+        web.notice = ActivityNotice(activityType: AppRecord.browsingWebActivityType, title: "Docs", webpageHost: "Example.ORG")
+        func typeHashes(under roster: Roster) -> [[UInt8]] {
+            let keys = AdvertKeys(roster.accountKey)
+            return sent.take().map { keys.open($0)?.advert.typeHash ?? [] }
+        }
+
+        let old = Self.roster()
+        let oldKeys = AdvertKeys(old.accountKey)
+        for advert in [current, web, current, web] { discovery.advertise(advert, isCurrent: true) }
+        let app = oldKeys.typeHash(team: "TEAM", activityType: "com.example.notes.edit")
+        let host = oldKeys.typeHash(webHost: "example.org")
+        #expect(typeHashes(under: old) == [app, host, app, host])
+
+        var rotated = old
+        rotated.revoke(DeviceID(certificateDER: Data("gone".utf8)), by: Self.desktop.id, at: Date(), newKey: [UInt8](repeating: 0x43, count: 32))
+        #expect(discovery.rosterChanged(rotated))
+        discovery.advertise(current, isCurrent: true)
+        discovery.advertise(web, isCurrent: true)
+        let newKeys = AdvertKeys(rotated.accountKey)
+        #expect(typeHashes(under: rotated) == [newKeys.typeHash(team: "TEAM", activityType: "com.example.notes.edit"), newKeys.typeHash(webHost: "example.org")])
+    }
+
     @Test("the service expires an offer not heard from within its time to live, on the discovery's clock, and at shutdown stops the broker (its goodbye, A9) once")
     func serviceExpiresAndStops() async throws {
         let clock = VirtualClock()
@@ -127,4 +158,24 @@ struct DiscoveryTests {
         await running.value
         #expect(stopped.withLockedValue { $0 } == 1)
     }
+}
+
+/// An advert transport that keeps what is sent.
+final class SentAdverts: AdvertTransport {
+    private let sent = NIOLockedValueBox<[Data]>([])
+
+    func send(_ datagram: Data, to addresses: [SocketAddress]) { sent.withLockedValue { $0.append(datagram) } }
+    func take() -> [Data] {
+        sent.withLockedValue { sent in
+            defer { sent.removeAll() }
+            return sent
+        }
+    }
+    var multicastIsOn: Bool { true }
+    var isFailing: Bool { false }
+    var watchesInterfaces: Bool { true }
+    func whenInterfacesChange(_ notify: @escaping @Sendable () -> Void) {}
+    func takeInterfacesChanged() -> Bool { false }
+    func refreshMemberships(log: @escaping @Sendable (String) -> Void) -> Bool { false }
+    func close() {}
 }

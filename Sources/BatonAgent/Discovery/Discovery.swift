@@ -56,6 +56,10 @@ final class Discovery: Sendable {
         /// Whether the loop's sleep is armed with a re-advert of an activity (``readvertArmed(at:)``): it wakes by
         /// then anyway, no later than a newer advert's re-advert is due, so an advert need not ring it.
         var readvertArmed = false
+        /// The keyed type hashes adverts were sealed with, by what they hash (`Discovery.typeHashKey`), under
+        /// ``keys``: an activity is re-advertised every interval and an app makes a few types current, so each is
+        /// an HMAC once (issue 26 item 5). Emptied with the keys; at most ``typeHashesKept``.
+        var typeHashes: [String: [UInt8]] = [:]
         var observers: [Observer] = []
     }
 
@@ -112,21 +116,38 @@ final class Discovery: Sendable {
         return keys.typeHash(team: team, activityType: notice.activityType)
     }
 
+    /// What ``typeHash(_:team:keys:)`` hashes, as one key of ``State/typeHashes`` (NUL cannot be in a team or type).
+    static func typeHashKey(_ notice: ActivityNotice, team: String) -> String {
+        "\(team)\u{0}\(notice.activityType)\u{0}\(notice.webpageHost ?? "")"
+    }
+
+    /// Type hashes kept at most; past it they are all forgotten (a device makes a handful of types current).
+    static let typeHashesKept = 64
+
     /// Seals and sends one advert of `current` to every target, now (the broker's `.advertise`, C2), or with
     /// `isCurrent` false its goodbye (`.goodbye`, A9). An advert makes it the activity the loop re-advertises; a
     /// goodbye ends that.
     func advertise(_ current: HandoffBroker.CurrentActivity, isCurrent: Bool) {
         HopStamps.stamp(.advertDecided)
-        let (keys, targets, socket, port, ring) = state.withLockedValue { state in
+        let notice = current.notice
+        let hashKey = Self.typeHashKey(notice, team: current.team)
+        let (keys, typeHash, targets, socket, port, ring) = state.withLockedValue { state in
             if isCurrent {
                 state.current = current
                 state.lastAdvert = clock.uptime()
             } else {
                 state.current = nil
             }
-            return (state.keys, state.targets, state.socket, state.sessionPort, isCurrent && !state.readvertArmed)
+            let typeHash: [UInt8]
+            if let kept = state.typeHashes[hashKey] {
+                typeHash = kept
+            } else {
+                typeHash = Self.typeHash(notice, team: current.team, keys: state.keys)
+                if state.typeHashes.count >= Self.typeHashesKept { state.typeHashes.removeAll() }
+                state.typeHashes[hashKey] = typeHash
+            }
+            return (state.keys, typeHash, state.targets, state.socket, state.sessionPort, isCurrent && !state.readvertArmed)
         }
-        let notice = current.notice
         var flags = Advert.Flags().with(revision: current.revision)
         if notice.webpageHost != nil { flags.insert(.hasWebpageURL) }
         if notice.supportsStreams { flags.insert(.supportsStreams) }
@@ -134,7 +155,7 @@ final class Discovery: Sendable {
         let advert = Advert(
             device: me,
             sequence: current.sequence,
-            typeHash: Self.typeHash(notice, team: current.team, keys: keys),
+            typeHash: typeHash,
             flags: flags,
             sessionPort: port,
             timestamp: clock.wall()
@@ -220,6 +241,7 @@ final class Discovery: Sendable {
             if rotated {
                 state.keys = AdvertKeys(roster.accountKey)
                 state.receiver.update(keys: state.keys)
+                state.typeHashes.removeAll()  // hashed under the old key
             }
             // A device that has the new key is back with its next advert, within the advert interval; one that does
             // not (it could not save the roster) is out of step, and not offered, until it catches up.
