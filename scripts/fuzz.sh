@@ -34,6 +34,8 @@ targets=(
     "dbus|the notification server's D-Bus answers and signals: Notify ids, ActionInvoked, NotificationClosed, NameOwnerChanged (Fuzz/NotificationsFuzzer.swift)"
     "search-query|search text to FTS5 match expressions; a result's words marked (Fuzz/SearchQueryFuzzer.swift)"
     "search-index|whole search.sqlite files opened, searched and written (Fuzz/SearchIndexFuzzer.swift)"
+    "xbel|GTK's recently-used.xbel, desktop files and their Exec lines, KDE's RecentDocuments (Fuzz/XbelFuzzer.swift)"
+    "mpris-metadata|a media player's MPRIS metadata, status, position and rate, and the position now (Fuzz/MPRISMetadataFuzzer.swift)"
 )
 names=()
 for entry in "${targets[@]}"; do names+=("${entry%%|*}"); done
@@ -121,6 +123,11 @@ build() {
         # One module here: the record's `import BatonRegistry` names a module that does not exist in this build.
         sed '/^import BatonRegistry$/d' "$root/Sources/BatonAssociations/AssociationRecord.swift" > "$work/AssociationRecord.swift"
         max_len=270000
+        ;;
+    xbel | mpris-metadata)
+        # BatonActivitySources (issue 27) is pure and needs only BatonCore.
+        sources=("${core[@]}" "$root"/Sources/BatonActivitySources/*.swift)
+        if [ "$target" = xbel ]; then sources+=("$root/Fuzz/XbelFuzzer.swift"); else sources+=("$root/Fuzz/MPRISMetadataFuzzer.swift"); fi
         ;;
     frames)
         # The frame decoder is NIO's ByteToMessageDecoder. Inputs may hold a whole data frame of 256 KiB.

@@ -35,7 +35,7 @@ public struct ActivityURL: Sendable, Hashable, CustomStringConvertible {
         }
         let rest = text[text.index(after: colon)...]
         self.scheme = scheme
-        self.text = scheme.rawValue + rest
+        self.text = scheme.rawValue + ":" + rest
         switch scheme {
         case .http, .https:
             guard rest.hasPrefix("//"), let host = rest.dropFirst(2).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first,

@@ -20,6 +20,14 @@ public struct RecentlyUsedEntry: Sendable, Hashable {
         public var modified: Date?
         /// How many times it did.
         public var count: Int
+
+        /// An application's record, as the reader makes one.
+        public init(name: String, exec: String, modified: Date?, count: Int) {
+            self.name = name
+            self.exec = exec
+            self.modified = modified
+            self.count = count
+        }
     }
 
     /// The document's URL as written (percent-encoded): `file:///home/me/Sync/report.odt`, or any other scheme.

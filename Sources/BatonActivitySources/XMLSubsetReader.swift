@@ -234,6 +234,7 @@ struct XMLSubsetReader {
                 let entity = String(validating: raw[(index + 1)..<semicolon], as: UTF8.self)
             else { throw malformed("an unfinished entity in \(what)") }
             guard let character = XMLEntity.utf8(named: entity) else {
+                if entity.hasPrefix("#") { throw malformed("the character reference &\(entity.clipped(toBytes: 16)); in \(what) names no character") }
                 throw ActivitySourceError(.entityRefused, "the entity &\(entity.clipped(toBytes: 16)); in \(what) at byte \(offset): only XML's five and character references are read")
             }
             output.append(contentsOf: character)
