@@ -9,6 +9,9 @@ import Glibc
 /// What `connect` says when no agent answers (issue 24 part 7): where it looked and why there (BATON_AGENT_SOCKET,
 /// an `agent-socket` announcement, the default), how to reach an agent started with `--state`, and the agents that do
 /// answer beside it; never that no agent runs, and on one line.
+///
+/// On real Unix sockets on purpose (issue 26 item 3): the error is about socket files (missing, or nobody listening),
+/// which the in-memory app transport has none of.
 @Suite("connect's error: where it looked, from which source, and how to reach an agent run with --state (issue 24)")
 struct ConnectErrorTests {
     /// A home and a runtime folder of their own.

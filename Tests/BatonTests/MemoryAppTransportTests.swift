@@ -44,6 +44,9 @@ final class WelcomingIPCHandler: IPCHandler, Sendable {
     }
 }
 
+/// Agents here run on the network transport on purpose (issue 26 item 3): the in-memory app transport is checked
+/// beside peers on TLS and the system's clocks, as an embedder that keeps its agents on the network but its apps in
+/// the process has them, and the bundle check of an agent as installed (not trusting this process).
 @Suite("Issue 26 item 3: apps reach an agent in the same process in memory, with no socket")
 struct MemoryAppTransportTests {
     /// A socket path where no socket is, nor could be: only the memory transport answers there.

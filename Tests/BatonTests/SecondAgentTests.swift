@@ -7,6 +7,9 @@ import Testing
 
 /// A second agent started on a device whose agent runs is refused, and the running one keeps its app socket: the
 /// failed start cleans up only what it made (issue 26 item 1, found moving the app socket into its service).
+///
+/// On the network on purpose (issue 26 item 3): what it checks is the Unix app socket and its `agent-socket` file on
+/// disk, which an agent in memory has neither of.
 @MainActor
 @Suite("A second agent on the same device leaves the first one's socket alone")
 struct SecondAgentTests {
