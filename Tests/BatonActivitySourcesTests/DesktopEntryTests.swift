@@ -150,4 +150,33 @@ struct DesktopEntryTests {
         #expect(errorCode { _ = try KDERecentDocument(Array("[Desktop Entry]\nType=Application\nName=x\nURL=/a".utf8), home: "/") } == .malformedDesktopEntry)
         #expect(errorCode { _ = try KDERecentDocument(Array("[Desktop Entry]\nType=Link\nName=x".utf8), home: "/") } == .malformedDesktopEntry)
     }
+
+    @Test("garbage: mutated desktop files, KDE entries and Exec lines never trap; every error is typed; argv starts with the program")
+    func garbage() throws {
+        var generator = SystemRandomNumberGenerator()
+        let seeds = try ["vim.desktop", "chromium.desktop", "kde-report.odt.desktop"].map { try Array(RecentlyUsedReaderTests.fixture($0)) }
+        let pieces = Array(#"%fFuUickdm"\ ;|$`'[]=#~"#.utf8) + [0x0A, 0x09, 0x20, 0x00, 0xFF]
+        var read = 0
+        for round in 0..<3000 {
+            var bytes = seeds[round % seeds.count]
+            for _ in 0..<Int.random(in: 1...10, using: &generator) where !bytes.isEmpty {
+                let at = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[at] = pieces.randomElement(using: &generator) ?? 0
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(pieces.randomElement(using: &generator) ?? 0, at: at)
+                }
+            }
+            if let entry = try? DesktopEntry(bytes) { read += 1; _ = entry.name }
+            _ = errorCode { _ = try KDERecentDocument(bytes, home: "/home/a") }
+            let line = String(decoding: bytes.prefix(Int.random(in: 0...80, using: &generator)), as: UTF8.self)
+            var exec: ExecLine?
+            let code = errorCode { exec = try ExecLine(line) }
+            #expect(code == nil || code == .invalidExec || code == .tooLarge)
+            if let exec, let commands = try? exec.commands(opening: [Self.url("file:///a"), Self.url("https://b.example/")]) {
+                #expect(!commands.isEmpty && commands.allSatisfy { $0.first == exec.program && !exec.program.isEmpty })
+            }
+        }
+        #expect(read > 100)
+    }
 }
