@@ -163,6 +163,14 @@ final class SlowSaver: NSUserActivityDelegate {
 
     /// How many saves have begun (so a test can act while one is under way, not after a guessed delay).
     var savesStarted: Int { condition.withLock { started } }
+    /// The count of saves begun, told as it grows (the newest only to a late reader, the count so far at once).
+    let starts: AsyncStream<Int>
+    private let told: AsyncStream<Int>.Continuation
+
+    init() {
+        (starts, told) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
+        told.yield(0)
+    }
 
     /// Lets the save under way (and any later one) end.
     func finishSaving() {
@@ -176,6 +184,7 @@ final class SlowSaver: NSUserActivityDelegate {
         // The slow serialization itself: what the test is about (C6: a second continue arrives meanwhile).
         condition.withLock {
             started += 1
+            told.yield(started)
             let limit = Date().addingTimeInterval(10)
             while !finished && condition.wait(until: limit) {}
         }

@@ -64,7 +64,7 @@ struct AppleShapedTests {
         }
     }
 
-    @Test("manager off the main actor, view controller as delegate and responder, UIKit app delegate: every callback in Apple's order, once")
+    @Test("manager off the main actor, view controller as delegate and responder, UIKit app delegate: every callback in Apple's order, once", .timeLimit(.minutes(1)))
     func uiKitShapes() async throws {
         let world = try await World()
         let laptopDelegate = AppDelegate()
@@ -90,9 +90,11 @@ struct AppleShapedTests {
         #expect(continued.persistentIdentifier == "place-1" && continued.isEligibleForSearch)
         // G3: the deletion goes to the laptop's agent; the handler runs on the main actor once the agent answered.
         var forgotten = false
-        ActivityManager().forget("place-1") { forgotten = true }
-        for _ in 0..<2_500 where !forgotten {
-            try await Task.sleep(for: .milliseconds(2))
+        await withCheckedContinuation { (ran: CheckedContinuation<Void, Never>) in
+            ActivityManager().forget("place-1") {
+                forgotten = true
+                ran.resume()
+            }
         }
         #expect(forgotten, "the completion handler ran")
         screen.userActivity = nil
@@ -119,7 +121,7 @@ struct AppleShapedTests {
         await world.stop()
     }
 
-    @Test("a second continue while the first waits for the state cancels it, and Apple's NSUserCancelledError check holds (C6)")
+    @Test("a second continue while the first waits for the state cancels it, and Apple's NSUserCancelledError check holds (C6)", .timeLimit(.minutes(1)))
     func cancelledContinuation() async throws {
         let world = try await World()
         let desktopDelegate = AppDelegate()
@@ -145,9 +147,7 @@ struct AppleShapedTests {
         }
         // Once the laptop's app has begun the first continuation's save (which blocks the main actor until released).
         let second = Task.detached {
-            for _ in 0..<15_000 where saver.savesStarted == saves {
-                try? await Task.sleep(for: .milliseconds(2))
-            }
+            for await started in saver.starts where started > saves { break }
             return await agent.continueNearby(device: "laptop")
         }
         let outcomes = (await first.value, await second.value)

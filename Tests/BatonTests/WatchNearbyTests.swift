@@ -16,26 +16,31 @@ struct WatchNearbyTests {
         var offers: [NearbyItem] { lists.flatMap { $0.filter { $0.deviceName == "laptop" } } }
     }
 
-    @Test("C3, issue 26 item 5: the watcher hears of a new offer before its title is known, then again with the title")
+    @Test("C3, issue 26 item 5: the watcher hears of a new offer before its title is known, then again with the title", .timeLimit(.minutes(1)))
     func offerAtOnceThenDescribed() async throws {
         let world = try await TwoDevices(transport: .memory)
         let watcher = try await AgentClient.connect(path: world.devices.agents[1].socketPath, bundleIdentifier: nil)
         let told = Told()
-        let reading = Task { @MainActor in
-            for await message in watcher.messages {
-                if case .nearbyChanged(let items) = message { told.lists.append(items) }
+        var messages = watcher.messages.makeAsyncIterator()
+        /// Waits for the next list the watcher is told (false once its connection has ended).
+        func hear() async -> Bool {
+            while let message = await messages.next(isolation: #isolation) {
+                if case .nearbyChanged(let items) = message {
+                    told.lists.append(items)
+                    return true
+                }
             }
+            return false
         }
         watcher.send(.watchNearby)
         // The first answer is the list as it is (empty): the offer made after it is a change the watcher is told of.
-        for _ in 0..<500 where told.lists.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await hear()
         #expect(told.lists.first == [], "\(told.lists)")
         let activity = try UserActivity(activityType: "com.example.notes.edit", application: world.laptop)
         activity.title = "Groceries"
         activity.becomeCurrent()
-        for _ in 0..<1_000 where !told.offers.contains(where: { $0.title != nil }) { try await Task.sleep(for: .milliseconds(10)) }
+        while !told.offers.contains(where: { $0.title != nil }), await hear() {}
         watcher.close()
-        reading.cancel()
         let seen = told.offers
         #expect(seen.first?.title == nil, "the first message waited for the description: \(seen)")
         #expect(seen.first?.app == "com.example.Notes", "the table names the app here at once (D1): \(seen)")
