@@ -43,6 +43,26 @@ struct BinaryPropertyListTests {
         #expect(occurrences == 1)
     }
 
+    @Test("equal strings are stored once also when their scalars differ, whichever comes first (issue 26 item 5)")
+    func equalStringsStoredOnce() throws {
+        // "K" and the Kelvin sign, "è" composed and decomposed: equal strings (`==`), other bytes.
+        for texts in [["K", "\u{212A}", "e\u{300}", "è", "x"], ["\u{212A}", "K", "è", "e\u{300}", "x"]] {
+            let data = try BinaryPropertyListEncoder.encode(.array(texts.map(PropertyList.string)))
+            // The trailer's object count: the array and three strings.
+            let count = data.suffix(24).prefix(8).reduce(0) { $0 << 8 | Int($1) }
+            #expect(count == 4, "\(texts)")
+            let decoded = try #require(BinaryPropertyListDecoder.decode(data).arrayValue)
+            // Each as the first of its equals was written.
+            let scalars = decoded.map { $0.stringValue.map { Array($0.unicodeScalars) } ?? [] }
+            #expect(scalars == [0, 0, 2, 2, 4].map { Array(texts[$0].unicodeScalars) })
+        }
+        // Past the first string with a scalar from U+0300 on, and with 15 or more characters (an extended count).
+        let long = String(repeating: "e\u{300}", count: 20)
+        let data = try BinaryPropertyListEncoder.encode(["a": "Crème fraîche", "b": "\u{3042}", "c": .string(long), "d": .string(long.precomposedStringWithCanonicalMapping), "e": "K", "f": "\u{212A}"])
+        let count = data.suffix(24).prefix(8).reduce(0) { $0 << 8 | Int($1) }
+        #expect(count == 1 + 6 + 4)
+    }
+
     @Test("integers use the narrowest width; above Int64.max the 16-byte form")
     func integerWidths() throws {
         func objectBytes(_ value: PropertyList) throws -> String {

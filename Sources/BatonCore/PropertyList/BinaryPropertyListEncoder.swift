@@ -17,29 +17,42 @@ public enum BinaryPropertyListEncoder {
     public static func encode(_ value: PropertyList, limits: PropertyListLimits = .default) throws -> Data {
         var writer = BinaryWriter(maximumDepth: limits.maximumDepth)
         _ = try writer.flatten(value, depth: 0)
-        return Data(writer.write())
+        return writer.write()
     }
 }
 
+/// Flattens a value into objects in index order, then writes the file.
+///
+/// Scalars and strings are written as they are met, into ``scalarBytes``; each object is a range there or a container
+/// pointing into ``references``. The file is then the header, the objects in index order (a copy for a scalar, a
+/// marker and references for a container, once the reference width is known), the offset table and the trailer, each
+/// written once into a buffer of the exact size (issue 26 item 5: the continuing and origin apps encode every state).
 private struct BinaryWriter {
-    /// One object of the file, in object-index order; containers point into `references`.
-    enum FlatObject {
-        case scalar(PropertyList)
-        case string(String)
-        case array(start: Int, count: Int)
-        case set(start: Int, count: Int)
-        /// Keys at `start..<start+count`, values at `start+count..<start+2*count`.
-        case dictionary(start: Int, count: Int)
+    /// One object of the file, in object-index order.
+    struct FlatObject {
+        /// ``BinaryPropertyListMarker`` high nibble of a container (array, set, dictionary), or 0: bytes in `scalarBytes`.
+        var container: UInt8
+        /// Scalars: where their bytes start and end in `scalarBytes`. Containers: where their references start, and
+        /// how many elements they have (a dictionary's keys at `first..<first+second`, its values after them).
+        var first: Int
+        var second: Int
     }
 
     let maximumDepth: Int
     var objects: [FlatObject] = []
     var references: [Int] = []
-    var stringObjects: [String: Int] = [:]
-    var output: [UInt8] = []
+    /// The string objects by their encoded bytes (``StringTable``): equal bytes, one object.
+    var stringTable = StringTable()
+    /// The string objects by value (`==`, canonical equivalence), made only once a string is not ASCII: equal strings
+    /// are stored once, as the encoder always did, also when their scalars differ ("é" composed or not).
+    var stringObjects: [String: Int]?
+    var scalarBytes: [UInt8] = []
 
     init(maximumDepth: Int) {
         self.maximumDepth = maximumDepth
+        objects.reserveCapacity(64)
+        references.reserveCapacity(64)
+        scalarBytes.reserveCapacity(1_024)
     }
 
     // MARK: Flattening
@@ -53,37 +66,84 @@ private struct BinaryWriter {
             for (offset, element) in elements.enumerated() {
                 references[start + offset] = try flatten(element, depth: depth + 1)
             }
-            objects[index] = .array(start: start, count: elements.count)
+            objects[index] = FlatObject(container: BinaryPropertyListMarker.array, first: start, second: elements.count)
             return index
         case .set(let members):
             let (index, start) = try reserveContainer(references: members.count, depth: depth)
             for (offset, member) in members.enumerated() {
                 references[start + offset] = try flatten(member, depth: depth + 1)
             }
-            objects[index] = .set(start: start, count: members.count)
+            objects[index] = FlatObject(container: BinaryPropertyListMarker.set, first: start, second: members.count)
             return index
         case .dictionary(let entries):
             let count = entries.count
             let (index, start) = try reserveContainer(references: 2 * count, depth: depth)
-            for (offset, entry) in entries.sorted(by: { $0.key < $1.key }).enumerated() {
-                references[start + offset] = flattenString(entry.key)
-                references[start + count + offset] = try flatten(entry.value, depth: depth + 1)
+            // Sorted by key through the dictionary's own indices: no copy of its entries.
+            var order = Array(entries.indices)
+            order.sort { entries[$0].key < entries[$1].key }
+            for (offset, entry) in order.enumerated() {
+                references[start + offset] = flattenString(entries[entry].key)
+                references[start + count + offset] = try flatten(entries[entry].value, depth: depth + 1)
             }
-            objects[index] = .dictionary(start: start, count: count)
+            objects[index] = FlatObject(container: BinaryPropertyListMarker.dictionary, first: start, second: count)
             return index
         case .date(let date) where !date.timeIntervalSinceReferenceDate.isFinite:
             throw BatonCoreError(.unrepresentable, "a date of \(date.timeIntervalSinceReferenceDate) seconds is no point in time")
         default:
-            objects.append(.scalar(value))
+            let start = scalarBytes.count
+            writeScalar(value)
+            objects.append(FlatObject(container: 0, first: start, second: scalarBytes.count))
             return objects.count - 1
         }
     }
 
+    /// The object of the string `text`: the first one equal to it (`==`), else a new one.
+    ///
+    /// Its bytes are written first and looked up in ``stringTable``: the same bytes are the same string. Strings can be
+    /// equal with other bytes only when one has a scalar from U+0300 on ("e" and a combining accent against "è", the
+    /// Kelvin sign against "K"; ``writeString(_:)``), so from the first such string on, a string whose bytes are new
+    /// is looked up by value too (``stringObjects``). Every string goes where a dictionary of strings alone put it (as
+    /// the encoder had), so the output is the same, byte for byte.
     mutating func flattenString(_ text: String) -> Int {
-        if let existing = stringObjects[text] { return existing }
-        objects.append(.string(text))
-        stringObjects[text] = objects.count - 1
-        return objects.count - 1
+        let start = scalarBytes.count
+        let plain = writeString(text)
+        let found = scalarBytes.withUnsafeBufferPointer { bytes in
+            stringTable.find(UnsafeBufferPointer(rebasing: bytes[start...]), in: bytes, objects: objects)
+        }
+        if let existing = found.object {
+            scalarBytes.removeLast(scalarBytes.count - start)
+            return existing
+        }
+        if stringObjects == nil, !plain { stringObjects = allStringObjects() }
+        if let existing = stringObjects?[text] {
+            scalarBytes.removeLast(scalarBytes.count - start)
+            return existing
+        }
+        objects.append(FlatObject(container: 0, first: start, second: scalarBytes.count))
+        let index = objects.count - 1
+        stringTable.insert(index, at: found.slot, hash: found.hash)
+        stringObjects?[text] = index
+        return index
+    }
+
+    /// The string objects so far by value, each string read back from its bytes (exactly the scalars written).
+    func allStringObjects() -> [String: Int] {
+        var strings: [String: Int] = [:]
+        for (index, object) in objects.enumerated() where object.container == 0 {
+            let bytes = scalarBytes[object.first..<object.second]
+            let marker = bytes[bytes.startIndex]
+            // Strings are the only scalars with these markers (a URL's inline string follows its own marker).
+            guard marker >> 4 == BinaryPropertyListMarker.asciiString || marker >> 4 == BinaryPropertyListMarker.utf16String else { continue }
+            // The marker, and for 15 or more the integer object of the count.
+            let header = marker & 0x0F != 0x0F ? 1 : 2 + (1 << Int(bytes[bytes.startIndex + 1] & 0x0F))
+            let text = bytes[(bytes.startIndex + header)...]
+            let string =
+                marker >> 4 == BinaryPropertyListMarker.asciiString
+                ? String(decoding: text, as: UTF8.self)
+                : String(decoding: stride(from: text.startIndex, to: text.endIndex, by: 2).map { UInt16(text[$0]) << 8 | UInt16(text[$0 + 1]) }, as: UTF16.self)
+            if strings[string] == nil { strings[string] = index }
+        }
+        return strings
     }
 
     /// Appends a placeholder for a container and room for its references; returns both positions.
@@ -91,13 +151,13 @@ private struct BinaryWriter {
         guard depth < maximumDepth else {
             throw BatonCoreError(.tooDeep, "containers nest deeper than \(maximumDepth) levels")
         }
-        objects.append(.array(start: 0, count: 0))
+        objects.append(FlatObject(container: BinaryPropertyListMarker.array, first: 0, second: 0))
         let start = references.count
         references.append(contentsOf: repeatElement(0, count: count))
         return (objects.count - 1, start)
     }
 
-    // MARK: Writing
+    // MARK: Writing the file
 
     static func byteWidth(_ maximum: Int) -> Int {
         switch maximum {
@@ -108,65 +168,88 @@ private struct BinaryWriter {
         }
     }
 
-    mutating func write() -> [UInt8] {
+    /// The bytes of a count as ``writeCount(_:_:)`` writes it: the marker, and an integer object from 15 on.
+    static func countSize(_ count: Int) -> Int {
+        count < 15 ? 1 : 1 + integerSize(UInt64(count))
+    }
+
+    /// The bytes of an integer object as ``writeInteger(_:)`` writes it.
+    static func integerSize(_ value: UInt64) -> Int {
+        switch value {
+        case ..<(1 << 8): 2
+        case ..<(1 << 16): 3
+        case ..<(1 << 32): 5
+        case ...UInt64(Int64.max): 9
+        default: 17
+        }
+    }
+
+    func write() -> Data {
         let referenceSize = Self.byteWidth(objects.count - 1)
-        var offsets: [Int] = []
-        offsets.reserveCapacity(objects.count)
-        output.reserveCapacity(objects.count * 8 + 64)
-        output.append(contentsOf: BinaryPropertyListMarker.header)
+        // The object area's size, so the whole file is written once into a buffer of its size.
+        var objectsEnd = BinaryPropertyListMarker.header.count
         for object in objects {
-            offsets.append(output.count)
-            switch object {
-            case .scalar(let value):
-                writeScalar(value)
-            case .string(let text):
-                writeString(text)
-            case .array(let start, let count):
-                writeCount(BinaryPropertyListMarker.array, count)
-                writeReferences(start..<(start + count), size: referenceSize)
-            case .set(let start, let count):
-                writeCount(BinaryPropertyListMarker.set, count)
-                writeReferences(start..<(start + count), size: referenceSize)
-            case .dictionary(let start, let count):
-                writeCount(BinaryPropertyListMarker.dictionary, count)
-                writeReferences(start..<(start + 2 * count), size: referenceSize)
+            if object.container == 0 {
+                objectsEnd += object.second - object.first
+            } else {
+                let count = object.second
+                let references = object.container == BinaryPropertyListMarker.dictionary ? 2 * count : count
+                objectsEnd += Self.countSize(count) + references * referenceSize
             }
         }
-        let tableOffset = output.count
-        let offsetSize = Self.byteWidth(tableOffset)
-        for offset in offsets {
-            appendBigEndian(UInt64(offset), size: offsetSize)
+        let offsetSize = Self.byteWidth(objectsEnd)
+        let fileSize = objectsEnd + objects.count * offsetSize + BinaryPropertyListMarker.trailerSize
+        var file = Data(count: fileSize)
+        file.withUnsafeMutableBytes { buffer in
+            var out = ByteWriter(buffer)
+            for byte in BinaryPropertyListMarker.header { out.append(byte) }
+            var offsets = out.position
+            // The offset table is filled in beside the objects: entry i is object i's position.
+            var table = ByteWriter(buffer, at: objectsEnd)
+            scalarBytes.withUnsafeBufferPointer { scalars in
+                for object in objects {
+                    offsets = out.position
+                    table.appendBigEndian(UInt64(offsets), size: offsetSize)
+                    if object.container == 0 {
+                        out.append(UnsafeBufferPointer(rebasing: scalars[object.first..<object.second]))
+                        continue
+                    }
+                    let count = object.second
+                    out.appendCount(object.container, count)
+                    let end = object.first + (object.container == BinaryPropertyListMarker.dictionary ? 2 * count : count)
+                    for position in object.first..<end {
+                        out.appendBigEndian(UInt64(references[position]), size: referenceSize)
+                    }
+                }
+            }
+            // Trailer: 5 unused bytes, sort version, offset size, reference size, count, top object, table offset.
+            // The buffer starts zeroed, so the six zero bytes are skipped.
+            table.position += 6
+            table.append(UInt8(offsetSize))
+            table.append(UInt8(referenceSize))
+            table.appendBigEndian(UInt64(objects.count), size: 8)
+            table.appendBigEndian(0, size: 8)
+            table.appendBigEndian(UInt64(objectsEnd), size: 8)
         }
-        // Trailer: 5 unused bytes, sort version, offset size, reference size, count, top object, table offset.
-        output.append(contentsOf: repeatElement(0, count: 6))
-        output.append(UInt8(offsetSize))
-        output.append(UInt8(referenceSize))
-        appendBigEndian(UInt64(objects.count), size: 8)
-        appendBigEndian(0, size: 8)
-        appendBigEndian(UInt64(tableOffset), size: 8)
-        return output
+        return file
     }
+
+    // MARK: Scalars
 
     mutating func appendBigEndian(_ value: UInt64, size: Int) {
         var shift = (size - 1) * 8
         while shift >= 0 {
-            output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            scalarBytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             shift -= 8
-        }
-    }
-
-    mutating func writeReferences(_ range: Range<Int>, size: Int) {
-        for position in range {
-            appendBigEndian(UInt64(references[position]), size: size)
         }
     }
 
     /// A marker with its count in the low nibble, or `0xF` and an integer object when the count is 15 or more.
     mutating func writeCount(_ kind: UInt8, _ count: Int) {
         if count < 15 {
-            output.append(kind << 4 | UInt8(count))
+            scalarBytes.append(kind << 4 | UInt8(count))
         } else {
-            output.append(kind << 4 | 0x0F)
+            scalarBytes.append(kind << 4 | 0x0F)
             writeInteger(UInt64(count))
         }
     }
@@ -174,43 +257,57 @@ private struct BinaryWriter {
     mutating func writeInteger(_ value: UInt64) {
         switch value {
         case ..<(1 << 8):
-            output.append(0x10)
+            scalarBytes.append(0x10)
             appendBigEndian(value, size: 1)
         case ..<(1 << 16):
-            output.append(0x11)
+            scalarBytes.append(0x11)
             appendBigEndian(value, size: 2)
         case ..<(1 << 32):
-            output.append(0x12)
+            scalarBytes.append(0x12)
             appendBigEndian(value, size: 4)
         case ...UInt64(Int64.max):
-            output.append(0x13)
+            scalarBytes.append(0x13)
             appendBigEndian(value, size: 8)
         default:
             // Above Int64.max the format needs its 16-byte signed integer.
-            output.append(0x14)
+            scalarBytes.append(0x14)
             appendBigEndian(0, size: 8)
             appendBigEndian(value, size: 8)
         }
     }
 
-    mutating func writeString(_ text: String) {
-        if text.utf8.allSatisfy({ $0 < 0x80 }) {
-            writeCount(BinaryPropertyListMarker.asciiString, text.utf8.count)
-            output.append(contentsOf: text.utf8)
-        } else {
-            writeCount(BinaryPropertyListMarker.utf16String, text.utf16.count)
-            for unit in text.utf16 {
-                output.append(UInt8(truncatingIfNeeded: unit >> 8))
-                output.append(UInt8(truncatingIfNeeded: unit))
+    /// Writes `text` as an ASCII string object when it is ASCII, else as a UTF-16 one; says whether all its scalars
+    /// are below U+0300.
+    ///
+    /// Such a string is in Unicode's normal form C and no other string of such scalars is canonically equivalent to
+    /// it (none of them combines, none decomposes to another), so among them `==` is the same scalars.
+    @discardableResult
+    mutating func writeString(_ text: String) -> Bool {
+        var text = text
+        // Contiguous UTF-8 (every native string; a bridged one is made so once): its bytes are read in place. Below
+        // U+0300 is every byte below 0xCC (lead bytes up to 0xCB, continuation bytes below 0xC0).
+        let highest = text.withUTF8 { bytes in
+            let highest = bytes.max() ?? 0
+            if highest < 0x80 {
+                writeCount(BinaryPropertyListMarker.asciiString, bytes.count)
+                scalarBytes.append(contentsOf: bytes)
             }
+            return highest
         }
+        guard highest >= 0x80 else { return true }
+        writeCount(BinaryPropertyListMarker.utf16String, text.utf16.count)
+        for unit in text.utf16 {
+            scalarBytes.append(UInt8(truncatingIfNeeded: unit >> 8))
+            scalarBytes.append(UInt8(truncatingIfNeeded: unit))
+        }
+        return highest < 0xCC
     }
 
     mutating func writeScalar(_ value: PropertyList) {
         switch value {
         case .integer(let number):
             if number < 0 {
-                output.append(0x13)
+                scalarBytes.append(0x13)
                 appendBigEndian(UInt64(bitPattern: number), size: 8)
             } else {
                 writeInteger(UInt64(number))
@@ -218,23 +315,23 @@ private struct BinaryWriter {
         case .unsignedInteger(let number):
             writeInteger(number)
         case .real(let number):
-            output.append(0x23)
+            scalarBytes.append(0x23)
             appendBigEndian(number.bitPattern, size: 8)
         case .bool(let flag):
-            output.append(flag ? BinaryPropertyListMarker.boolTrue : BinaryPropertyListMarker.boolFalse)
+            scalarBytes.append(flag ? BinaryPropertyListMarker.boolTrue : BinaryPropertyListMarker.boolFalse)
         case .date(let date):
-            output.append(0x33)
+            scalarBytes.append(0x33)
             appendBigEndian(date.timeIntervalSinceReferenceDate.bitPattern, size: 8)
         case .data(let bytes):
             writeCount(BinaryPropertyListMarker.data, bytes.count)
-            output.append(contentsOf: bytes)
+            scalarBytes.append(contentsOf: bytes)
         case .null:
-            output.append(BinaryPropertyListMarker.null)
+            scalarBytes.append(BinaryPropertyListMarker.null)
         case .uuid(let uuid):
-            output.append(BinaryPropertyListMarker.uuid)
-            withUnsafeBytes(of: uuid.uuid) { output.append(contentsOf: $0) }
+            scalarBytes.append(BinaryPropertyListMarker.uuid)
+            withUnsafeBytes(of: uuid.uuid) { scalarBytes.append(contentsOf: $0) }
         case .url(let url):
-            output.append(BinaryPropertyListMarker.url)
+            scalarBytes.append(BinaryPropertyListMarker.url)
             writeString(url.absoluteString)
         case .string(let text):
             writeString(text)
@@ -242,5 +339,106 @@ private struct BinaryWriter {
             // Containers are flattened into their own objects and never reach this point.
             preconditionFailure("container passed to writeScalar")
         }
+    }
+}
+
+extension BinaryWriter {
+    /// The string objects by their encoded bytes (marker, count and characters): open addressing on FNV-1a hashes, as
+    /// Swift's dictionary of strings hashed each of them with a seeded SipHash, half the encoder's time for a 3 KB state.
+    struct StringTable {
+        /// Each slot's object, or -1; and its bytes' hash.
+        var slots = [Int](repeating: -1, count: 64)
+        var hashes = [UInt64](repeating: 0, count: 64)
+        var count = 0
+
+        static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
+        }
+
+        /// The object whose bytes in `all` are `key`, if any, and the slot for it and its hash otherwise.
+        func find(_ key: UnsafeBufferPointer<UInt8>, in all: UnsafeBufferPointer<UInt8>, objects: [FlatObject]) -> (object: Int?, slot: Int, hash: UInt64) {
+            let hash = Self.hash(key)
+            let mask = slots.count - 1
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while slots[slot] >= 0 {
+                let object = objects[slots[slot]]
+                if hashes[slot] == hash, object.second - object.first == key.count,
+                    Self.same(all, from: object.first, as: key)
+                {
+                    return (slots[slot], slot, hash)
+                }
+                slot = (slot + 1) & mask
+            }
+            return (nil, slot, hash)
+        }
+
+        /// Whether `all` holds the bytes of `key` from `start` on (checked to be in it).
+        static func same(_ all: UnsafeBufferPointer<UInt8>, from start: Int, as key: UnsafeBufferPointer<UInt8>) -> Bool {
+            for index in key.indices where all[start + index] != key[index] { return false }
+            return true
+        }
+
+        /// Puts `object` in `slot` (from ``find(_:in:objects:)``, with nothing inserted since).
+        mutating func insert(_ object: Int, at slot: Int, hash: UInt64) {
+            slots[slot] = object
+            hashes[slot] = hash
+            count += 1
+            guard count * 2 > slots.count else { return }
+            // Keep it at most half full: twice the slots, every entry moved.
+            let (oldSlots, oldHashes) = (slots, hashes)
+            slots = [Int](repeating: -1, count: 2 * oldSlots.count)
+            hashes = [UInt64](repeating: 0, count: 2 * oldSlots.count)
+            let mask = slots.count - 1
+            for (index, object) in oldSlots.enumerated() where object >= 0 {
+                var slot = Int(truncatingIfNeeded: oldHashes[index]) & mask
+                while slots[slot] >= 0 { slot = (slot + 1) & mask }
+                slots[slot] = object
+                hashes[slot] = oldHashes[index]
+            }
+        }
+    }
+}
+
+/// Writes bytes into a buffer sized beforehand (``BinaryWriter/write()`` computes the file's exact size).
+private struct ByteWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    var position: Int
+
+    init(_ buffer: UnsafeMutableRawBufferPointer, at position: Int = 0) {
+        self.buffer = buffer
+        self.position = position
+    }
+
+    mutating func append(_ byte: UInt8) {
+        buffer[position] = byte
+        position += 1
+    }
+
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        UnsafeMutableRawBufferPointer(rebasing: buffer[position..<(position + bytes.count)]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+        position += bytes.count
+    }
+
+    mutating func appendBigEndian(_ value: UInt64, size: Int) {
+        var shift = (size - 1) * 8
+        while shift >= 0 {
+            buffer[position] = UInt8(truncatingIfNeeded: value >> UInt64(shift))
+            position += 1
+            shift -= 8
+        }
+    }
+
+    /// A container's marker and count, as ``BinaryWriter/writeCount(_:_:)`` writes a scalar's.
+    mutating func appendCount(_ kind: UInt8, _ count: Int) {
+        if count < 15 {
+            append(kind << 4 | UInt8(count))
+            return
+        }
+        append(kind << 4 | 0x0F)
+        let size = BinaryWriter.integerSize(UInt64(count))
+        append(0x10 | UInt8(size == 2 ? 0 : size == 3 ? 1 : size == 5 ? 2 : 3))
+        appendBigEndian(UInt64(count), size: size - 1)
     }
 }
