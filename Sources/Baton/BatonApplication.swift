@@ -138,7 +138,8 @@ public final class BatonApplication {
 
     let eventSink: AsyncStream<ContinuationEvent>.Continuation
     var client: AgentClient?
-    var receiving: Task<Void, Never>?
+    /// The messages of ``client``'s connection on their way here (issue 26 item 5).
+    var inbox: AgentInbox?
     nonisolated let nextIdentifier = Atomic<UInt64>(1)
     var live: [UInt64: WeakActivity] = [:]
     /// Continuations told `willContinue` and not yet ended: each ends exactly once (C5).
@@ -215,17 +216,17 @@ public final class BatonApplication {
         let location = socketPath.map { AgentSocket.Location(path: $0, source: .given) } ?? AgentSocket.locationForApps(environment: environment)
         let path = location.path
         disconnect()
-        let client = try await AgentClient.connect(to: location, bundleIdentifier: bundle, group: connectionLoops)
+        let inbox = AgentInbox()
+        // On the connection's loop: each message goes to the main actor in one job, in order.
+        let client = try await AgentClient.connect(to: location, bundleIdentifier: bundle, group: connectionLoops) { [weak self] message in
+            if inbox.put(message) { Task { @MainActor in self?.takeMessages(from: inbox) } }
+        }
         self.client = client
+        self.inbox = inbox
         self.bundleIdentifier = bundle
         self.deviceName = client.deviceName
         self.socketPath = path
-        receiving = Task { [weak self] in
-            for await message in client.messages {
-                self?.handle(message)
-            }
-            self?.connectionEnded(client)
-        }
+        if inbox.open() { Task { [weak self] in self?.takeMessages(from: inbox) } }
         if let currentActivity {
             publish(currentActivity)
             index(currentActivity)
@@ -241,8 +242,7 @@ public final class BatonApplication {
     func connectionEnded(_ ended: AgentClient) {
         guard client === ended else { return }
         client = nil
-        receiving?.cancel()
-        receiving = nil
+        inbox = nil
         // C5, C8: a continuation the agent can no longer finish still ends, once.
         for (continuation, type) in pending.sorted(by: { $0.key < $1.key }) {
             fail(continuation, type: type, ContinuationError(.agentGone, "the connection to this device's agent ended"))
@@ -316,6 +316,17 @@ public final class BatonApplication {
     }
 
     // MARK: What the agent says
+
+    /// Handles what `inbox` holds, in order, while it is the current connection's: a connection this app has left
+    /// (``disconnect()``, a new ``connect``) is heard no more, as the task that read its stream was cancelled.
+    func takeMessages(from inbox: AgentInbox) {
+        let (messages, ended) = inbox.take()
+        for message in messages {
+            guard self.inbox === inbox else { return }
+            handle(message)
+        }
+        if ended, self.inbox === inbox, let client { connectionEnded(client) }
+    }
 
     func handle(_ message: IPCMessage) {
         switch message {

@@ -25,8 +25,16 @@ public final class AgentClient: MessageSink, Sendable {
         set { agent.withLockedValue { $0.name = newValue } }
     }
     private let agent = NIOLockedValueBox((device: "", name: ""))
-    /// Every message the agent sends after its welcome, in order; finishes when the connection ends.
+    /// Every message the agent sends after its welcome, in order; finishes when the connection ends. Empty for a
+    /// client opened with a ``Receiver``, which gets them instead.
     public let messages: AsyncStream<IPCMessage>
+
+    /// Takes each message the agent sends after its welcome, in order, on the connection's event loop, then `nil` once
+    /// when the connection ends. What the app library uses instead of ``messages`` to hand a message to its main actor
+    /// in one step: a task iterating an async stream is resumed on the global executor and only then hops to its
+    /// actor, two wake-ups where one does (issue 26 item 5).
+    package typealias Receiver = @Sendable (IPCMessage?) -> Void
+    let receiver: Receiver?
 
     /// The socket's channel, or the end of a connection in memory.
     let conduit: any AppConduit
@@ -34,8 +42,9 @@ public final class AgentClient: MessageSink, Sendable {
     let welcome = NIOLockedValueBox<CheckedContinuation<IPCMessage?, Never>?>(nil)
     let greeted = NIOLockedValueBox(false)
 
-    init(conduit: any AppConduit) {
+    init(conduit: any AppConduit, receiver: Receiver? = nil) {
         self.conduit = conduit
+        self.receiver = receiver
         (messages, continuation) = AsyncStream.makeStream(of: IPCMessage.self)
     }
 
@@ -54,8 +63,16 @@ public final class AgentClient: MessageSink, Sendable {
     public static func connect(
         to location: AgentSocket.Location, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AgentClient {
+        try await connect(to: location, bundleIdentifier: bundleIdentifier, timeout: timeout, group: group, receiver: nil)
+    }
+
+    /// ``connect(to:bundleIdentifier:timeout:group:)`` with the messages going to `receiver`, from the first one on.
+    package static func connect(
+        to location: AgentSocket.Location, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        receiver: Receiver?
+    ) async throws -> AgentClient {
         do {
-            return try await connect(path: location.path, bundleIdentifier: bundleIdentifier, timeout: timeout, group: group)
+            return try await connect(path: location.path, bundleIdentifier: bundleIdentifier, timeout: timeout, group: group, receiver: receiver)
         } catch let error as BatonClientError where error.code == .peerUnreachable {
             let why = AgentSocket.whyUnreachable(location.path)
             let others = AgentSocket.socketsBeside(location.path)
@@ -74,8 +91,16 @@ public final class AgentClient: MessageSink, Sendable {
     public static func connect(
         path: String, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AgentClient {
+        try await connect(path: path, bundleIdentifier: bundleIdentifier, timeout: timeout, group: group, receiver: nil)
+    }
+
+    /// ``connect(path:bundleIdentifier:timeout:group:)`` with the messages going to `receiver`, from the first one on.
+    package static func connect(
+        path: String, bundleIdentifier: String?, timeout: Double = 5, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        receiver: Receiver?
+    ) async throws -> AgentClient {
         if let conduit = MemoryAppSockets.process.connect(path: path, loop: group.next()) {
-            return try await hello(over: conduit, path: path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+            return try await hello(over: conduit, path: path, bundleIdentifier: bundleIdentifier, timeout: timeout, receiver: receiver)
         }
         // ISSUE 10 item 3: talk only to an agent of this user. The socket's owner first, then, decisively, the
         // credentials of the process that listens on it.
@@ -100,11 +125,15 @@ public final class AgentClient: MessageSink, Sendable {
                 "no agent answers at \(path): \(AgentSocket.whyUnreachable(path)) (is `baton agent` running, with the same --state?)"
             )
         }
-        return try await hello(over: ChannelAppConduit(channel, messages: handler), path: path, bundleIdentifier: bundleIdentifier, timeout: timeout)
+        return try await hello(
+            over: ChannelAppConduit(channel, messages: handler), path: path, bundleIdentifier: bundleIdentifier, timeout: timeout, receiver: receiver
+        )
     }
 
     /// Checks that the agent at the other end of `conduit` is this user's, and says hello.
-    static func hello(over conduit: any AppConduit, path: String, bundleIdentifier: String?, timeout: Double) async throws -> AgentClient {
+    static func hello(
+        over conduit: any AppConduit, path: String, bundleIdentifier: String?, timeout: Double, receiver: Receiver? = nil
+    ) async throws -> AgentClient {
         let owner = try? await conduit.peerCredentials().get()
         guard let owner, owner.uid == getuid() else {
             conduit.close()
@@ -113,7 +142,7 @@ public final class AgentClient: MessageSink, Sendable {
                 "the process listening at \(path) belongs to user \(owner.map { String($0.uid) } ?? "unknown"), not to you (\(getuid())): it is not your agent"
             )
         }
-        let client = AgentClient(conduit: conduit)
+        let client = AgentClient(conduit: conduit, receiver: receiver)
         let timer = conduit.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) { client.greet(nil) }
         defer { timer.cancel() }
         let answer: IPCMessage? = await withCheckedContinuation { waiter in
@@ -163,7 +192,7 @@ public final class AgentClient: MessageSink, Sendable {
             greet(message)
         } else {
             if HopStamps.isOn, case .deliver = message { HopStamps.stamp(.clientDeliverReceived) }
-            continuation.yield(message)
+            if let receiver { receiver(message) } else { continuation.yield(message) }
         }
     }
 
@@ -174,5 +203,6 @@ public final class AgentClient: MessageSink, Sendable {
     package func closed() {
         greet(nil)
         continuation.finish()
+        receiver?(nil)
     }
 }
