@@ -73,16 +73,26 @@ struct VirtualTimeTests {
         await waiting.value
     }
 
-    @Test("ISSUE 10 item 1 on virtual time: the session service closes a link this side dialled once it has been idle 120 s, and not at 119.999 s")
-    func sessionSweep() async throws {
+    /// A link over the memory transport, its dialler's session service running on a virtual clock, asleep until the
+    /// link could be due (idle since it opened, now), a millisecond late, when `body` starts; stopped after it.
+    static func sweeping(
+        _ body: (VirtualClock, SessionService.Work, MemoryTransportTests.Device, MemoryTransportTests.Device, PeerLink) async throws -> Void
+    ) async throws {
         let clock = VirtualClock()
         let (dialler, listener, link) = try await MemoryTransportTests.linked(clock: clock.clock)
         let work = SessionService.Work()
         let service = SessionService(work: work, links: dialler.links, listener: nil, clock: clock.clock)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await service.run() }
-            // Asleep until the link could be due (idle since it opened, now), a millisecond late, before time moves.
             await clock.untilTimer(dueBy: clock.uptime + 120_001)
+            try await body(clock, work, dialler, listener, link)
+            group.cancelAll()
+        }
+    }
+
+    @Test("ISSUE 10 item 1 on virtual time: the session service closes a link this side dialled once it has been idle 120 s, and not at 119.999 s")
+    func sessionSweep() async throws {
+        try await Self.sweeping { clock, work, dialler, listener, link in
             try await clock.advance(by: 119_999)
             // The sweep looks now (a link changed) and keeps it: 1 ms of its limit is left.
             let looked = clock.scheduled
@@ -92,7 +102,37 @@ struct VirtualTimeTests {
             try await clock.advance(by: 2)
             #expect(await MemoryTransportTests.next(dialler) == "closed \(listener.id.short)")
             #expect(!link.isOpen, "idle 120 s: closed by the sweep")
-            group.cancelAll()
+        }
+    }
+
+    @Test("issue 26 item 2: a doorbell's wait until an instant the clock has passed (while its service computed it) returns at once, with no advance; one not yet passed waits for it")
+    func doorbellInstant() async throws {
+        let clock = VirtualClock()
+        let bell = Doorbell()
+        let looked = clock.clock.uptimeNanoseconds()
+        try await clock.advance(by: 2_000)
+        await bell.wait(timeout: .seconds(1), from: looked, clock: clock.clock)
+        #expect(clock.pending == 0, "woke at once: nothing left behind")
+        let waiting = Task { await bell.wait(timeout: .seconds(1), from: clock.clock.uptimeNanoseconds(), clock: clock.clock) }
+        await clock.untilTimer(dueBy: clock.uptime + 1_000)
+        try await clock.advance(by: 1_000)
+        await waiting.value
+    }
+
+    @Test("issue 26 item 2: one advance past several of a service's wake-ups still has it do each one's work: the session service closes a link in use for its first 30 s once idle 120 s, in one step of 10 min, with no stepping between")
+    func oneStepPastSeveralWakeUps() async throws {
+        try await Self.sweeping { clock, _, dialler, listener, link in
+            // In use for 30 s: the sweep's first wake-up (120 s after the link opened) finds it idle 90 s and sleeps
+            // until 150 s, an instant the same advance passes.
+            let stop = link.request(.fetch(sequence: 2, deadlineMilliseconds: 1_000), timeout: 3_600) { _ in }
+            #expect(await MemoryTransportTests.next(listener) == "asked 2")
+            try await clock.advance(by: 30_000)
+            stop()
+            #expect(await MemoryTransportTests.next(listener) == "stopped 2")
+            #expect(link.isOpen)
+            try await clock.advance(by: .seconds(600))
+            #expect(await MemoryTransportTests.next(dialler) == "closed \(listener.id.short)")
+            #expect(!link.isOpen, "idle 120 s: closed by the sweep")
         }
     }
 

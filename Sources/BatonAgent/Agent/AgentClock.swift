@@ -28,6 +28,9 @@ package struct AgentClock: Sendable {
     package var uptimeNanoseconds: @Sendable () -> UInt64
     /// Runs a body on a loop once this many nanoseconds of uptime have passed (``schedule(after:on:_:)``).
     package var scheduler: Scheduler
+    /// Runs a body on a loop once uptime reads this many nanoseconds, at once if it has passed
+    /// (``schedule(atUptime:on:_:)``); nil: through ``scheduler``, the time left read from ``uptimeNanoseconds``.
+    package var deadlineScheduler: Scheduler?
 
     /// What schedules a body on an event loop after some nanoseconds of this clock's uptime, and returns what
     /// cancels it.
@@ -49,11 +52,13 @@ package struct AgentClock: Sendable {
     package init(
         wall: @escaping @Sendable () -> UInt64,
         uptimeNanoseconds: @escaping @Sendable () -> UInt64,
-        scheduler: @escaping Scheduler = AgentClock.loopScheduler
+        scheduler: @escaping Scheduler = AgentClock.loopScheduler,
+        deadlineScheduler: Scheduler? = nil
     ) {
         self.wall = wall
         self.uptimeNanoseconds = uptimeNanoseconds
         self.scheduler = scheduler
+        self.deadlineScheduler = deadlineScheduler
     }
 
     /// A clock whose uptime is given in milliseconds (the broker's and discovery's unit).
@@ -74,6 +79,15 @@ package struct AgentClock: Sendable {
     /// nanosecond: a service's sleep (``Doorbell/wait(timeout:clock:)``).
     package func schedule(in duration: Duration, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer {
         scheduler(Self.nanoseconds(duration), loop, body)
+    }
+
+    /// Runs `body` on `loop` once this clock's uptime reads `deadline` nanoseconds, at once when it has passed: an
+    /// instant a service computed from one reading wakes it then even if the clock moved on while it computed (a
+    /// virtual clock advanced past it meanwhile, issue 26 item 2), where a sleep counted from now would end late.
+    package func schedule(atUptime deadline: UInt64, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> Timer {
+        if let deadlineScheduler { return deadlineScheduler(deadline, loop, body) }
+        let now = uptimeNanoseconds()
+        return scheduler(deadline > now ? deadline - now : 0, loop, body)
     }
 
     /// `duration` in whole nanoseconds, none when negative, at most `UInt64.max`.

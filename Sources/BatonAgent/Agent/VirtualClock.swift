@@ -11,7 +11,9 @@ import NIOCore
 /// advance runs in it too. What a timer wakes (a task waiting on a ``Doorbell``) goes on after the body returns, and
 /// the advance does not wait for it: a loop that computes its next sleep while time moves on sleeps that much longer
 /// (a sleep is scheduled relative to now). So a test advances to a wake-up, waits for the part to sleep again
-/// (``untilTimers(_:)``, ``untilScheduled(_:)``, ``untilTimer(dueBy:)``), and only then advances further.
+/// (``untilTimers(_:)``, ``untilScheduled(_:)``, ``untilTimer(dueBy:)``), and only then advances further; or the part
+/// sleeps until an instant (``AgentClock/schedule(atUptime:on:_:)``: the services' doorbells, issue 26 item 2), which,
+/// once passed, wakes it at once, and one advance may pass many of its wake-ups.
 package final class VirtualClock: Sendable {
     private struct Timer {
         var due: UInt64
@@ -29,6 +31,8 @@ package final class VirtualClock: Sendable {
         /// Timers scheduled so far (the last one's number).
         var next: UInt64 = 0
         var timers: [UInt64: Timer] = [:]
+        /// Advances running now: a timer due already waits for theirs to run it, in order; with none, it runs at once.
+        var advancing = 0
         /// Those waiting for what they wait for to hold (``until(_:)``).
         var watchers: [(holds: @Sendable (State) -> Bool, waiter: CheckedContinuation<Void, Never>)] = []
 
@@ -52,7 +56,8 @@ package final class VirtualClock: Sendable {
         AgentClock(
             wall: { self.state.withLockedValue(\.wall) },
             uptimeNanoseconds: { self.state.withLockedValue(\.uptime) },
-            scheduler: { nanoseconds, loop, body in self.schedule(after: nanoseconds, on: loop, body) }
+            scheduler: { nanoseconds, loop, body in self.schedule(after: nanoseconds, on: loop, body) },
+            deadlineScheduler: { uptime, loop, body in self.schedule(at: uptime, on: loop, body) }
         )
     }
 
@@ -119,15 +124,23 @@ package final class VirtualClock: Sendable {
     }
 
     private func advance(to end: UInt64) async throws {
-        while let due = state.withLockedValue({ state in Self.takeDue(&state, by: end) }) {
-            try await due.loop.submit(due.body).get()
+        state.withLockedValue { $0.advancing += 1 }
+        do {
+            while let due = state.withLockedValue({ state in Self.takeDue(&state, by: end) }) {
+                try await due.loop.submit(due.body).get()
+            }
+        } catch {
+            state.withLockedValue { $0.advancing -= 1 }
+            throw error
         }
     }
 
-    /// The earliest timer due by `end`, taken, with time moved to it; or nil with time moved to `end`.
+    /// The earliest timer due by `end`, taken, with time moved to it; or nil with time moved to `end` and this
+    /// advance over (in the same hold of the lock: a timer scheduled after it, due already, runs at once).
     private static func takeDue(_ state: inout State, by end: UInt64) -> Timer? {
         guard let (id, timer) = state.timers.filter({ $0.value.due <= end }).min(by: { ($0.value.due, $0.key) < ($1.value.due, $1.key) }) else {
             if end > state.uptime { state.move(to: end) }
+            state.advancing -= 1
             return nil
         }
         state.timers[id] = nil
@@ -136,16 +149,44 @@ package final class VirtualClock: Sendable {
     }
 
     private func schedule(after nanoseconds: UInt64, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> AgentClock.Timer {
-        let (id, ready) = state.withLockedValue { state -> (UInt64, [CheckedContinuation<Void, Never>]) in
-            state.next += 1
+        schedule(on: loop, body) { state in
             let (due, overflow) = state.uptime.addingReportingOverflow(nanoseconds)
-            state.timers[state.next] = Timer(due: overflow ? .max : due, loop: loop, body: body)
-            let now = state
-            let ready = state.watchers.filter { $0.holds(now) }.map(\.waiter)
-            state.watchers.removeAll { $0.holds(now) }
-            return (state.next, ready)
+            return overflow ? .max : due
+        }
+    }
+
+    /// A timer due when uptime reads `uptime` nanoseconds: one already due runs at once when no advance runs (an
+    /// advance running runs it next, in order).
+    private func schedule(at uptime: UInt64, on loop: EventLoop, _ body: @escaping @Sendable () -> Void) -> AgentClock.Timer {
+        // Cancelling stops it even once handed to its loop to run at once.
+        let cancelled = NIOLockedValueBox(false)
+        let timer = schedule(on: loop, runsIfDue: true, { if !cancelled.withLockedValue({ $0 }) { body() } }) { _ in uptime }
+        return AgentClock.Timer {
+            cancelled.withLockedValue { $0 = true }
+            timer.cancel()
+        }
+    }
+
+    /// Schedules `body` at the uptime `due` reads from the state; one due already (only an instant can be) with no
+    /// advance running runs on its loop at once when `runsIfDue`, else waits for the next advance.
+    private func schedule(
+        on loop: EventLoop,
+        runsIfDue: Bool = false,
+        _ body: @escaping @Sendable () -> Void,
+        due: (State) -> UInt64
+    ) -> AgentClock.Timer {
+        let (id, runsNow, ready) = state.withLockedValue { state -> (UInt64, Bool, [CheckedContinuation<Void, Never>]) in
+            state.next += 1
+            let due = due(state)
+            let runsNow = runsIfDue && due <= state.uptime && state.advancing == 0
+            if !runsNow { state.timers[state.next] = Timer(due: due, loop: loop, body: body) }
+            let reading = state
+            let ready = state.watchers.filter { $0.holds(reading) }.map(\.waiter)
+            state.watchers.removeAll { $0.holds(reading) }
+            return (state.next, runsNow, ready)
         }
         for waiter in ready { waiter.resume() }
+        if runsNow { loop.execute(body) }
         return AgentClock.Timer { self.state.withLockedValue { _ = $0.timers.removeValue(forKey: id) } }
     }
 }

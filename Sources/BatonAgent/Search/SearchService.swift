@@ -95,7 +95,8 @@ struct SearchService: Service, CustomStringConvertible {
                 }
                 upkeep.purged(now: now())
             }
-            await queue.bell.wait(timeout: upkeep.untilPurge(now: now()), clock: clock)
+            let looked = now()
+            await queue.bell.wait(timeout: upkeep.untilPurge(now: looked), from: looked, clock: clock)
         }
         return open
     }

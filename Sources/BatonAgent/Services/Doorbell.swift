@@ -60,13 +60,21 @@ final class Doorbell: Sendable {
     /// passed (nil: never), or when the task is cancelled. Nothing of the wait is left once it returns: its timer is
     /// cancelled. The clock is the waiting service's, the agent's (``AgentConfiguration/clock``).
     func wait(timeout: Duration?, clock: AgentClock) async {
+        await wait(timeout: timeout, from: clock.uptimeNanoseconds(), clock: clock)
+    }
+
+    /// As ``wait(timeout:clock:)``, the timeout counted from `start` (nanoseconds of `clock`'s uptime): the reading
+    /// the service computed it from. It wakes at that instant, at once if the clock has passed it meanwhile (issue 26
+    /// item 2: a virtual clock advanced while the service worked out its sleep, which counted from then on slept long).
+    func wait(timeout: Duration?, from start: UInt64, clock: AgentClock) async {
         guard let timeout else { return await waitForRing() }
+        let (deadline, overflow) = start.addingReportingOverflow(AgentClock.nanoseconds(timeout))
         let number = state.withLockedValue { state -> UInt64 in
             state.wait &+= 1
             state.expired = false
             return state.wait
         }
-        let timer = clock.schedule(in: timeout, on: loop) { [self] in expire(number) }
+        let timer = clock.schedule(atUptime: overflow ? .max : deadline, on: loop) { [self] in expire(number) }
         await waitForRing()
         state.withLockedValue { state in
             // Over: a timer that fires late finds another number, and an expiry it left is not the next wait's.

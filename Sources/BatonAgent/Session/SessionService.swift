@@ -46,7 +46,9 @@ struct SessionService: Service, CustomStringConvertible {
     /// sleeps until the next link could be due, and while no link is open, until one opens (issue 11 part 8).
     private func sweepLoop() async {
         while !Task.isCancelled {
-            await work.bell.wait(timeout: sweep.wait(for: links.sweepView().map(\.facts), peak: links.peak, now: now()), clock: clock)
+            // Until the instant computed from this reading (issue 26 item 2), however long the computing took.
+            let looked = now()
+            await work.bell.wait(timeout: sweep.wait(for: links.sweepView().map(\.facts), peak: links.peak, now: looked), from: looked, clock: clock)
             guard !Task.isCancelled else { return }
             let now = now()
             for (link, facts) in links.sweepView() where sweep.closes(facts, now: now) {

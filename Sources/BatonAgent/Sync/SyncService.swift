@@ -92,7 +92,8 @@ struct SyncService: Service, CustomStringConvertible {
     private func syncLoop() async {
         var schedule = RosterSyncSchedule(interval: interval)
         while !Task.isCancelled {
-            await trigger.bell.wait(timeout: schedule.nextRetry(now: now()), clock: clock)
+            let looked = now()
+            await trigger.bell.wait(timeout: schedule.nextRetry(now: looked), from: looked, clock: clock)
             guard !Task.isCancelled else { return }
             if trigger.takeResyncAll() { schedule.resyncAll() }
             let started = now()
