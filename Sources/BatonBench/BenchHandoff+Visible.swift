@@ -53,11 +53,12 @@ extension HandoffBench {
         let cut = samples.visibleLeg.map(\.sample)
         guard !cut.isEmpty else { return [] }
         var figures = Self.cutFigures("visible", samples.visibleLeg, hops: Self.visibleHops, writes: Self.visibleWrites.map(\.name))
-        // The floor's A stamps when it reads the app's frame and B when it reads the datagram; B has no table.
+        // The floor's A stamps when it reads the app's frame and B when it reads the datagram. B has no table: its
+        // part after the read is the whole way to its watcher, which Baton's B writes to inside the table's observers.
         let parts: [(String, Range<Int>, Range<Int>)] = [
             ("becomeCurrent → A has it (app, Unix socket, A's read)", 0..<1, 0..<1),
             ("A has it → B read the datagram (broker, seal, UDP)", 1..<4, 1..<2),
-            ("B read the datagram → B's nearby table", 4..<6, 2..<2),
+            ("B read the datagram → B's nearby table (its watchers told on the way; the floor: until its watcher has it)", 4..<6, 2..<3),
         ]
         for (name, batonHops, floorHops) in parts {
             let (baton50, baton99) = percentiles(cut.map { $0.leg(batonHops) })
