@@ -12,14 +12,45 @@ import Glibc
 @Suite("Issue 11: doorbell, task pool, folder watcher")
 struct ServiceTests {
     @Test("a ring before the wait is kept: the wait returns at once")
-    func ringBeforeWait() async {
+    func ringBeforeWait() async throws {
         let bell = Doorbell()
         bell.ring()
         bell.ring()
         await bell.wait()  // would hang if the ring were lost
-        let clock = ContinuousClock()
-        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(30), clock: .system) }
-        #expect(waited >= .milliseconds(25), "two rings are one: the second wait sleeps until its timeout")
+        // Two rings are one: the second wait sleeps until its timeout (30 ms of a virtual clock, issue 26 item 3).
+        let clock = VirtualClock()
+        let second = Task { await bell.wait(timeout: .milliseconds(30), clock: clock.clock) }
+        await clock.untilTimers(1)
+        while !bell.isWaiting { await Task.yield() }
+        try await clock.advance(by: 29)
+        #expect(bell.isWaiting, "two rings are one: the second wait sleeps until its timeout")
+        try await clock.advance(by: 1)
+        await second.value
+    }
+
+    @Test("issue 25 item 0: a timer that fires late, for a wait a ring already ended, ends no later wait; that one ends at its own")
+    func lateTimerEndsNoLaterWait() async {
+        // A clock whose timers the test fires by hand and whose cancel stops none: a cancelled loop timer that
+        // fires anyway, as one already running when cancelled does.
+        let timers = NIOLockedValueBox<[@Sendable () -> Void]>([])
+        let (armed, arm) = AsyncStream.makeStream(of: Void.self)
+        let clock = AgentClock(wall: { 0 }, uptimeNanoseconds: { 0 }) { _, _, body in
+            timers.withLockedValue { $0.append(body) }
+            arm.yield()
+            return AgentClock.Timer {}
+        }
+        var arming = armed.makeAsyncIterator()
+        let bell = Doorbell()
+        bell.ring()
+        await bell.wait(timeout: .milliseconds(20), clock: clock)
+        let later = Task { await bell.wait(timeout: .milliseconds(200), clock: clock) }
+        await arming.next()
+        await arming.next()
+        while !bell.isWaiting { await Task.yield() }
+        timers.withLockedValue { $0[0] }()
+        #expect(bell.isWaiting, "the ended wait's timer, firing late, leaves the later wait waiting")
+        timers.withLockedValue { $0[1] }()
+        await later.value
     }
 
     @Test("a ring wakes a waiter; cancelling the waiting task ends the wait")
@@ -79,13 +110,7 @@ struct ServiceTests {
             if growths.last ?? 0 < 2_000_000 { break }
         }
         #expect((growths.min() ?? 0) < 2_000_000, "the process grew by \(growths) bytes over 20,000 waits ended by a ring")
-        // A timer that would have fired for an ended wait ends no later wait.
-        bell.ring()
-        await bell.wait(timeout: .milliseconds(20), clock: .system)
-        try? await Task.sleep(for: .milliseconds(60))
-        let clock = ContinuousClock()
-        let waited = await clock.measure { await bell.wait(timeout: .milliseconds(200), clock: .system) }
-        #expect(waited >= .milliseconds(180), "a later wait ran its own timeout (\(waited))")
+        // That a timer firing for an ended wait ends no later wait: lateTimerEndsNoLaterWait, with no window.
     }
 
     /// The process's resident bytes now (/proc/self/statm): what the soak watches. Memory freed stays resident
@@ -167,9 +192,10 @@ struct ServiceTests {
         #expect(reports.withLockedValue { Array($0.dropFirst(before)) } == [[other.path]], "the lock file alone is never reported")
         let reported = reports.withLockedValue { $0.count }
         watcher.close()
+        // Not a window in which nothing should come (it was 300 ms, twice the settle): the close taking effect on
+        // the watcher's queue, after which nothing of it runs.
+        await watcher.untilClosed()
         try Data("late".utf8).write(to: folder.appendingPathComponent("late"))
-        // A window, not a wait: nothing may come, and nothing marks "nothing came"; twice the watcher's 150 ms settle.
-        try await Task.sleep(for: .milliseconds(300))
         #expect(reports.withLockedValue { $0.count } == reported, "nothing is reported after close")
     }
 }

@@ -34,6 +34,8 @@ final class FolderWatcher: @unchecked Sendable {
     private let state = NIOLockedValueBox(State())
     private let changed: @Sendable (Set<String>) -> Void
     private let ignoring: Set<String>
+    /// Rung by the source's cancel handler, on `queue` after whatever of the watcher ran there (``untilClosed()``).
+    private let ended = Doorbell()
 
     /// Nil when the kernel gives no inotify descriptor (too many watchers already): changes are then seen on restart.
     /// Changes to files named in `ignoring` are not reported (the state folder's lock file, which every reader of
@@ -46,7 +48,10 @@ final class FolderWatcher: @unchecked Sendable {
         self.changed = changed
         source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         source.setEventHandler { [weak self] in self?.drain() }
-        source.setCancelHandler { Glibc.close(descriptor) }
+        source.setCancelHandler { [ended] in
+            Glibc.close(descriptor)
+            ended.ring()
+        }
         source.resume()
     }
 
@@ -81,6 +86,13 @@ final class FolderWatcher: @unchecked Sendable {
         }
         flush?.cancel()
         source.cancel()
+    }
+
+    /// Returns once ``close()`` has taken effect on the watcher's queue: its descriptor closed, no report running, and
+    /// none can follow (Dispatch runs no event handler after the cancel handler; a pending report was cancelled, or
+    /// finds it closed). What a test awaits, instead of a window in which nothing should come. One caller at a time.
+    func untilClosed() async {
+        await ended.wait()
     }
 
     private func drain() {
