@@ -30,14 +30,16 @@ struct DesktopEntryTests {
         #expect(argv == [["/usr/bin/chromium", "https://example.org/a?b=1"]])
     }
 
-    @Test("every desktop file installed on this machine reads, or is refused with a typed error")
+    @Test("every desktop file installed on this machine reads, or only its Exec line is refused")
     func installed() throws {
         let folder = URL(fileURLWithPath: "/usr/share/applications")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in names where name.hasSuffix(".desktop") {
             let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            // On this machine all read (9 files, Debian's); elsewhere a file that quotes as a shell does, not as the
+            // specification says, is refused: typed, and never launched.
             let result = errorCode { _ = try DesktopEntry(data).execLine() }
-            #expect(result == nil, "\(name): \(String(describing: result))")
+            #expect(result == nil || result == .invalidExec, "\(name): \(String(describing: result))")
         }
     }
 
