@@ -106,8 +106,8 @@ public final class LocalDevices: Sendable {
     /// Devices as ``start(names:apps:configure:paired:)`` makes them, but whose agents run wholly in memory once paired
     /// (issue 26 item 3): sessions and adverts on `network` (one ``MemoryNetwork`` for them all, at virtual ports of
     /// ``memoryHost``), apps in this process only (``AppConnections/inMemory``: no socket file), and every timer on
-    /// `clock` when one is given (a ``VirtualClock``'s). Pairing itself still goes over TLS on loopback, before any
-    /// agent runs: ``AccountFlows`` runs over an ``AccountTransport`` session, which has no memory form yet.
+    /// `clock` when one is given (a ``VirtualClock``'s). Pairing too is in memory (``MemoryAccountSession``): no
+    /// socket is opened at all.
     package static func start(
         names: [String],
         apps: AppRegistry,
@@ -121,7 +121,7 @@ public final class LocalDevices: Sendable {
             configuration.appConnections = .inMemory
             if let clock { configuration.clock = clock }
             configure(&configuration)
-        }, paired: { _, _, _ in })
+        }, paired: { _, _, _ in }, pairsInMemory: true)
     }
 
     /// Where agents in memory are (RFC 5737's documentation address): no interface here has it, so nothing of theirs
@@ -133,7 +133,8 @@ public final class LocalDevices: Sendable {
         root: URL,
         apps: AppRegistry,
         configure: @Sendable (inout AgentConfiguration) -> Void,
-        paired: @Sendable (String, String, String) -> Void
+        paired: @Sendable (String, String, String) -> Void,
+        pairsInMemory: Bool = false
     ) async throws -> LocalDevices {
         let stores = names.map { AccountStore(folder: root.appendingPathComponent($0)) }
         var identities: [DeviceIdentity] = []
@@ -141,10 +142,11 @@ public final class LocalDevices: Sendable {
             identities.append(try store.initialize(name: name).0)
         }
         for index in stores.indices.dropFirst() {
-            let code = try await pairOverLoopback(
-                waiting: (stores[0], identities[0]),
-                connecting: (stores[index], identities[index])
-            )
+            let waiting = (stores[0], identities[0])
+            let connecting = (stores[index], identities[index])
+            let code = try await pairsInMemory
+                ? pairInMemory(waiting: waiting, connecting: connecting)
+                : pairOverLoopback(waiting: waiting, connecting: connecting)
             paired(names[0], names[index], code)
         }
         var running: [Running] = []
@@ -193,6 +195,23 @@ public final class LocalDevices: Sendable {
             try await AccountFlows.pair(initiator: true, over: session, identity: connecting.1, store: connecting.0) { _ in true }
         }
         try await served
+        return result.code
+    }
+
+    /// One pairing as ``pairOverLoopback(waiting:connecting:)``, over a session in memory (both at ``memoryHost``).
+    static func pairInMemory(waiting: (AccountStore, DeviceIdentity), connecting: (AccountStore, DeviceIdentity)) async throws -> String {
+        let line = MemoryAccountSession.line(from: (connecting.1, memoryHost), to: (waiting.1, memoryHost))
+        async let served = AccountFlows.pair(initiator: false, over: line.listener(), identity: waiting.1, store: waiting.0) { _ in true }
+        let initiator = line.dialler()
+        let result: AccountFlows.PairingResult
+        do {
+            result = try await AccountFlows.pair(initiator: true, over: initiator, identity: connecting.1, store: connecting.0) { _ in true }
+        } catch {
+            await initiator.close()  // ends both sides' messages: the other side's flow ends too
+            throw error
+        }
+        await initiator.close()
+        _ = try await served
         return result.code
     }
 
