@@ -25,7 +25,7 @@ import Glibc
 /// socket's event loop and never blocking Swift's cooperative pool (SQLite runs on GRDB's queues).
 struct SearchService: Service, CustomStringConvertible {
     /// The index while it runs, handed from the loop to the drain at shutdown.
-    private struct Index {
+    private struct Index: Sendable {
         /// The index, nil when it could not be opened.
         var index: SearchIndex?
         /// The file it was opened from: when it is replaced or removed, the next job opens the new one instead of
@@ -80,8 +80,9 @@ struct SearchService: Service, CustomStringConvertible {
         var open = Index()
         await reopen(&open)
         while !Task.isCancelled {
-            for job in queue.take() {
-                await perform(job, &open)
+            let jobs = queue.take()
+            if !jobs.isEmpty {
+                open = await performUncancelled(jobs, open)
             }
             if upkeep.isPurgeDue(now: now()) {
                 await checkFile(&open)
@@ -99,6 +100,20 @@ struct SearchService: Service, CustomStringConvertible {
             await queue.bell.wait(timeout: upkeep.untilPurge(now: looked), from: looked, clock: clock)
         }
         return open
+    }
+
+    /// Does `jobs` to the end even when the shutdown cancels the loop meanwhile: they are out of the queue, so the drain
+    /// would not see them, and a write cancelled half-way (GRDB's async write throws on cancellation) would lose an
+    /// activity the app has been told is saved (G1; "nothing lost"). A task of its own does not inherit the loop's
+    /// cancellation.
+    private func performUncancelled(_ jobs: [SearchQueue.Job], _ index: Index) async -> Index {
+        await Task {
+            var open = index
+            for job in jobs {
+                await perform(job, &open)
+            }
+            return open
+        }.value
     }
 
     /// Does what was asked before the shutdown (the app socket has closed by now: nothing more comes), outside the
