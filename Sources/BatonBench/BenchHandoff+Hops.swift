@@ -30,7 +30,7 @@ extension HandoffBench {
         "B → app: deliver encoded and written, Unix socket, the app client's loop wakes and reads",
         "app client: deliver frame decoded (property list)",
         "app client: deliver read from the property list (IPCMessage)",
-        "app client → app library: async stream, main actor wakes",
+        "app client → app library: a main-actor job, the main actor wakes",
         "continuing app: the state decoded (ActivityPayload, UserActivity)",
         "continuing app: until its delegate has the activity",
         "continuing app: the event, to the bench's task on the main actor",
