@@ -80,10 +80,8 @@ struct SearchService: Service, CustomStringConvertible {
         var open = Index()
         await reopen(&open)
         while !Task.isCancelled {
-            let jobs = queue.take()
-            if !jobs.isEmpty {
-                open = await performUncancelled(jobs, open)
-            }
+            // The purge before the jobs: the one at start is then over before the first job is answered, so it never
+            // looks at the file while whoever asked goes on (a test replacing the file saw it half made).
             if upkeep.isPurgeDue(now: now()) {
                 await checkFile(&open)
                 if let index = open.index {
@@ -95,6 +93,10 @@ struct SearchService: Service, CustomStringConvertible {
                     }
                 }
                 upkeep.purged(now: now())
+            }
+            let jobs = queue.take()
+            if !jobs.isEmpty {
+                open = await performUncancelled(jobs, open)
             }
             let looked = now()
             await queue.bell.wait(timeout: upkeep.untilPurge(now: looked), from: looked, clock: clock)
