@@ -113,18 +113,26 @@ extension HandoffBench {
         return figures
     }
 
+    /// One note per hop of a cut leg whose end ran on another thread than its start, with how often: `threads` holds
+    /// each sample's thread at every stamp, and hop i + 1 runs from stamp i to stamp i + 1 (the warm and visible cuts).
+    static func threadChanges(_ threads: [[UInt]], path: String, hops: [String]) -> [String] {
+        guard let stamps = threads.first?.count else { return [] }
+        var notes: [String] = []
+        for index in 0..<(stamps - 1) {
+            let changed = threads.filter { $0[index] != $0[index + 1] }.count
+            guard changed > 0 else { continue }
+            notes.append("\(path) leg hop \"\(hops[index + 1])\": another thread at its end in \(changed) of \(threads.count) samples")
+        }
+        return notes
+    }
+
     /// Where a hop between two stamps inside one process changed threads (a hand-off between event loops or
     /// executors), with how often: one note per such hop.
     func legThreadNotes(_ samples: Samples) -> [String] {
         let threads = samples.warmLeg.map(\.threads)
         let count = threads.count
-        var notes: [String] = []
         // Hop i + 1 runs from stamp i to stamp i + 1 (hop 0 starts at the leg's start, on the origin app's main actor).
-        for index in 0..<(Self.legPoints.count - 1) {
-            let changed = threads.filter { $0[index] != $0[index + 1] }.count
-            guard changed > 0 else { continue }
-            notes.append("warm leg hop \"\(Self.legHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
-        }
+        var notes = Self.threadChanges(threads, path: "warm", hops: Self.legHops)
         // The agents and the apps' connections share this process's event loops (LocalDevices): the continuing app's
         // connection reads on A's loop or on B's, and on A's it waits for A's thread (the floor's nodes have their own).
         let (replying, received, clientRead) = (5, 8, 10)

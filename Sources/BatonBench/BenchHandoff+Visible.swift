@@ -74,12 +74,7 @@ extension HandoffBench {
         let threads = samples.visibleLeg.map(\.threads)
         let count = threads.count
         guard count > 0 else { return [] }
-        var notes: [String] = []
-        for index in 0..<(Self.visiblePoints.count - 1) {
-            let changed = threads.filter { $0[index] != $0[index + 1] }.count
-            guard changed > 0 else { continue }
-            notes.append("visible leg hop \"\(Self.visibleHops[index + 1])\": another thread at its end in \(changed) of \(count) samples")
-        }
+        var notes = Self.threadChanges(threads, path: "visible", hops: Self.visibleHops)
         let (aRead, bRead) = (0, 3)
         let shared = threads.filter { $0[aRead] == $0[bRead] }.count
         notes.append("A's and B's loops were one thread in \(shared) of \(count) visible samples")
