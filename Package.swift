@@ -123,6 +123,8 @@ let package = Package(
                 "BatonSearch",
                 // Desktop notifications over the session D-Bus (issue 16): sd-bus, on a thread of its own.
                 "BatonNotifications",
+                // What apps already publish (issue 27): recent documents and media players as activities.
+                "BatonActivitySources",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
