@@ -162,6 +162,8 @@ public final class LocalDevices: Sendable {
                 configuration.syncInterval = 60
                 // Agents inside a test or the demo show nothing on the desktop (issue 16).
                 configuration.desktopNotifications = false
+                // Nor do they offer the machine's own recent documents (issue 27 item 2): a test turns it on.
+                configuration.recentDocuments.isEnabled = false
                 configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
                 running.append(Running(try await Agent.build(configuration)))

@@ -128,7 +128,8 @@ extension Agent: IPCHandler {
             connection.refuse(.unknownApp, "\(bundle) has no resolved identity or team, so it cannot hand off (see `baton apps inspect`)")
             return nil
         }
-        let inProcess = configuration.trustsThisProcess && credentials.pid == getpid()
+        // The agent's own sources (issue 27) connect as their built-in apps from the agent's process alone.
+        let inProcess = (configuration.trustsThisProcess || Agent.inAgentApps.contains(bundle)) && credentials.pid == getpid()
         if !inProcess {
             let registered = app.executableURL.map(resolvedPath)
             let running = PeerCredentials.executable(of: credentials.pid)
@@ -171,7 +172,7 @@ extension Agent: IPCHandler {
     /// executable (ISSUE 10 item 4: checked again before state is delivered to it).
     func isStillTheApp(_ connection: IPCConnection) -> Bool {
         guard case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) else { return false }
-        if configuration.trustsThisProcess, connection.process.pid == getpid() { return true }
+        if configuration.trustsThisProcess || Agent.inAgentApps.contains(bundle), connection.process.pid == getpid() { return true }
         guard let registered = registry.app(bundleIdentifier: bundle)?.executableURL.map(resolvedPath) else { return false }
         // Issue 25 item 8: and no other process has come to hold its connection since the hello.
         return connection.process.isStill(running: registered) && heldElsewhere(connection) == nil

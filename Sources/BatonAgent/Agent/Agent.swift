@@ -200,6 +200,8 @@ public final class Agent: Sendable {
             agent.discoveryService(),
             associations,
         ]
+        // After the app socket and advertising, so it stops before them: its document is resigned first (issue 27).
+        if configuration.recentDocuments.isEnabled { services.append(agent.recentDocumentsSource()) }
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
         if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
         return AgentServices(agent: agent, services: services)

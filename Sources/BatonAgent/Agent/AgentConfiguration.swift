@@ -82,6 +82,11 @@ public struct AgentConfiguration: Sendable {
     /// process (``BatonEmbedded``'s `LocalDevices`: tests, the demo) have it off. Without a session bus it does nothing.
     public var desktopNotifications = true
 
+    // Recent documents (issue 27 item 2; SEMANTICS B5, B6, C9).
+    /// Whether documents opened in synced folders are offered (`recently-used.xbel`, KDE's `RecentDocuments/`) and
+    /// continued here, and the folders read for that.
+    public var recentDocuments = RecentDocumentsSettings()
+
     // On-device search (issue 15; SEMANTICS G1).
     /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
     public var searchLimits = SearchLimits.default

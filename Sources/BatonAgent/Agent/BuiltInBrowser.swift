@@ -58,8 +58,10 @@ public enum BuiltInBrowser {
 }
 
 extension AgentConfiguration {
-    /// `registry` with the apps every agent registers itself: the browser (issue 14).
+    /// `registry` with the apps every agent registers itself: the browser (issue 14), recent documents when on
+    /// (issue 27 item 2).
     func withBuiltInApps(_ registry: AppRegistry) -> AppRegistry {
-        BuiltInBrowser.adding(to: registry, executable: browserAppExecutable)
+        let apps = BuiltInBrowser.adding(to: registry, executable: browserAppExecutable)
+        return recentDocuments.isEnabled ? RecentDocumentsApp.adding(to: apps) : apps
     }
 }

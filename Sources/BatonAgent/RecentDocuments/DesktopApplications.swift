@@ -1,0 +1,114 @@
+import BatonActivitySources
+import BatonCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The installed applications as the Desktop Entry and MIME Applications specifications find them (issue 27 item 2):
+/// a desktop file by its id in the applications folders, the default application for a MIME type from
+/// `mimeapps.list`, and the argument vectors that open a document with one, never through a shell (B6).
+///
+/// Reads files only, each bounded (``maximumFileBytes``); an unreadable, oversized or malformed file is skipped as if
+/// absent, never fatal.
+struct DesktopApplications: Sendable {
+    /// The largest desktop file or `mimeapps.list` read: far above any real one (a few KB), small enough to read at once.
+    static let maximumFileBytes = 256 * 1024
+    /// The most applications a `[Default Applications]` line lists that are tried.
+    static let maximumDefaults = 16
+
+    /// An application found and usable here.
+    struct Application: Sendable, Hashable {
+        var id: String
+        var entry: DesktopEntry
+        /// The desktop file's path, for `%k`.
+        var file: String
+    }
+
+    /// Why a document is not opened.
+    struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        var description: String
+    }
+
+    let settings: RecentDocumentsSettings
+
+    /// The desktop file `id` in the first applications folder that has it; nil when none has it, it is malformed, or
+    /// it is hidden (`Hidden=true` there deletes it for every later folder too).
+    func entry(id: String) -> Application? {
+        guard DesktopEntry.isValidID(id) else { return nil }
+        for folder in settings.applicationFolders {
+            let file = folder + "/" + id + ".desktop"
+            guard let data = Self.read(file) else { continue }
+            guard let entry = try? DesktopEntry(data), !entry.hidden else { return nil }
+            return Application(id: id, entry: entry, file: file)
+        }
+        return nil
+    }
+
+    /// `id`'s application when it can run here: an `Application` with an `Exec` line Baton accepts, not for a terminal,
+    /// and its `TryExec` program installed.
+    func usable(id: String) -> Application? {
+        guard let application = entry(id: id), application.entry.type == "Application", !application.entry.terminal,
+            let exec = try? application.entry.execLine(), resolve(exec.program) != nil
+        else { return nil }
+        if let tryExec = application.entry.tryExec, !tryExec.isEmpty, resolve(tryExec) == nil { return nil }
+        return application
+    }
+
+    /// The default applications for `mimeType`, first first, from `[Default Applications]` of every `mimeapps.list`.
+    func defaults(for mimeType: String) -> [String] {
+        var ids: [String] = []
+        for file in settings.mimeAppsFiles {
+            guard let data = Self.read(file), let keys = try? KeyFile(data),
+                let listed = try? keys.strings(mimeType, in: "Default Applications")
+            else { continue }
+            for id in listed where id.hasSuffix(".desktop") && !ids.contains(id) {
+                ids.append(String(id.dropLast(".desktop".count)))
+            }
+            if ids.count >= Self.maximumDefaults { break }
+        }
+        return Array(ids.prefix(Self.maximumDefaults))
+    }
+
+    /// The application that opens a document: `preferred` (the one that used it there) when it can run here, else
+    /// the first default for `mimeType` that can.
+    func application(preferred: String?, mimeType: String?) -> Application? {
+        if let preferred, let application = usable(id: preferred) { return application }
+        guard let mimeType else { return nil }
+        return defaults(for: mimeType).lazy.compactMap(usable(id:)).first
+    }
+
+    /// The programs to start to open `url` with `application`: each an absolute path and its arguments.
+    /// - Throws: ``Refusal`` when the line cannot take the document or its program is not installed.
+    func commands(opening url: URL, with application: Application) throws -> [(program: String, arguments: [String])] {
+        do {
+            guard let exec = try application.entry.execLine() else { throw Refusal(description: "\(application.id) has no Exec line") }
+            let document = try ActivityURL(url.absoluteString)
+            let context = ExecLine.Context(icon: application.entry.icon, name: application.entry.name, location: application.file)
+            return try exec.commands(opening: [document], context: context).map { argv in
+                guard let first = argv.first, let program = resolve(first) else {
+                    throw Refusal(description: "\(application.id)'s program \(argv.first ?? "") is not installed here")
+                }
+                return (program, Array(argv.dropFirst()))
+            }
+        } catch let error as ActivitySourceError {
+            throw Refusal(description: "\(application.id) cannot open \(url.path): \(error.message)")
+        }
+    }
+
+    /// `program` as an absolute path to an executable file: as given when it has a `/`, else found on the search path.
+    func resolve(_ program: String) -> String? {
+        if program.contains("/") {
+            return program.hasPrefix("/") && FileManager.default.isExecutableFile(atPath: program) ? program : nil
+        }
+        return settings.searchPath.lazy.map { $0 + "/" + program }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The file at `path` when it is a regular file of at most ``maximumFileBytes``.
+    static func read(_ path: String, maximumBytes: Int = maximumFileBytes) -> Data? {
+        guard let status = FileStatus(path: path), status.kind == .regular, status.size <= maximumBytes else { return nil }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= maximumBytes else { return nil }
+        return data
+    }
+}
