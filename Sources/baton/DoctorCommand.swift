@@ -238,10 +238,11 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// The apps the agent lists that are installed bundles: not the built-in browser app (issue 14: the agent's own),
-    /// not a bundle that did not load (listed without a bundle identifier).
+    /// The apps the agent lists that are installed bundles: not its built-in apps (the browser, issue 14; recent
+    /// documents, issue 27), not a bundle that did not load (listed without a bundle identifier).
     static func installed(_ listed: [AppListing]) -> [AppListing] {
-        listed.filter { !$0.bundle.isEmpty && $0.bundle != BuiltInBrowser.bundleIdentifier }
+        let builtIn: Set = [BuiltInBrowser.bundleIdentifier, RecentDocumentsApp.bundleIdentifier]
+        return listed.filter { !$0.bundle.isEmpty && !builtIn.contains($0.bundle) }
     }
 
     /// The installed apps as the running agent sees them (what it launches and routes to), and every bundle that did
