@@ -1,0 +1,194 @@
+@testable import BatonAgent
+import BatonEmbedded
+import BatonRegistry
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// Recent documents end to end (issue 27 item 2; B5, B6, C9): two agents on loopback, each with the synced folder
+/// "sync" at a path of its own and an XDG data folder of its own, and a test application ("Baton Test Editor", a
+/// desktop file whose Exec is a script recording its arguments) on the desktop.
+@Suite("RecentDocuments: a document opened on one device is offered and opened on the other (issue 27 item 2)", .serialized)
+struct RecentDocumentsTests {
+    /// GTK's RecentManager through Debian's python3-gi, under an X server of its own.
+    static let gtk = Requirement("python3-gi", label: "python3-gi with GTK 3", programs: ["/usr/bin/python3"], packages: ["python3-gi", "gir1.2-gtk-3.0"]) { python in
+        guard let python else { return "cannot run python3" }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: python)
+        probe.arguments = ["-c", "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return "cannot run \(python)" }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0 ? nil : "\(python) cannot import Gtk 3 from gi"
+    }
+    static let xvfbRun = Requirement("xvfb-run", programs: ["xvfb-run"], packages: ["xvfb", "xauth"])
+
+    /// Two devices, their folders, and where the desktop's editor records what it was asked to open.
+    struct World {
+        let devices: LocalDevices
+        let root: URL
+        func data(_ device: String) -> URL { root.appendingPathComponent(device).appendingPathComponent("data") }
+        func folder(_ device: String) -> URL { root.appendingPathComponent(device).appendingPathComponent("Sync-\(device)") }
+        var recorded: URL { root.appendingPathComponent("desktop").appendingPathComponent("opened.txt") }
+
+        static func start() async throws -> World {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-recent-\(UUID().uuidString)")
+            for device in ["laptop", "desktop"] {
+                let base = root.appendingPathComponent(device)
+                for folder in ["data/applications", "Sync-\(device)"] {
+                    try FileManager.default.createDirectory(at: base.appendingPathComponent(folder), withIntermediateDirectories: true)
+                }
+                // The same application on both; on the desktop it records its arguments.
+                let script = base.appendingPathComponent("editor.sh")
+                try Data("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '\(base.appendingPathComponent("opened.txt").path)'\n".utf8).write(to: script)
+                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+                let desktop = "[Desktop Entry]\nType=Application\nName=Baton Test Editor\nExec=\(script.path) %f\nMimeType=text/plain;\n"
+                try Data(desktop.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-editor.desktop"))
+            }
+            let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [])) { configuration in
+                let base = root.appendingPathComponent(configuration.store.folder.lastPathComponent)
+                var settings = RecentDocumentsSettings()
+                settings.isEnabled = true
+                settings.dataHome = base.appendingPathComponent("data").path
+                settings.home = base.path
+                settings.applicationFolders = [base.appendingPathComponent("data/applications").path]
+                settings.mimeAppsFiles = [base.appendingPathComponent("mimeapps.list").path]
+                configuration.recentDocuments = settings
+            }
+            for (agent, device) in zip(devices.agents, ["laptop", "desktop"]) {
+                try agent.configuration.store.addSyncedFolder(
+                    SyncedFolder(id: "sync", path: root.appendingPathComponent(device).appendingPathComponent("Sync-\(device)").path)
+                )
+            }
+            return World(devices: devices, root: root)
+        }
+
+        /// Waits up to `seconds` for the desktop to list an offer from the laptop; its title.
+        func offeredTitle(within seconds: Double) async -> String? {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if let item = await devices.agents[1].nearbyItems(describe: true).first(where: { $0.title != nil }) { return item.title }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+
+        func stop() async {
+            await devices.shutdown()
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+
+    /// An xbel such as GLib writes, with one bookmark.
+    static func xbel(href: String, app: String = "baton-test-editor", exec: String = "'baton-test-editor %u'", modified: String = "2099-01-01T00:00:00Z") -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <xbel version="1.0" xmlns:bookmark="http://www.freedesktop.org/standards/desktop-bookmarks" xmlns:mime="http://www.freedesktop.org/standards/shared-mime-info">
+          <bookmark href="\(href)" added="\(modified)" modified="\(modified)" visited="\(modified)">
+            <info><metadata owner="http://freedesktop.org"><mime:mime-type type="text/plain"/>
+              <bookmark:applications><bookmark:application name="\(app)" exec="\(exec)" modified="\(modified)" count="1"/></bookmark:applications>
+            </metadata></info>
+          </bookmark>
+        </xbel>
+        """
+    }
+
+    /// Writes `text` as GLib does: a new file renamed over the old one.
+    static func replace(_ file: URL, with text: Data) throws {
+        let temporary = file.deletingLastPathComponent().appendingPathComponent(".recently-used.xbel.tmp")
+        try text.write(to: temporary)
+        guard rename(temporary.path, file.path) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    @Test(
+        "B5, B6, C9: a document GTK records on the laptop is offered on the desktop and opened there by its application at the desktop's path",
+        .requires(gtk), .requires(xvfbRun), .timeLimit(.minutes(1))
+    )
+    func gtkDocumentContinued() async throws {
+        let world = try await World.start()
+        defer { Task { await world.stop() } }
+        let name = "Tom & Jerry's report été.txt"
+        for device in ["laptop", "desktop"] {
+            try Data("hello\n".utf8).write(to: world.folder(device).appendingPathComponent(name))
+        }
+        let script = """
+            import gi, os, sys
+            gi.require_version('Gtk', '3.0')
+            from gi.repository import Gtk, GLib
+            m = Gtk.RecentManager.get_default()
+            d = Gtk.RecentData()
+            d.display_name = None; d.description = None
+            d.mime_type = 'text/plain'; d.app_name = 'baton-test-editor'; d.app_exec = 'baton-test-editor %u'
+            d.is_private = False
+            assert m.add_full(GLib.filename_to_uri(sys.argv[1], None), d)
+            loop = GLib.MainLoop()
+            def written():
+                if os.path.exists(os.path.join(os.environ['XDG_DATA_HOME'], 'recently-used.xbel')):
+                    loop.quit(); return False
+                return True
+            GLib.timeout_add(5, written)
+            GLib.timeout_add(5000, loop.quit)
+            loop.run()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.xvfbRun.path ?? "/usr/bin/xvfb-run")
+        process.arguments = ["-a", "/usr/bin/python3", "-c", script, world.folder("laptop").appendingPathComponent(name).path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_DATA_HOME"] = world.data("laptop").path
+        environment["HOME"] = world.root.appendingPathComponent("laptop").path
+        process.environment = environment
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "GTK's RecentManager wrote recently-used.xbel")
+        // From GTK's write (the file's time) on: what the person would notice after opening the document.
+        let xbel = world.data("laptop").appendingPathComponent("recently-used.xbel").path
+        let written = (try? FileManager.default.attributesOfItem(atPath: xbel)[.modificationDate] as? Date) ?? Date()
+
+        let title = await world.offeredTitle(within: 10)
+        let visible = Date().timeIntervalSince(written)
+        #expect(title == "\(name) — Baton Test Editor", "the desktop lists the document with its application's name")
+        print("recent documents: xbel written on the laptop -> listed on the desktop in \(Int(visible * 1000)) ms")
+
+        let continued = Date()
+        let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome)")
+        #expect(outcome.app == RecentDocumentsApp.bundleIdentifier)
+        var opened: String?
+        for _ in 0..<500 {
+            if let text = try? String(contentsOf: world.recorded, encoding: .utf8), !text.isEmpty { opened = text; break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        print("recent documents: continue on the desktop -> editor started with the document in \(Int(Date().timeIntervalSince(continued) * 1000)) ms")
+        #expect(opened == world.folder("desktop").appendingPathComponent(name).path + "\n", "the editor was given the desktop's own path, as one argument")
+    }
+
+    @Test("issue 27 item 4: a hostile xbel (entities, huge, outside every folder, Exec with shell syntax) offers nothing, and the agent goes on", .timeLimit(.minutes(1)))
+    func hostileOffersNothing() async throws {
+        let world = try await World.start()
+        defer { Task { await world.stop() } }
+        let file = world.data("laptop").appendingPathComponent("recently-used.xbel")
+        let inside = URL(fileURLWithPath: world.folder("laptop").appendingPathComponent("notes.txt").path).absoluteString
+        try Data("x".utf8).write(to: world.folder("laptop").appendingPathComponent("notes.txt"))
+        let entity = "<?xml version=\"1.0\"?><!DOCTYPE xbel [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;\">]>"
+            + Self.xbel(href: inside).replacingOccurrences(of: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", with: "").replacingOccurrences(of: "notes.txt", with: "notes.txt&b;")
+        let huge = Self.xbel(href: inside).replacingOccurrences(of: "</xbel>", with: String(repeating: "<!-- padding -->\n", count: 600_000) + "</xbel>")
+        let hostile: [(String, String)] = [
+            ("entities", entity),
+            ("huge", huge),
+            ("outside every folder", Self.xbel(href: URL(fileURLWithPath: world.root.appendingPathComponent("laptop/secret.txt").path).absoluteString)),
+            ("Exec with shell syntax", Self.xbel(href: inside, exec: "'baton-test-editor %u; touch /tmp/pwned'")),
+            ("dot-dot", Self.xbel(href: URL(fileURLWithPath: world.folder("laptop").path).absoluteString + "/../secret.txt")),
+        ]
+        for (what, text) in hostile {
+            try Self.replace(file, with: Data(text.utf8))
+            // The watcher reports a burst 150 ms after it settles; the source reads at once.
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(await world.devices.agents[1].nearbyItems().isEmpty, "\(what): nothing offered")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/pwned"))
+        try Self.replace(file, with: Data(Self.xbel(href: inside).utf8))
+        let title = await world.offeredTitle(within: 10)
+        #expect(title == "notes.txt — Baton Test Editor", "the agent still runs and offers the next good document")
+    }
+}
