@@ -164,6 +164,8 @@ public final class LocalDevices: Sendable {
                 configuration.desktopNotifications = false
                 // Nor do they offer the machine's own recent documents (issue 27 item 2): a test turns it on.
                 configuration.recentDocuments.isEnabled = false
+                // Nor what the machine's media players play (issue 27 item 1).
+                configuration.media.isEnabled = false
                 configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
                 running.append(Running(try await Agent.build(configuration)))

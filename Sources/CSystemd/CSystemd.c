@@ -31,6 +31,11 @@
     X(sd_bus_message_open_container, int, (sd_bus_message *, char, const char *))                                     \
     X(sd_bus_message_close_container, int, (sd_bus_message *))                                                         \
     X(sd_bus_message_read_basic, int, (sd_bus_message *, char, void *))                                               \
+    X(sd_bus_message_enter_container, int, (sd_bus_message *, char, const char *))                                    \
+    X(sd_bus_message_exit_container, int, (sd_bus_message *))                                                          \
+    X(sd_bus_message_peek_type, int, (sd_bus_message *, char *, const char **))                                       \
+    X(sd_bus_message_skip, int, (sd_bus_message *, const char *))                                                      \
+    X(sd_bus_message_get_sender, const char *, (sd_bus_message *))                                                     \
     X(sd_bus_message_set_expect_reply, int, (sd_bus_message *, int))                                                  \
     X(sd_bus_error_free, void, (sd_bus_error *))                                                                       \
     X(sd_bus_error_has_name, int, (const sd_bus_error *, const char *))
@@ -119,6 +124,15 @@ int baton_sd_bus_message_close_container(sd_bus_message *m) {
 int baton_sd_bus_message_read_basic(sd_bus_message *m, char type, void *p) {
     return baton_sd_bus_message_read_basic_pointer(m, type, p);
 }
+int baton_sd_bus_message_enter_container(sd_bus_message *m, char type, const char *contents) {
+    return baton_sd_bus_message_enter_container_pointer(m, type, contents);
+}
+int baton_sd_bus_message_exit_container(sd_bus_message *m) { return baton_sd_bus_message_exit_container_pointer(m); }
+int baton_sd_bus_message_peek_type(sd_bus_message *m, char *type, const char **contents) {
+    return baton_sd_bus_message_peek_type_pointer(m, type, contents);
+}
+int baton_sd_bus_message_skip(sd_bus_message *m, const char *types) { return baton_sd_bus_message_skip_pointer(m, types); }
+const char *baton_sd_bus_message_get_sender(sd_bus_message *m) { return baton_sd_bus_message_get_sender_pointer(m); }
 int baton_sd_bus_message_set_expect_reply(sd_bus_message *m, int b) {
     return baton_sd_bus_message_set_expect_reply_pointer(m, b);
 }

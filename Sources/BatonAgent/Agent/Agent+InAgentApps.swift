@@ -2,7 +2,7 @@
 /// as (``Agent/admitted(bundle:version:on:)`` checks its pid, not an executable), and that are never launched.
 extension Agent {
     /// Their bundle identifiers.
-    static let inAgentApps: Set<String> = [RecentDocumentsApp.bundleIdentifier]
+    static let inAgentApps: Set<String> = [RecentDocumentsApp.bundleIdentifier, BuiltInMedia.bundleIdentifier]
 
     /// The recent-documents source (issue 27 item 2), on this agent's socket, synced folders and clock.
     func recentDocumentsSource() -> RecentDocumentsSource {

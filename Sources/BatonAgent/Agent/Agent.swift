@@ -202,6 +202,7 @@ public final class Agent: Sendable {
         ]
         // After the app socket and advertising, so it stops before them: its document is resigned first (issue 27).
         if configuration.recentDocuments.isEnabled { services.append(agent.recentDocumentsSource()) }
+        if let media = agent.mediaSource() { services.append(media) }
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
         if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
         return AgentServices(agent: agent, services: services)

@@ -87,6 +87,10 @@ public struct AgentConfiguration: Sendable {
     /// continued here, and the folders read for that.
     public var recentDocuments = RecentDocumentsSettings()
 
+    // Media players (issue 27 item 1; SEMANTICS A9, C9).
+    /// Whether what the session bus's media players (MPRIS) play is offered, and on which bus: on where there is one.
+    public var media = MediaSettings()
+
     // On-device search (issue 15; SEMANTICS G1).
     /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
     public var searchLimits = SearchLimits.default

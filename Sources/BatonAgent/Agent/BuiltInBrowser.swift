@@ -59,9 +59,10 @@ public enum BuiltInBrowser {
 
 extension AgentConfiguration {
     /// `registry` with the apps every agent registers itself: the browser (issue 14), recent documents when on
-    /// (issue 27 item 2).
+    /// (issue 27 item 2), the media players when followed (issue 27 item 1).
     func withBuiltInApps(_ registry: AppRegistry) -> AppRegistry {
         let apps = BuiltInBrowser.adding(to: registry, executable: browserAppExecutable)
-        return recentDocuments.isEnabled ? RecentDocumentsApp.adding(to: apps) : apps
+        let documents = recentDocuments.isEnabled ? RecentDocumentsApp.adding(to: apps) : apps
+        return media.isEnabled && media.busAddress != nil ? BuiltInMedia.adding(to: documents) : documents
     }
 }

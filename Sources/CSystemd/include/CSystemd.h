@@ -56,6 +56,12 @@ int baton_sd_bus_message_append_basic(sd_bus_message *m, char type, const void *
 int baton_sd_bus_message_open_container(sd_bus_message *m, char type, const char *contents);
 int baton_sd_bus_message_close_container(sd_bus_message *m);
 int baton_sd_bus_message_read_basic(sd_bus_message *m, char type, void *p);
+// Reading containers and variants (issue 27 item 1: a media player's properties, `a{sv}` with variants inside).
+int baton_sd_bus_message_enter_container(sd_bus_message *m, char type, const char *contents);
+int baton_sd_bus_message_exit_container(sd_bus_message *m);
+int baton_sd_bus_message_peek_type(sd_bus_message *m, char *type, const char **contents);
+int baton_sd_bus_message_skip(sd_bus_message *m, const char *types);
+const char *baton_sd_bus_message_get_sender(sd_bus_message *m);
 int baton_sd_bus_message_set_expect_reply(sd_bus_message *m, int b);
 void baton_sd_bus_error_free(sd_bus_error *e);
 int baton_sd_bus_error_has_name(const sd_bus_error *e, const char *name);

@@ -1,0 +1,87 @@
+import BatonActivitySources
+import BatonCore
+import BatonRegistry
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The media players as a Handoff app (issue 27 item 1), as ``BuiltInBrowser`` is the browser: an app every agent with
+/// its media source on registers itself, with no bundle. The agent's ``MediaSource`` connects to the agent as this app
+/// and publishes what a player plays as an `org.baton.media.playing` activity, through the same app socket and broker
+/// as any app (A9). It has no executable: only the agent's own process connects as it (``Agent/inAgentApps``), and it
+/// is never launched.
+public enum BuiltInMedia {
+    /// The app's bundle identifier.
+    public static let bundleIdentifier = "org.baton.media"
+    /// Its team: no other app's, so only another device's media app continues its activities (D1, D3).
+    public static let teamIdentifier = "BATONMEDIA"
+    /// Its name in `baton apps list --agent` and on the other device.
+    public static let name = "Media player (MPRIS)"
+    /// The activity type of a track playing.
+    public static let activityType = "org.baton.media.playing"
+
+    /// The keys of the activity's `userInfo`.
+    public enum Key {
+        /// The track's URL (a URL value: a `file:` one in a synced folder travels in its folder's form, C9).
+        public static let url = "url"
+        /// Where the player was, in microseconds, when read.
+        public static let position = "positionMicroseconds"
+        /// Its rate (1 normal speed).
+        public static let rate = "rate"
+        /// When the position was read, microseconds since 1970 on the originating device's clock: the continuing side
+        /// adds the time since (at the rate, while playing).
+        public static let readAt = "readAtMicroseconds"
+        /// `Playing` or `Paused`.
+        public static let status = "status"
+        /// The track's length in microseconds, when known.
+        public static let length = "lengthMicroseconds"
+        /// The player's desktop file id (`mpv`), when it gives one: what the other device would launch.
+        public static let desktopEntry = "desktopEntry"
+    }
+
+    /// The app's record: no executable, so nothing can launch it and only the agent's process connects as it.
+    static func record() -> AppRecord {
+        AppRecord(
+            bundleURL: URL(fileURLWithPath: "/"),
+            bundleIdentifier: bundleIdentifier,
+            name: name,
+            executableURL: nil,
+            teamIdentifier: teamIdentifier,
+            activityTypes: [activityType],
+            documentActivityTypes: [],
+            associatedDomains: [],
+            warnings: [],
+            isIdentityResolved: true
+        )
+    }
+
+    /// `registry` with the media app last, unless an installed bundle already has its identifier.
+    static func adding(to registry: AppRegistry) -> AppRegistry {
+        guard registry.app(bundleIdentifier: bundleIdentifier) == nil else { return registry }
+        return AppRegistry(apps: registry.apps + [record()], problems: registry.problems)
+    }
+
+    /// The activity's state for `offer`, as an app's save gives it (C4).
+    /// - Throws: `BatonCoreError` when the payload cannot be made (never for an offer the rules took).
+    static func payload(_ offer: MediaFocus.Offer) throws -> ActivityPayload {
+        var payload = try ActivityPayload(activityType: activityType)
+        payload.title = offer.title
+        var info: [String: PropertyList] = [
+            Key.position: .integer(offer.playback.position),
+            Key.rate: .real(offer.playback.rate),
+            Key.readAt: .integer(offer.playback.readAt),
+            Key.status: .string(offer.playback.status.rawValue),
+        ]
+        if let url = URL(string: offer.url.text) {
+            info[Key.url] = .url(url)
+            // E1: a web stream opens in the browser on a device with no media app.
+            if offer.url.scheme != .file { try? payload.setWebpageURL(url) }
+        }
+        if let length = offer.length { info[Key.length] = .integer(length) }
+        if let entry = offer.desktopEntry { info[Key.desktopEntry] = .string(entry) }
+        payload.userInfo = info
+        return payload
+    }
+}

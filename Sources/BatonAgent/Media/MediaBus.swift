@@ -1,0 +1,505 @@
+import BatonActivitySources
+import BatonNotifications
+import CSystemd
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The media players on the session bus (`org.mpris.MediaPlayer2.*`, MPRIS 2.2), through sd-bus: the thin adapter
+/// under ``MediaSource`` (issue 27 item 1).
+///
+/// As ``NotificationBus`` does, it keeps the connection on a thread of its own (sd-bus blocks and is not thread-safe),
+/// waiting in `poll` on the bus and an eventfd. It follows `NameOwnerChanged` for players appearing and vanishing,
+/// and each player's `PropertiesChanged` and `Seeked`; on any of them it reads the player again (`GetAll` of
+/// `org.mpris.MediaPlayer2.Player`, which has the `Position` that `PropertiesChanged` never carries, and the
+/// `DesktopEntry` of `org.mpris.MediaPlayer2`), after the signals at hand are all handled, so a burst is one read. What
+/// it reads is bounded (``maximumText``, ``maximumEntries``, one level of nesting) and reported as ``Event``s.
+/// A call is answered within ``callTimeoutMicroseconds`` or given up: a player that hangs delays the others by that.
+///
+/// `@unchecked Sendable`: `bus`, `slots`, `owners` and `pending` are touched only on the bus thread; the queue and the
+/// finish state are under locks; the rest is set in `init`.
+final class MediaBus: @unchecked Sendable {
+    /// What the thread does next.
+    enum Command: Sendable {
+        case connect
+    }
+
+    /// What happened on the bus.
+    enum Event: Sendable {
+        case connected
+        case connectFailed(String)
+        case disconnected(String)
+        case appeared(String)
+        case vanished(String)
+        /// A player's properties, as read.
+        case read(String, MediaFocus.Properties)
+        /// A player could not be read (it vanished mid-call, or did not answer in time).
+        case readFailed(String, String)
+    }
+
+    static let prefix = "org.mpris.MediaPlayer2."
+    static let path = "/org/mpris/MediaPlayer2"
+    static let rootInterface = "org.mpris.MediaPlayer2"
+    static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    /// A player answers in milliseconds; one that does not is given up after this.
+    static let callTimeoutMicroseconds: UInt64 = 1_000_000
+    /// The longest string read, in bytes: above ``ActivityURL/maximumLength``, so a URL cut here is refused there; a
+    /// title of a megabyte costs this much, not a megabyte (``MPRISMetadata`` cuts it shorter still).
+    static let maximumText = 64 * 1024
+    /// The most entries of a dictionary or strings of an array read: past ``MPRISMetadata/maximumEntries``, so a
+    /// larger dictionary is still refused as too large, without holding all of it.
+    static let maximumEntries = MPRISMetadata.maximumEntries + 1
+    /// The most players followed: a bus with more names than this is not a desktop.
+    static let maximumPlayers = 64
+
+    private let address: String
+    private let onEvent: @Sendable (Event) -> Void
+    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool, ended: Bool)>(([], false, false))
+    private let finish = NIOLockedValueBox<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let wakeDescriptor: Int32
+    // The bus thread's own.
+    private var bus: OpaquePointer?
+    private var slots: [OpaquePointer] = []
+    /// Each player's unique name (`:1.42`) to its well-known names: signals come from the unique one.
+    private var owners: [String: Set<String>] = [:]
+    /// Players to read once the signals at hand are handled.
+    private var pending: Set<String> = []
+
+    /// An adapter for the bus at `address`; nothing happens before ``start()``.
+    /// - Throws: ``BatonAgentError`` `busUnavailable` when no eventfd can be made.
+    init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws {
+        self.address = address
+        self.onEvent = onEvent
+        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard wakeDescriptor >= 0 else {
+            throw BatonAgentError(.busUnavailable, "cannot make an eventfd for the media players' bus thread: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Starts the bus thread.
+    /// - Throws: ``BatonAgentError`` `busUnavailable` when no thread can be started.
+    func start() throws {
+        let argument = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread,
+            nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<MediaBus>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            },
+            argument
+        )
+        guard result == 0 else {
+            Unmanaged<MediaBus>.fromOpaque(argument).release()
+            close(wakeDescriptor)
+            throw BatonAgentError(.busUnavailable, "cannot start the media players' bus thread: \(String(cString: strerror(result)))")
+        }
+        pthread_detach(thread)
+    }
+
+    /// Queues `command` for the bus thread and wakes it; dropped once the thread has ended.
+    func send(_ command: Command) {
+        queue.withLockedValue { queue in
+            guard !queue.ended else { return }
+            queue.commands.append(command)
+            wake()
+        }
+    }
+
+    /// Closes the connection and ends the thread; returns when it has.
+    func finish() async {
+        queue.withLockedValue { queue in
+            queue.finishing = true
+            if !queue.ended { wake() }
+        }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = finish.withLockedValue { state -> Bool in
+                if !state.done { state.waiter = waiter }
+                return state.done
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    // MARK: The bus thread
+
+    private func run() {
+        while true {
+            let (commands, finishing) = queue.withLockedValue { queue in
+                defer { queue.commands = [] }
+                return (queue.commands, queue.finishing)
+            }
+            if finishing {
+                queue.withLockedValue { $0.ended = true }
+                break
+            }
+            for command in commands {
+                switch command {
+                case .connect: connect()
+                }
+            }
+            processIncoming()
+            readPending()
+            waitForWork()
+        }
+        disconnect()
+        close(wakeDescriptor)
+        let waiter = finish.withLockedValue { state in
+            state.done = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    private func connect() {
+        guard bus == nil else { return onEvent(.connected) }
+        let opened: OpaquePointer
+        do {
+            opened = try Self.open(address)
+        } catch {
+            return onEvent(.connectFailed(error.message))
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var subscribed: [OpaquePointer] = []
+        var result: Int32 = 0
+        for (rule, handler) in [
+            (Self.ownerChangedRule, Self.nameOwnerChanged),
+            (Self.propertiesChangedRule, Self.playerSignal),
+            (Self.seekedRule, Self.playerSignal),
+        ] where result >= 0 {
+            var slot: OpaquePointer?
+            result = baton_sd_bus_add_match(opened, &slot, rule, handler, me)
+            if let slot { subscribed.append(slot) }
+        }
+        guard result >= 0 else {
+            for slot in subscribed { baton_sd_bus_slot_unref(slot) }
+            baton_sd_bus_flush_close_unref(opened)
+            return onEvent(.connectFailed("cannot listen for the media players' signals: \(String(cString: strerror(-result)))"))
+        }
+        bus = opened
+        slots = subscribed
+        onEvent(.connected)
+        // The players already there.
+        for name in listPlayers().prefix(Self.maximumPlayers) {
+            guard let owner = callForString(opened, "GetNameOwner", name) else { continue }
+            owners[owner, default: []].insert(name)
+            onEvent(.appeared(name))
+            pending.insert(name)
+        }
+    }
+
+    private func disconnect() {
+        for slot in slots { baton_sd_bus_slot_unref(slot) }
+        slots = []
+        if let bus { baton_sd_bus_flush_close_unref(bus) }
+        bus = nil
+        owners = [:]
+        pending = []
+    }
+
+    private func lost(_ result: Int32) {
+        disconnect()
+        onEvent(.disconnected("the session bus went away: \(String(cString: strerror(-result)))"))
+    }
+
+    private func processIncoming() {
+        while let bus {
+            let result = baton_sd_bus_process(bus, nil)
+            if result < 0 { return lost(result) }
+            if result == 0 { break }
+        }
+        if let bus, baton_sd_bus_is_open(bus) <= 0 { lost(-ECONNRESET) }
+    }
+
+    private func readPending() {
+        let names = pending.sorted()
+        pending = []
+        for name in names {
+            guard let bus else { return }
+            readPlayer(bus, name)
+        }
+    }
+
+    private func waitForWork() {
+        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+        var timeout: Int32 = -1
+        if let bus {
+            let descriptor = baton_sd_bus_get_fd(bus)
+            let events = baton_sd_bus_get_events(bus)
+            if descriptor >= 0, events >= 0 {
+                descriptors.append(pollfd(fd: descriptor, events: Int16(events), revents: 0))
+            }
+            var until: UInt64 = 0
+            if baton_sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+                timeout = Int32(min(((until > nowMicroseconds ? until - nowMicroseconds : 0) + 999) / 1_000, 60_000))
+            }
+        }
+        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
+        if descriptors[0].revents & Int16(POLLIN) != 0 {
+            var count: UInt64 = 0
+            _ = read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
+        }
+    }
+
+    // MARK: Calls (on the bus thread)
+
+    /// The well-known names on the bus that are media players.
+    private func listPlayers() -> [String] {
+        guard let bus, let reply = call(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames", []) else {
+            return []
+        }
+        defer { baton_sd_bus_message_unref(reply) }
+        guard baton_sd_bus_message_enter_container(reply, Self.type("a"), "s") > 0 else { return [] }
+        var names: [String] = []
+        while let name = Self.readString(reply) {
+            if Self.isPlayerName(name) { names.append(name) }
+        }
+        return names
+    }
+
+    private func callForString(_ bus: OpaquePointer, _ member: String, _ argument: String) -> String? {
+        guard let reply = call(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", member, [argument]) else {
+            return nil
+        }
+        defer { baton_sd_bus_message_unref(reply) }
+        return Self.readString(reply)
+    }
+
+    /// Reads the player `name`: its player properties and desktop entry.
+    private func readPlayer(_ bus: OpaquePointer, _ name: String) {
+        var failure = ""
+        guard let reply = call(bus, name, Self.path, "org.freedesktop.DBus.Properties", "GetAll", [Self.playerInterface], failure: &failure) else {
+            return onEvent(.readFailed(name, failure))
+        }
+        var properties = MediaFocus.Properties()
+        Self.readProperties(reply, into: &properties)
+        baton_sd_bus_message_unref(reply)
+        if let root = call(bus, name, Self.path, "org.freedesktop.DBus.Properties", "Get", [Self.rootInterface, "DesktopEntry"]) {
+            if case .string(let entry)? = Self.readVariant(root) { properties.desktopEntry = entry }
+            baton_sd_bus_message_unref(root)
+        }
+        onEvent(.read(name, properties))
+    }
+
+    /// A method call with string arguments; its reply (the caller unrefs it), or nil with why in `failure`.
+    private func call(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [String],
+        failure: inout String
+    ) -> OpaquePointer? {
+        var message: OpaquePointer?
+        var result = baton_sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
+        guard result >= 0, let message else {
+            failure = "cannot make the call \(member) (\(String(cString: strerror(-result))))"
+            return nil
+        }
+        defer { baton_sd_bus_message_unref(message) }
+        for argument in arguments where result >= 0 {
+            result = argument.withCString { baton_sd_bus_message_append_basic(message, Self.type("s"), $0) }
+        }
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        var reply: OpaquePointer?
+        if result >= 0 { result = baton_sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply) }
+        defer { baton_sd_bus_error_free(&error) }
+        guard result >= 0, let reply else {
+            failure = error.name.map { String(cString: $0) } ?? String(cString: strerror(-result))
+            if baton_sd_bus_is_open(bus) <= 0 { lost(result) }
+            return nil
+        }
+        return reply
+    }
+
+    private func call(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [String]
+    ) -> OpaquePointer? {
+        var failure = ""
+        return call(bus, destination, path, interface, member, arguments, failure: &failure)
+    }
+
+    // MARK: Signals (on the bus thread, from sd_bus_process)
+
+    /// The bus's own signal when a name changes hands, for media players' names only.
+    static let ownerChangedRule =
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+        + "member='NameOwnerChanged',arg0namespace='org.mpris.MediaPlayer2'"
+    static let propertiesChangedRule =
+        "type='signal',path='\(path)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
+    static let seekedRule = "type='signal',path='\(path)',interface='\(playerInterface)',member='Seeked'"
+
+    private static let nameOwnerChanged: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata, let name = readString(message), let old = readString(message),
+            let new = readString(message), isPlayerName(name)
+        else { return 0 }
+        let bus = Unmanaged<MediaBus>.fromOpaque(userdata).takeUnretainedValue()
+        if !old.isEmpty {
+            bus.owners[old]?.remove(name)
+            if bus.owners[old]?.isEmpty == true { bus.owners[old] = nil }
+            bus.pending.remove(name)
+            bus.onEvent(.vanished(name))
+        }
+        if !new.isEmpty, bus.owners.values.reduce(0, { $0 + $1.count }) < maximumPlayers {
+            bus.owners[new, default: []].insert(name)
+            bus.onEvent(.appeared(name))
+            bus.pending.insert(name)
+        }
+        return 0
+    }
+
+    /// `PropertiesChanged` or `Seeked` from a player: it is read again, once the signals at hand are handled.
+    private static let playerSignal: sd_bus_message_handler_t = { message, userdata, _ in
+        guard let message, let userdata, let sender = baton_sd_bus_message_get_sender(message) else { return 0 }
+        let bus = Unmanaged<MediaBus>.fromOpaque(userdata).takeUnretainedValue()
+        for name in bus.owners[String(cString: sender)] ?? [] { bus.pending.insert(name) }
+        return 0
+    }
+
+    /// A started connection to the bus at `address`, libsystemd loaded first if it was not.
+    static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
+        if let why = NotificationServer.libraryUnavailable() { throw BatonAgentError(.busUnavailable, why) }
+        var opened: OpaquePointer?
+        var result = baton_sd_bus_new(&opened)
+        guard result >= 0, let opened else {
+            throw BatonAgentError(.busUnavailable, "cannot make a bus connection: \(String(cString: strerror(-result)))")
+        }
+        result = baton_sd_bus_set_address(opened, address)
+        if result >= 0 { result = baton_sd_bus_set_bus_client(opened, 1) }
+        if result >= 0 { result = baton_sd_bus_start(opened) }
+        guard result >= 0 else {
+            baton_sd_bus_flush_close_unref(opened)
+            throw BatonAgentError(.busUnavailable, "cannot connect to the session bus at \(address): \(String(cString: strerror(-result)))")
+        }
+        return opened
+    }
+
+    // MARK: Reading values
+
+    static func isPlayerName(_ name: String) -> Bool {
+        name.hasPrefix(prefix) && name.utf8.count > prefix.utf8.count && name.utf8.count <= 255
+    }
+
+    /// Reads an `a{sv}` of properties; `Metadata`'s `a{sv}` into ``MediaFocus/Properties/metadata``.
+    static func readProperties(_ message: OpaquePointer, into properties: inout MediaFocus.Properties) {
+        guard baton_sd_bus_message_enter_container(message, type("a"), "{sv}") > 0 else { return }
+        var count = 0
+        while count < maximumEntries, baton_sd_bus_message_enter_container(message, type("e"), "sv") > 0 {
+            count += 1
+            defer { _ = baton_sd_bus_message_exit_container(message) }
+            guard let key = readString(message) else { return }
+            if key == "Metadata" {
+                properties.metadata = readMetadata(message)
+            } else if let value = readVariant(message) {
+                properties.player[key] = value
+            }
+        }
+    }
+
+    /// A variant holding an `a{sv}`, read one level deep: values that are containers (other than `as`) are skipped.
+    static func readMetadata(_ message: OpaquePointer) -> [String: MPRISValue]? {
+        guard baton_sd_bus_message_enter_container(message, type("v"), "a{sv}") > 0 else {
+            _ = baton_sd_bus_message_skip(message, "v")
+            return nil
+        }
+        defer { _ = baton_sd_bus_message_exit_container(message) }
+        guard baton_sd_bus_message_enter_container(message, type("a"), "{sv}") > 0 else { return nil }
+        defer { _ = baton_sd_bus_message_exit_container(message) }
+        var metadata: [String: MPRISValue] = [:]
+        var count = 0
+        while baton_sd_bus_message_enter_container(message, type("e"), "sv") > 0 {
+            count += 1
+            defer { _ = baton_sd_bus_message_exit_container(message) }
+            guard let key = readString(message) else { return metadata }
+            // One more than the decoder takes: it refuses the whole as too large, and nothing past is held.
+            if count <= maximumEntries, let value = readVariant(message) {
+                metadata[key] = value
+            } else {
+                _ = baton_sd_bus_message_skip(message, "v")
+            }
+        }
+        return metadata
+    }
+
+    /// A variant's value when it is one ``MPRISValue`` takes; skipped (nil) otherwise.
+    static func readVariant(_ message: OpaquePointer) -> MPRISValue? {
+        var kind: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        guard baton_sd_bus_message_peek_type(message, &kind, &contents) > 0, kind == type("v"), let contents else { return nil }
+        let signature = String(cString: contents)
+        guard baton_sd_bus_message_enter_container(message, type("v"), contents) > 0 else { return nil }
+        defer { _ = baton_sd_bus_message_exit_container(message) }
+        switch signature {
+        case "s", "o", "g":
+            return readBasicString(message, signature).map(MPRISValue.string)
+        case "as":
+            guard baton_sd_bus_message_enter_container(message, type("a"), "s") > 0 else { return nil }
+            defer { _ = baton_sd_bus_message_exit_container(message) }
+            var strings: [String] = []
+            while let text = readString(message) {
+                if strings.count < maximumEntries { strings.append(text) }
+            }
+            return .strings(strings)
+        case "x":
+            var value: Int64 = 0
+            return baton_sd_bus_message_read_basic(message, type("x"), &value) > 0 ? .int64(value) : nil
+        case "i":
+            var value: Int32 = 0
+            return baton_sd_bus_message_read_basic(message, type("i"), &value) > 0 ? .int64(Int64(value)) : nil
+        case "n":
+            var value: Int16 = 0
+            return baton_sd_bus_message_read_basic(message, type("n"), &value) > 0 ? .int64(Int64(value)) : nil
+        case "y":
+            var value: UInt8 = 0
+            return baton_sd_bus_message_read_basic(message, type("y"), &value) > 0 ? .int64(Int64(value)) : nil
+        case "t":
+            var value: UInt64 = 0
+            return baton_sd_bus_message_read_basic(message, type("t"), &value) > 0 ? .uint64(value) : nil
+        case "u":
+            var value: UInt32 = 0
+            return baton_sd_bus_message_read_basic(message, type("u"), &value) > 0 ? .uint64(UInt64(value)) : nil
+        case "q":
+            var value: UInt16 = 0
+            return baton_sd_bus_message_read_basic(message, type("q"), &value) > 0 ? .uint64(UInt64(value)) : nil
+        case "d":
+            var value: Double = 0
+            return baton_sd_bus_message_read_basic(message, type("d"), &value) > 0 ? .double(value) : nil
+        case "b":
+            // sd-bus reads a boolean as an int.
+            var value: Int32 = 0
+            return baton_sd_bus_message_read_basic(message, type("b"), &value) > 0 ? .bool(value != 0) : nil
+        default:
+            _ = baton_sd_bus_message_skip(message, contents)
+            return nil
+        }
+    }
+
+    /// The next `s`, cut at ``maximumText`` bytes; nil at the end of the container or for another type.
+    static func readString(_ message: OpaquePointer) -> String? {
+        readBasicString(message, "s")
+    }
+
+    private static func readBasicString(_ message: OpaquePointer, _ code: String) -> String? {
+        var text: UnsafePointer<CChar>?
+        guard let scalar = code.unicodeScalars.first, baton_sd_bus_message_read_basic(message, type(scalar), &text) > 0, let text else {
+            return nil
+        }
+        let length = strnlen(text, maximumText)
+        return text.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
+        }
+    }
+
+    private static func type(_ code: Unicode.Scalar) -> CChar {
+        CChar(UInt8(ascii: code))
+    }
+}

@@ -1,0 +1,207 @@
+import BatonActivitySources
+import BatonClient
+import BatonCore
+import BatonProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Logging
+import ServiceLifecycle
+
+/// The media players as this device's current activity (issue 27 item 1; A9): the service that follows the players on
+/// the session bus (``MediaBus``), lets ``MediaFocus`` decide which track is offered, and publishes it as the built-in
+/// app ``BuiltInMedia`` over the agent's app socket, the way `baton browser-host` publishes the focused tab: the same
+/// admission, broker and adverts as any app. A save (another device continuing it, C4) is answered with the track's
+/// URL, position, rate and the time the position was read (``BuiltInMedia/payload(_:)``).
+///
+/// Everything it decides is in one loop over one stream (bus events, the agent's messages, ticks), so its state is
+/// that loop's own. No session bus, or no libsystemd, is a log line: the agent runs on without it.
+struct MediaSource: Service, CustomStringConvertible {
+    /// The session bus (a D-Bus address).
+    let address: String
+    /// The agent's app socket.
+    let socketPath: String
+    /// The synced folders now (C9: a `file:` track outside them is not offered).
+    let folders: @Sendable () -> SyncedFolders
+    let clock: AgentClock
+    let logger: Logger
+    var description: String { "media players" }
+
+    /// How often time is looked at while a paused track is offered (its limit is minutes; this is its resolution).
+    static let tick: Duration = .seconds(5)
+
+    enum Input: Sendable {
+        case bus(MediaBus.Event)
+        case agent(IPCMessage?)
+        case tick
+    }
+
+    func run() async {
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        let bus: MediaBus
+        do {
+            bus = try MediaBus(address: address) { input.yield(.bus($0)) }
+            try bus.start()
+        } catch {
+            logger.notice("media players are not followed: \(error)")
+            return
+        }
+        bus.send(.connect)
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: Self.tick)
+                        input.yield(.tick)
+                    }
+                }
+                var loop = Loop(source: self)
+                for await next in inputs {
+                    await loop.handle(next, input: input)
+                }
+                loop.stop()
+                group.cancelAll()
+            }
+        }
+        input.finish()
+        await bus.finish()
+    }
+
+    /// The loop's state: the decisions, and the agent connection the offer is published on.
+    struct Loop {
+        let source: MediaSource
+        var focus: MediaFocus
+        var client: AgentClient?
+        /// What is published, under which activity number (a new number per track: A9's one current activity).
+        var published: (activity: UInt64, offer: MediaFocus.Offer)?
+        var nextActivity: UInt64 = 1
+        /// The offer to publish once connected.
+        var wanted: MediaFocus.Offer?
+
+        init(source: MediaSource) {
+            self.source = source
+            focus = MediaFocus(folders: source.folders())
+        }
+
+        var now: Int64 { Int64(clamping: source.clock.wall()) * 1000 }
+
+        mutating func handle(_ input: Input, input stream: AsyncStream<Input>.Continuation) async {
+            switch input {
+            case .bus(let event):
+                await busEvent(event, input: stream)
+            case .agent(let message?):
+                agentMessage(message)
+            case .agent(nil):
+                // The agent closed the connection (it is stopping, or refused us): publish again when it is back.
+                client = nil
+                published = nil
+            case .tick:
+                if let deadline = focus.nextDeadline, now >= deadline { perform(focus.timePassed(now: now)) }
+            }
+        }
+
+        mutating func busEvent(_ event: MediaBus.Event, input: AsyncStream<Input>.Continuation) async {
+            switch event {
+            case .connected:
+                source.logger.info("following media players on \(source.address)")
+            case .connectFailed(let why):
+                source.logger.notice("media players are not followed: \(why)")
+            case .disconnected(let why):
+                source.logger.notice("media players are no longer followed: \(why)")
+                for name in focus.playerNames { perform(focus.playerVanished(name, now: now)) }
+            case .appeared(let name):
+                perform(focus.playerAppeared(name))
+            case .vanished(let name):
+                perform(focus.playerVanished(name, now: now))
+            case .read(let name, let properties):
+                focus.foldersChanged(source.folders())
+                perform(focus.playerRead(name, properties, now: now))
+            case .readFailed(let name, let why):
+                source.logger.debug("media player \(name) could not be read: \(why)")
+            }
+            await publish(input: input)
+        }
+
+        mutating func perform(_ actions: [MediaFocus.Action]) {
+            for action in actions {
+                switch action {
+                case .offer(let offer):
+                    wanted = offer
+                case .withdraw:
+                    wanted = nil
+                case .refused(let player, let reason):
+                    source.logger.info("media player \(player) is not offered: \(reason)")
+                }
+            }
+        }
+
+        /// Brings what is published to what is wanted: connects first when needed.
+        mutating func publish(input: AsyncStream<Input>.Continuation) async {
+            if wanted != nil, client == nil {
+                do {
+                    client = try await AgentClient.connect(path: source.socketPath, bundleIdentifier: BuiltInMedia.bundleIdentifier, timeout: 5)
+                } catch {
+                    source.logger.notice("media players cannot publish to the agent: \(error)")
+                    return
+                }
+                if let client {
+                    let messages = client.messages
+                    // Ends with the connection (closed by stop(), or by the agent).
+                    Task {
+                        for await message in messages { input.yield(.agent(message)) }
+                        input.yield(.agent(nil))
+                    }
+                }
+            }
+            guard let client else { return }
+            switch (published, wanted) {
+            case (nil, nil):
+                return
+            case (let shown?, nil):
+                client.send(.resignCurrent(activity: shown.activity))
+                published = nil
+            case (let shown, let offer?):
+                // The same track keeps its activity, and what a save gives (a new position, a pause) is all that
+                // changes: nothing to advertise again. Another track is a new activity.
+                if let shown, shown.offer.isSameTrack(as: offer) {
+                    published = (shown.activity, offer)
+                    return
+                }
+                let activity = nextActivity
+                nextActivity += 1
+                published = (activity, offer)
+                client.send(.becomeCurrent(activity: activity, ActivityNotice(activityType: BuiltInMedia.activityType, title: offer.title)))
+            }
+        }
+
+        mutating func agentMessage(_ message: IPCMessage) {
+            switch message {
+            case .save(let request, let activity, _):
+                guard let published, published.activity == activity else {
+                    client?.send(.saveFailed(request: request, message: "that track is no longer playing"))
+                    return
+                }
+                do {
+                    client?.send(.saved(request: request, payload: try BuiltInMedia.payload(published.offer).encoded()))
+                } catch {
+                    client?.send(.saveFailed(request: request, message: "the track cannot be described: \(error)"))
+                }
+            case .continued:
+                // Pausing the player here once the other device plays is item 1's second half.
+                source.logger.info("the track playing here was continued on another device")
+            default:
+                break
+            }
+        }
+
+        /// Stops offering (the agent is stopping).
+        mutating func stop() {
+            if let shown = published { client?.send(.resignCurrent(activity: shown.activity)) }
+            client?.close()
+            client = nil
+            published = nil
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// A session bus of the test's own: `dbus-daemon` with a configuration in the test's folder, no service activation.
+final class PrivateSessionBus {
+    let folder: URL
+    let address: String
+    private let daemon: Process
+
+    init(in folder: URL) throws {
+        self.folder = folder
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let configuration = folder.appendingPathComponent("bus.conf")
+        try Data(
+            """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(folder.path)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
+            </busconfig>
+            """.utf8
+        ).write(to: configuration)
+        daemon = Process()
+        daemon.executableURL = try Requirement.dbusDaemon.executable()
+        daemon.arguments = ["--config-file=\(configuration.path)", "--nofork"]
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        address = "unix:path=\(folder.path)/bus"
+        let socket = folder.appendingPathComponent("bus").path
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+        try #require(FileManager.default.fileExists(atPath: socket), "dbus-daemon did not listen at \(socket)")
+    }
+
+    /// Kills it (the test runner's threads block SIGTERM, and children inherit the mask: only SIGKILL is prompt).
+    func stop() {
+        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        daemon.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+/// A media player that says what the test tells it to (issue 27 items 1, 4): `org.mpris.MediaPlayer2` and its
+/// `.Player` interface on a bus, in Python with Debian's dbus-python. Each ``set(_:)`` changes its state and emits
+/// `PropertiesChanged`, as a real player does when its track or status changes.
+final class FakeMediaPlayer {
+    let process = Process()
+    let input = Pipe()
+    let log: URL
+
+    /// The player as `org.mpris.MediaPlayer2.NAME` on the bus at `address`; returns once it owns its name.
+    init(name: String, address: String, folder: URL) throws {
+        let script = folder.appendingPathComponent("fake-player.py")
+        try Data(Self.script.utf8).write(to: script)
+        log = folder.appendingPathComponent("player-\(name)-\(UUID().uuidString.prefix(8)).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.executableURL = try Requirement.pythonDBus.executable()
+        process.arguments = ["-u", script.path, address, "org.mpris.MediaPlayer2.\(name)"]
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = input
+        try process.run()
+        for _ in 0..<1000 where !output.contains("ready") && process.isRunning { usleep(10_000) }
+        try #require(output.contains("ready"), "the fake player did not start: \(output)")
+    }
+
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Sets its state: `status` (Playing, Paused, Stopped), `url`, `title`, `artist`, `position` (a number; with
+    /// `positionType` "t" sent unsigned), `vanishOnRead` (it exits in the middle of the next call made to it).
+    func set(_ fields: [String: Any]) {
+        guard let line = try? JSONSerialization.data(withJSONObject: fields) else { return }
+        input.fileHandleForWriting.write(line + Data("\n".utf8))
+    }
+
+    func quit() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit { quit() }
+
+    static let script = #"""
+        import json, os, sys
+        import dbus, dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+
+        ROOT = "org.mpris.MediaPlayer2"
+        PLAYER = "org.mpris.MediaPlayer2.Player"
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.bus.BusConnection(sys.argv[1])
+        state = {"status": "Stopped", "url": None, "title": None, "artist": [], "position": 0, "positionType": "x",
+                 "length": 180000000, "vanishOnRead": False}
+
+        def metadata():
+            m = dbus.Dictionary({"mpris:trackid": dbus.ObjectPath("/org/fake/track/1")}, signature="sv")
+            if state["url"] is not None: m["xesam:url"] = dbus.String(state["url"])
+            if state["title"] is not None: m["xesam:title"] = dbus.String(state["title"])
+            if state["artist"]: m["xesam:artist"] = dbus.Array(state["artist"], signature="s")
+            m["mpris:length"] = dbus.Int64(state["length"])
+            return m
+
+        def position():
+            p = state["position"]
+            return dbus.UInt64(p) if state["positionType"] == "t" else dbus.Int64(p)
+
+        class Player(dbus.service.Object):
+            def props(self, interface):
+                if state["vanishOnRead"]:
+                    os._exit(0)
+                if interface == ROOT:
+                    return dbus.Dictionary({"Identity": "Fake player", "DesktopEntry": "fakeplayer", "CanQuit": False,
+                                            "CanRaise": False, "HasTrackList": False}, signature="sv")
+                if interface == PLAYER:
+                    return dbus.Dictionary({"PlaybackStatus": state["status"], "Metadata": metadata(),
+                                            "Position": position(), "Rate": dbus.Double(1.0), "CanPlay": True,
+                                            "CanPause": True, "CanSeek": True, "CanControl": True}, signature="sv")
+                return dbus.Dictionary({}, signature="sv")
+
+            @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
+            def Get(self, interface, name):
+                return self.props(interface)[name]
+
+            @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
+            def GetAll(self, interface):
+                return self.props(interface)
+
+            @dbus.service.signal(dbus.PROPERTIES_IFACE, signature="sa{sv}as")
+            def PropertiesChanged(self, interface, changed, invalidated):
+                pass
+
+        player = Player(bus, "/org/mpris/MediaPlayer2")
+        name = dbus.service.BusName(sys.argv[2], bus)
+
+        pending = [b""]
+
+        def apply(line):
+            state.update(json.loads(line))
+            player.PropertiesChanged(PLAYER, dbus.Dictionary({"PlaybackStatus": state["status"], "Metadata": metadata()},
+                                                             signature="sv"), dbus.Array([], signature="s"))
+
+        def command(source, condition):
+            chunk = os.read(0, 1 << 20)
+            if not chunk:
+                os._exit(0)
+            pending[0] += chunk
+            while b"\n" in pending[0]:
+                line, pending[0] = pending[0].split(b"\n", 1)
+                apply(line)
+            return True
+
+        GLib.io_add_watch(0, GLib.IO_IN | GLib.IO_HUP, command)
+        print("ready", flush=True)
+        GLib.MainLoop().run()
+        """#
+}
