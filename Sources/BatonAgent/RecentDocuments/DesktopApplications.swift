@@ -60,15 +60,33 @@ struct DesktopApplications: Sendable {
     func defaults(for mimeType: String) -> [String] {
         var ids: [String] = []
         for file in settings.mimeAppsFiles {
-            guard let data = Self.read(file), let keys = try? KeyFile(data),
-                let listed = try? keys.strings(mimeType, in: "Default Applications")
-            else { continue }
-            for id in listed where id.hasSuffix(".desktop") && !ids.contains(id) {
-                ids.append(String(id.dropLast(".desktop".count)))
-            }
+            guard let data = Self.read(file) else { continue }
+            for id in Self.defaults(for: mimeType, in: data) where !ids.contains(id) { ids.append(id) }
             if ids.count >= Self.maximumDefaults { break }
         }
         return Array(ids.prefix(Self.maximumDefaults))
+    }
+
+    /// The desktop file ids `[Default Applications]` of one `mimeapps.list` gives `mimeType`, in order. Read line by line
+    /// (a MIME type is no desktop-entry key: `KeyFile` refuses its `/`); lines that are not UTF-8 or not `key=value`
+    /// are skipped, and ids that are not valid desktop file ids dropped.
+    static func defaults(for mimeType: String, in data: Data) -> [String] {
+        var inDefaults = false
+        for raw in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            guard let line = String(validating: raw, as: UTF8.self)?.trimmingWhitespace(), !line.isEmpty, !line.hasPrefix("#") else { continue }
+            if line.hasPrefix("[") {
+                inDefaults = line == "[Default Applications]"
+                continue
+            }
+            guard inDefaults, let equals = line.firstIndex(of: "="), line[..<equals].trimmingWhitespace() == mimeType else { continue }
+            return line[line.index(after: equals)...].split(separator: ";").prefix(maximumDefaults).compactMap { entry in
+                let file = entry.trimmingWhitespace()
+                guard file.hasSuffix(".desktop") else { return nil }
+                let id = String(file.dropLast(".desktop".count))
+                return DesktopEntry.isValidID(id) ? id : nil
+            }
+        }
+        return []
     }
 
     /// The application that opens a document: `preferred` (the one that used it there) when it can run here, else
