@@ -124,6 +124,9 @@ public struct AgentOptions: ParsableArguments {
     @Flag(help: "Show no desktop notification of what other devices offer (shown by default where there is a session D-Bus with a notification server).")
     var noNotify = false
 
+    @Flag(help: "Offer no document opened in a synced folder (recently-used.xbel, KDE's RecentDocuments/) and open none continued here (on by default; issue 27).")
+    var noRecentDocuments = false
+
     @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
     var browserCommand = "xdg-open"
 
@@ -171,6 +174,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.launchTimeout = launchTimeout
         configuration.syncWait = syncWait
         configuration.desktopNotifications = !noNotify
+        configuration.recentDocuments.isEnabled = !noRecentDocuments
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates
