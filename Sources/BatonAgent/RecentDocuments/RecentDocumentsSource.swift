@@ -35,9 +35,11 @@ final class RecentDocumentsSource: Service, Sendable {
 
     /// What is offered and its state, for the app's answers to saves (C4): a leaf value the reader and the loop share.
     private let offered = NIOLockedValueBox<(activity: UInt64, payload: Data)?>(nil)
-    /// Programs started to open documents, reaped as they end (no zombie is left past the next event or the shutdown).
+    /// Programs started to open documents, reaped as they end (at the next change, within a minute, or at the shutdown).
     private let children = NIOLockedValueBox<Set<pid_t>>([])
     private let stopping = Atomic<Bool>(false)
+    /// Rung by the watcher, a program started (so its reaping is scheduled) and the shutdown.
+    private let bell = Doorbell()
     /// The last failure logged for each file read, so a damaged file is logged once, not at each change.
     private let lastProblem = NIOLockedValueBox<[String: String]>([:])
 
@@ -51,8 +53,7 @@ final class RecentDocumentsSource: Service, Sendable {
     }
 
     func run() async throws {
-        let bell = Doorbell()
-        let watcher = FolderWatcher { _ in bell.ring() }
+        let watcher = FolderWatcher { [bell] _ in bell.ring() }
         if watcher == nil { logger.warning("recent documents: no inotify descriptor; documents opened are not offered") }
         let client: AgentClient
         do {
@@ -68,7 +69,7 @@ final class RecentDocumentsSource: Service, Sendable {
                     for await message in client.messages { received(message, client: client) }
                 }
                 group.addTask { [self] in
-                    await follow(client: client, watcher: watcher, bell: bell)
+                    await follow(client: client, watcher: watcher)
                 }
             }
         } onGracefulShutdown: { [self] in
@@ -80,7 +81,7 @@ final class RecentDocumentsSource: Service, Sendable {
     }
 
     /// The loop: each change of the watched folders lists the documents again and does what the machine says.
-    private func follow(client: AgentClient, watcher: FolderWatcher?, bell: Doorbell) async {
+    private func follow(client: AgentClient, watcher: FolderWatcher?) async {
         var machine = RecentDocuments(freshness: UInt64(max(0, settings.freshness) * 1000))
         bell.ring()
         while !stopping.load(ordering: .relaxed), !Task.isCancelled {
@@ -90,7 +91,10 @@ final class RecentDocumentsSource: Service, Sendable {
             watcher?.replaceWatches(watched)
             if let action = machine.listed(candidates(), folders: folders(), now: clock.wall()) { perform(action, client: client) }
             reap()
-            await bell.wait()
+            // A program opened here that still runs is looked at again within a minute, as the app socket's reaper
+            // does (its SIGCHLD is the reaper's, for the programs it started): no zombie stays longer.
+            let running = !children.withLockedValue(\.isEmpty)
+            await bell.wait(timeout: running ? .seconds(60) : nil, clock: clock)
         }
         if let action = machine.stop() { perform(action, client: client) }
         // Closing the connection ends the app for the broker: nothing of it stays current (A9).
@@ -159,6 +163,7 @@ final class RecentDocumentsSource: Service, Sendable {
             for command in try applications.commands(opening: continued.url, with: application) {
                 let pid = try Launcher.spawn(command.program, arguments: command.arguments, environment: settings.environment)
                 children.withLockedValue { _ = $0.insert(pid) }
+                bell.ring()
                 logger.info("recent documents: opened \(Agent.logLine(path)) with \(application.id) (pid \(pid))")
             }
         } catch {
