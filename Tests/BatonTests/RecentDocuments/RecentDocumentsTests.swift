@@ -74,6 +74,16 @@ struct RecentDocumentsTests {
             return nil
         }
 
+        /// Waits up to `seconds` for the desktop to list nothing from the laptop.
+        func nothingOffered(within seconds: Double) async -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if await devices.agents[1].nearbyItems().isEmpty { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+
         func stop() async {
             await devices.shutdown()
             try? FileManager.default.removeItem(at: root)
@@ -180,14 +190,17 @@ struct RecentDocumentsTests {
             ("Exec with shell syntax", Self.xbel(href: inside, exec: "'baton-test-editor %u; touch /tmp/pwned'")),
             ("dot-dot", Self.xbel(href: URL(fileURLWithPath: world.folder("laptop").path).absoluteString + "/../secret.txt")),
         ]
+        let good = Data(Self.xbel(href: inside).utf8)
         for (what, text) in hostile {
+            // The good document offered, then a file with only the hostile entry: refused, the offer is withdrawn
+            // (the desktop's list empties); taken, it would replace the offer instead, and the list never empties.
+            try Self.replace(file, with: good)
+            #expect(await world.offeredTitle(within: 10) == "notes.txt — Baton Test Editor")
             try Self.replace(file, with: Data(text.utf8))
-            // The watcher reports a burst 150 ms after it settles; the source reads at once.
-            try await Task.sleep(for: .milliseconds(400))
-            #expect(await world.devices.agents[1].nearbyItems().isEmpty, "\(what): nothing offered")
+            #expect(await world.nothingOffered(within: 10), "\(what): nothing offered")
         }
         #expect(!FileManager.default.fileExists(atPath: "/tmp/pwned"))
-        try Self.replace(file, with: Data(Self.xbel(href: inside).utf8))
+        try Self.replace(file, with: good)
         let title = await world.offeredTitle(within: 10)
         #expect(title == "notes.txt — Baton Test Editor", "the agent still runs and offers the next good document")
     }
