@@ -367,7 +367,9 @@ final class MediaBus: @unchecked Sendable {
 
     /// A started connection to the bus at `address`, libsystemd loaded first if it was not.
     static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
-        if let why = NotificationServer.libraryUnavailable() { throw BatonAgentError(.busUnavailable, why) }
+        if NotificationServer.libraryUnavailable() != nil {
+            throw BatonAgentError(.busUnavailable, "cannot load \(NotificationServer.libraryFile()); install libsystemd0 to follow media players")
+        }
         var opened: OpaquePointer?
         var result = baton_sd_bus_new(&opened)
         guard result >= 0, let opened else {

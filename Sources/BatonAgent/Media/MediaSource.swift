@@ -45,7 +45,7 @@ struct MediaSource: Service, CustomStringConvertible {
             bus = try MediaBus(address: address) { input.yield(.bus($0)) }
             try bus.start()
         } catch {
-            logger.notice("media players are not followed: \(error)")
+            logger.info("media players are not followed: \(error)")
             return
         }
         bus.send(.connect)
@@ -107,9 +107,9 @@ struct MediaSource: Service, CustomStringConvertible {
             case .connected:
                 source.logger.info("following media players on \(source.address)")
             case .connectFailed(let why):
-                source.logger.notice("media players are not followed: \(why)")
+                source.logger.info("media players are not followed: \(why)")
             case .disconnected(let why):
-                source.logger.notice("media players are no longer followed: \(why)")
+                source.logger.info("media players are no longer followed: \(why)")
                 for name in focus.playerNames { perform(focus.playerVanished(name, now: now)) }
             case .appeared(let name):
                 perform(focus.playerAppeared(name))
@@ -143,7 +143,7 @@ struct MediaSource: Service, CustomStringConvertible {
                 do {
                     client = try await AgentClient.connect(path: source.socketPath, bundleIdentifier: BuiltInMedia.bundleIdentifier, timeout: 5)
                 } catch {
-                    source.logger.notice("media players cannot publish to the agent: \(error)")
+                    source.logger.info("media players cannot publish to the agent: \(error)")
                     return
                 }
                 if let client {

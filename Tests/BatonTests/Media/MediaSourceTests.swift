@@ -13,19 +13,31 @@ import Testing
 struct MediaSourceTests {
     /// Two devices, each with a session bus of its own; the laptop's media source follows the laptop's bus.
     final class TwoHosts {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-media-\(UUID().uuidString)")
+        let root: URL
         let laptopBus: PrivateSessionBus
         let desktopBus: PrivateSessionBus
         let world: LocalDevices
         var desktop: Agent { world.agents[1] }
 
-        init() async throws {
+        /// The laptop's synced folder `music` (C9), when asked for.
+        let music: URL
+
+        init(withMusicFolder: Bool = false) async throws {
+            root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-media-\(UUID().uuidString)")
+            music = root.appendingPathComponent("laptop-music")
             laptopBus = try PrivateSessionBus(in: root.appendingPathComponent("laptop-bus"))
             desktopBus = try PrivateSessionBus(in: root.appendingPathComponent("desktop-bus"))
             let (laptop, desktop) = (laptopBus.address, desktopBus.address)
-            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { configuration in
+            var folder: SyncedFolder?
+            if withMusicFolder {
+                try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+                folder = try SyncedFolder(id: "music", path: music.path)
+            }
+            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folder] configuration in
+                let isLaptop = configuration.store.folder.lastPathComponent == "laptop"
+                if isLaptop, let folder { try? configuration.store.addSyncedFolder(folder) }
                 configuration.media.isEnabled = true
-                configuration.media.busAddress = configuration.store.folder.lastPathComponent == "laptop" ? laptop : desktop
+                configuration.media.busAddress = isLaptop ? laptop : desktop
                 if ProcessInfo.processInfo.environment["BATON_TEST_MEDIA_LOG"] != nil {
                     var logger = Logger(label: "baton.agent.\(configuration.store.folder.lastPathComponent)")
                     logger.logLevel = .debug
@@ -152,4 +164,81 @@ struct MediaSourceTests {
         #expect(await Self.shown(on: desktop, where: Self.media("After — Band")) != nil)
         await hosts.stop()
     }
+
+    /// Runs `program` with `arguments` on the laptop's bus; its output, trimmed.
+    static func run(_ program: URL, _ arguments: [String], bus: String) throws -> String {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = program
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus]) { $1 }
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test(
+        "Real mpv with mpv-mpris plays a file in a synced folder (C9): the desktop shows its track, still while paused, gone once stopped; playerctl witnesses",
+        .requires(.dbusDaemon, .mpvMPRIS, .playerctl, .sox)
+    )
+    func realMPV() async throws {
+        let hosts = try await TwoHosts(withMusicFolder: true)
+        let desktop = hosts.desktop
+        let bus = hosts.laptopBus.address
+        let tone = hosts.music.appendingPathComponent("tone.ogg")
+        let made = try Self.run(
+            try Requirement.sox.executable(),
+            ["-n", "-r", "44100", "-c", "1", "--comment", "TITLE=Sine Tone", "--comment", "ARTIST=Sox Band", tone.path, "synth", "60", "sine", "440"],
+            bus: bus
+        )
+        try #require(FileManager.default.fileExists(atPath: tone.path), "sox made no file: \(made)")
+        let playerctl = try Requirement.playerctl.executable()
+
+        let mpv = Process()
+        mpv.executableURL = try Requirement.mpvMPRIS.executable()
+        mpv.arguments = ["--no-video", "--ao=null", "--no-terminal", tone.path]
+        // A HOME of its own: no user configuration; the system's loads mpv-mpris.
+        mpv.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus, "HOME": hosts.root.path]) { $1 }
+        mpv.standardOutput = FileHandle.nullDevice
+        mpv.standardError = FileHandle.nullDevice
+        let started = Date()
+        try mpv.run()
+        defer {
+            if mpv.isRunning { kill(mpv.processIdentifier, SIGKILL) }
+            mpv.waitUntilExit()
+        }
+        let item = await Self.shown(on: desktop, where: Self.media("Sine Tone — Sox Band"))
+        let visible = Date().timeIntervalSince(started)
+        let seen = await desktop.nearbyItems(describe: true)
+        try #require(item != nil, "the desktop never showed mpv's track: \(seen)")
+        print("issue 27 item 1: mpv started -> its track in the other device's nearby in \(Int(visible * 1000)) ms")
+        // playerctl, an independent witness, sees the same track playing.
+        #expect(try Self.run(playerctl, ["-p", "mpv", "metadata", "title"], bus: bus) == "Sine Tone")
+        #expect(try Self.run(playerctl, ["-p", "mpv", "status"], bus: bus) == "Playing")
+
+        // Paused: still offered.
+        _ = try Self.run(playerctl, ["-p", "mpv", "pause"], bus: bus)
+        #expect(try Self.run(playerctl, ["-p", "mpv", "status"], bus: bus) == "Paused")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await Self.shown(on: desktop, timeout: 1, where: Self.media("Sine Tone — Sox Band")) != nil)
+
+        // Stopped (mpv quits on Stop): gone.
+        let stopping = Date()
+        _ = try Self.run(playerctl, ["-p", "mpv", "stop"], bus: bus)
+        #expect(await Self.nothingShown(on: desktop))
+        print("issue 27 item 1: mpv stopped -> gone from the other device's nearby in \(Int(Date().timeIntervalSince(stopping) * 1000)) ms")
+        await hosts.stop()
+    }
+}
+
+extension Requirement {
+    /// mpv with Debian's MPRIS plugin, which mpv loads from /etc/mpv/scripts.
+    static let mpvMPRIS = Requirement("mpv-mpris", label: "mpv with mpv-mpris", programs: ["mpv"], packages: ["mpv", "mpv-mpris"]) { _ in
+        FileManager.default.fileExists(atPath: "/etc/mpv/scripts/mpris.so") ? nil : "no /etc/mpv/scripts/mpris.so (mpv-mpris)"
+    }
+    static let playerctl = Requirement("playerctl", programs: ["playerctl"], packages: ["playerctl"])
+    static let sox = Requirement("sox", programs: ["sox"], packages: ["sox"])
 }
