@@ -201,14 +201,27 @@ final class RecentDocumentsSource: Service, Sendable {
             guard !entry.isPrivate, let url = try? entry.activityURL(), url.scheme == .file, let used = entry.lastUsed else { return nil }
             var application: String?
             if let last = entry.lastApplication {
-                // Its command line must be one Baton would accept (it never runs it): one with shell syntax is refused,
-                // with its document.
-                guard let exec = try? ExecLine(last.exec) else { return nil }
-                let program = exec.program.split(separator: "/").last.map(String.init) ?? ""
-                application = [last.name, program].first { DesktopEntry.isValidID($0) && applications.entry(id: $0) != nil }
+                // Baton never runs this command line, but one written to chain or expand commands is no application's:
+                // the entry is refused, with its document (issue 27 item 4).
+                guard !Self.hasShellSyntax(last.exec) else { return nil }
+                application = [last.name, Self.programName(last.exec)].first { DesktopEntry.isValidID($0) && applications.entry(id: $0) != nil }
             }
             return RecentDocuments.Candidate(url: url, application: application, mimeType: entry.mimeType, lastUsed: Self.milliseconds(used))
         }
+    }
+
+    /// Whether an application's recorded command line holds shell syntax that chains, redirects, substitutes or
+    /// expands (`;`, `|`, `&`, `$`, a backquote, `<`, `>`, parentheses, a newline). Quotes alone are not: apps record
+    /// their program quoted as GLib quotes (`'soffice' --writer %u`), which the desktop-entry rules (``ExecLine``) would
+    /// refuse, and a LibreOffice document must still be offered.
+    static func hasShellSyntax(_ exec: String) -> Bool {
+        exec.contains { ";|&$`<>()\n\r".contains($0) }
+    }
+
+    /// The program's file name in a recorded command line, its quotes dropped (`'/usr/bin/soffice'` → `soffice`).
+    static func programName(_ exec: String) -> String {
+        let first = exec.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map { $0.filter { $0 != "'" && $0 != "\"" } } ?? ""
+        return first.split(separator: "/").last.map(String.init) ?? ""
     }
 
     /// The most KDE recent documents read (KDE keeps about 10).

@@ -105,3 +105,40 @@ struct KDERecentCandidatesTests {
             == "report.pdf — Okular")
     }
 }
+
+/// What the source reads from GTK's `recently-used.xbel` (issue 27 items 2, 4).
+@Suite("RecentDocumentsSource: recently-used.xbel entries as candidates (issue 27 item 2)")
+struct GTKRecentCandidatesTests {
+    @Test("a program recorded quoted as GLib quotes it is still offered, named by its desktop file; one with shell syntax is not")
+    func quotedProgram() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-gtk-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let applications = root.appendingPathComponent("data/applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        try Data("[Desktop Entry]\nType=Application\nName=LibreOffice\nExec=cat %U\n".utf8).write(to: applications.appendingPathComponent("soffice.desktop"))
+        func bookmark(_ name: String, exec: String) -> String {
+            """
+            <bookmark href="file://\(root.path)/Sync/\(name)" added="2099-01-01T00:00:00Z" modified="2099-01-01T00:00:00Z" visited="2099-01-01T00:00:00Z">
+              <info><metadata owner="http://freedesktop.org"><mime:mime-type type="application/vnd.oasis.opendocument.text"/>
+                <bookmark:applications><bookmark:application name="LibreOffice Writer" exec="\(exec)" modified="2099-01-01T00:00:00Z" count="1"/></bookmark:applications>
+              </metadata></info>
+            </bookmark>
+            """
+        }
+        let xbel = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <xbel version="1.0" xmlns:bookmark="http://www.freedesktop.org/standards/desktop-bookmarks" xmlns:mime="http://www.freedesktop.org/standards/shared-mime-info">
+            \(bookmark("report.odt", exec: "&apos;&apos;\\&apos;&apos;soffice&apos;\\&apos;&apos; --writer %u&apos;"))
+            \(bookmark("evil.odt", exec: "&apos;soffice %u $(touch /tmp/pwned)&apos;"))
+            </xbel>
+            """
+        try Data(xbel.utf8).write(to: root.appendingPathComponent("data/recently-used.xbel"))
+        var settings = RecentDocumentsSettings(environment: ["HOME": root.path, "XDG_DATA_HOME": root.appendingPathComponent("data").path])
+        settings.applicationFolders = [applications.path]
+        let source = RecentDocumentsSource(settings: settings, socketPath: "/nonexistent", folders: { SyncedFolders() }, clock: .system, logger: Logger(label: "test"))
+        let candidates = source.candidates()
+        #expect(candidates.map(\.url.filePath) == [root.path + "/Sync/report.odt"])
+        #expect(candidates.first?.application == "soffice")
+        #expect(candidates.first?.mimeType == "application/vnd.oasis.opendocument.text")
+    }
+}
