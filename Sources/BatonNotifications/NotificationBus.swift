@@ -1,5 +1,4 @@
 import CSystemd
-import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -13,8 +12,8 @@ import NIOConcurrencyHelpers
 /// rings the eventfd), reads signals with `sd_bus_process`, and reports ``Event``s through `onEvent`, on that thread.
 /// A `Notify` is a call with a 2 s deadline on that thread; a close is sent without waiting for its answer.
 ///
-/// `@unchecked Sendable`: `bus` and `slots` are touched only on the bus thread; the queue and the finish state are
-/// under locks; the rest is set in `init`.
+/// `@unchecked Sendable`: `bus` and `slots` are touched only on the bus thread; the queue and the finish state are the
+/// ``SessionBusThread``'s; the rest is set in `init`.
 final class NotificationBus: @unchecked Sendable {
     /// What the thread does next.
     enum Command: Sendable {
@@ -43,11 +42,9 @@ final class NotificationBus: @unchecked Sendable {
 
     private let address: String
     private let onEvent: @Sendable (Event) -> Void
-    /// Commands for the thread; `finishing` once ``finish()`` was called (commands are still taken: a `Notify`
-    /// answered then is followed by its close); `ended` once the thread took the last (the eventfd is closed after).
-    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool, ended: Bool)>(([], false, false))
-    private let finish = NIOLockedValueBox<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-    private let wakeDescriptor: Int32
+    /// Commands for the thread; once ``finish()`` was called they are still taken (a `Notify` answered then is
+    /// followed by its close) until none is left.
+    private let thread: SessionBusThread<Command>
     // The bus thread's own.
     private var bus: OpaquePointer?
     private var slots: [OpaquePointer] = []
@@ -57,99 +54,39 @@ final class NotificationBus: @unchecked Sendable {
     init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws(NotificationBusError) {
         self.address = address
         self.onEvent = onEvent
-        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-        guard wakeDescriptor >= 0 else {
-            throw NotificationBusError(
-                .busUnavailable,
-                "cannot make an eventfd for the session bus thread: \(String(cString: strerror(errno)))"
-            )
-        }
+        thread = try SessionBusThread()
     }
 
     /// Starts the bus thread.
     /// - Throws: ``NotificationBusError/Code/busUnavailable`` when no thread can be started.
     func start() throws(NotificationBusError) {
-        let argument = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread,
-            nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<NotificationBus>.fromOpaque(argument).takeRetainedValue().run()
-                return nil
-            },
-            argument
-        )
-        guard result == 0 else {
-            Unmanaged<NotificationBus>.fromOpaque(argument).release()
-            close(wakeDescriptor)
-            throw NotificationBusError(
-                .busUnavailable,
-                "cannot start the session bus thread: \(String(cString: strerror(result)))"
-            )
-        }
-        pthread_detach(thread)
+        try thread.start(named: "baton-dbus") { [self] in run() }
     }
 
     /// Queues `command` for the bus thread and wakes it; dropped once the thread has ended.
     func send(_ command: Command) {
-        queue.withLockedValue { queue in
-            guard !queue.ended else { return }
-            queue.commands.append(command)
-            // Under the lock: the thread closes the eventfd only after setting `ended` under it.
-            wake()
-        }
+        thread.send(command)
     }
 
     /// Runs what is queued (the last closes), flushes it out, closes the connection and ends the thread; returns when
     /// it has.
     func finish() async {
-        queue.withLockedValue { queue in
-            queue.finishing = true
-            if !queue.ended { wake() }
-        }
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let done = finish.withLockedValue { state -> Bool in
-                if !state.done { state.waiter = waiter }
-                return state.done
-            }
-            if done { waiter.resume() }
-        }
-    }
-
-    private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+        await thread.finish()
     }
 
     // MARK: The bus thread
 
     private func run() {
-        Self.nameThisThread("baton-dbus")
         while true {
-            let (commands, finishing) = queue.withLockedValue { queue in
-                defer { queue.commands = [] }
-                return (queue.commands, queue.finishing)
-            }
+            let (commands, finishing) = thread.take()
             for command in commands { perform(command) }
-            let ended = queue.withLockedValue { queue in
-                queue.ended = finishing && queue.commands.isEmpty
-                return queue.ended
-            }
-            if ended { break }
+            if thread.shouldEnd() { break }
             processIncoming()
-            if !finishing { waitForWork() }
+            if !finishing { thread.waitForWork(bus: bus) }
         }
         if let bus { baton_sd_bus_flush(bus) }
         disconnect()
-        close(wakeDescriptor)
-        let waiter = finish.withLockedValue { state in
-            state.done = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+        thread.ended()
     }
 
     private func perform(_ command: Command) {
@@ -164,7 +101,7 @@ final class NotificationBus: @unchecked Sendable {
         guard bus == nil else { return onEvent(.connected) }
         let opened: OpaquePointer
         do {
-            opened = try Self.open(address)
+            opened = try SessionBus.open(address)
         } catch {
             return onEvent(.connectFailed(error))
         }
@@ -280,31 +217,6 @@ final class NotificationBus: @unchecked Sendable {
         if let bus, baton_sd_bus_is_open(bus) <= 0 { lost(-ECONNRESET) }
     }
 
-    /// Sleeps until the bus has something to read (or a timeout of its own) or a command is queued.
-    private func waitForWork() {
-        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
-        var timeout: Int32 = -1
-        if let bus {
-            let descriptor = baton_sd_bus_get_fd(bus)
-            let events = baton_sd_bus_get_events(bus)
-            if descriptor >= 0, events >= 0 {
-                descriptors.append(pollfd(fd: descriptor, events: Int16(events), revents: 0))
-            }
-            var until: UInt64 = 0
-            if baton_sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
-                timeout = Int32(min(((until > nowMicroseconds ? until - nowMicroseconds : 0) + 999) / 1_000, 60_000))
-            }
-        }
-        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
-        if descriptors[0].revents & Int16(POLLIN) != 0 {
-            var count: UInt64 = 0
-            _ = read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
-        }
-    }
-
     // MARK: Signals (on the bus thread, from sd_bus_process)
 
     private static let actionInvoked: sd_bus_message_handler_t = { message, userdata, _ in
@@ -353,34 +265,6 @@ final class NotificationBus: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// A started connection to the bus at `address` (the caller closes it with `sd_bus_flush_close_unref`); libsystemd
-    /// is loaded first, if it was not.
-    /// - Throws: ``NotificationBusError/Code/busUnavailable`` when libsystemd cannot be loaded, or the connection cannot be
-    ///   made or started.
-    static func open(_ address: String) throws(NotificationBusError) -> OpaquePointer {
-        if let why = NotificationServer.libraryUnavailable() { throw NotificationBusError(.busUnavailable, why) }
-        var opened: OpaquePointer?
-        var result = baton_sd_bus_new(&opened)
-        guard result >= 0, let opened else { throw error("cannot make a bus connection", result) }
-        result = baton_sd_bus_set_address(opened, address)
-        if result >= 0 { result = baton_sd_bus_set_bus_client(opened, 1) }
-        if result >= 0 { result = baton_sd_bus_start(opened) }
-        guard result >= 0 else {
-            baton_sd_bus_flush_close_unref(opened)
-            throw error("cannot connect to the session bus at \(address)", result)
-        }
-        return opened
-    }
-
-    /// Names the calling thread, as `top -H` and `/proc/PID/task/*/comm` show it (`pthread_setname_np` needs
-    /// `_GNU_SOURCE`, which Swift's Glibc module does not define; the kernel takes the name from this file too).
-    private static func nameThisThread(_ name: String) {
-        let descriptor = Glibc.open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        _ = name.withCString { write(descriptor, $0, strlen($0)) }
-        close(descriptor)
-    }
-
     private static func type(_ code: Unicode.Scalar) -> CChar {
         CChar(UInt8(ascii: code))
     }
@@ -390,6 +274,6 @@ final class NotificationBus: @unchecked Sendable {
     }
 
     private static func error(_ what: String, _ result: Int32) -> NotificationBusError {
-        NotificationBusError(.busUnavailable, "\(what): \(String(cString: strerror(-result)))")
+        SessionBus.error(what, result)
     }
 }

@@ -37,12 +37,13 @@ public struct NotificationServer: Sendable, Hashable {
     /// Why sd-bus cannot be used in this process (libsystemd is not installed, or too old), or nil when it can. It is
     /// loaded at run time (issue 24 part 1), so Baton builds without libsystemd-dev and runs without libsystemd0, with
     /// no desktop notifications; the first call loads it, and every later one gives the same answer.
-    public static func libraryUnavailable() -> String? {
+    /// `purpose` ends the advice: what libsystemd0 is installed for.
+    public static func libraryUnavailable(purpose: String = "desktop notifications") -> String? {
         var why = [CChar](repeating: 0, count: 512)
         let file = libraryFile()
         guard baton_sd_bus_load(file, &why, why.count) != 0 else { return nil }
         let reason = String(cString: why)
-        return "cannot load \(file) (\(reason.isEmpty ? "not found" : reason)); install libsystemd0 for desktop notifications"
+        return "cannot load \(file) (\(reason.isEmpty ? "not found" : reason)); install libsystemd0 for \(purpose)"
     }
 
     /// Asks the bus at `address` for the notification server (starting it, if the bus can): nil when there is none.
@@ -53,7 +54,7 @@ public struct NotificationServer: Sendable, Hashable {
         onBusAt address: String,
         timeoutMicroseconds: UInt64 = 1_000_000
     ) throws(NotificationBusError) -> NotificationServer? {
-        let bus = try NotificationBus.open(address)
+        let bus = try SessionBus.open(address)
         defer { baton_sd_bus_flush_close_unref(bus) }
         var message: OpaquePointer?
         let made = baton_sd_bus_message_new_method_call(

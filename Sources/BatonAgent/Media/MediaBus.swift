@@ -1,7 +1,6 @@
 import BatonActivitySources
 import BatonNotifications
 import CSystemd
-import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -10,8 +9,8 @@ import NIOConcurrencyHelpers
 /// The media players on the session bus (`org.mpris.MediaPlayer2.*`, MPRIS 2.2), through sd-bus: the thin adapter
 /// under ``MediaSource`` (issue 27 item 1).
 ///
-/// As ``NotificationBus`` does, it keeps the connection on a thread of its own (sd-bus blocks and is not thread-safe),
-/// waiting in `poll` on the bus and an eventfd. It follows `NameOwnerChanged` for players appearing and vanishing,
+/// As the notifier's bus does, it keeps the connection on a thread of its own (``SessionBusThread``: sd-bus blocks and
+/// is not thread-safe), waiting in `poll` on the bus and an eventfd. It follows `NameOwnerChanged` for players appearing and vanishing,
 /// and each player's `PropertiesChanged` and `Seeked`; on any of them it reads the player again (`GetAll` of
 /// `org.mpris.MediaPlayer2.Player`, which has the `Position` that `PropertiesChanged` never carries, and the
 /// `DesktopEntry` of `org.mpris.MediaPlayer2`), after the signals at hand are all handled, so a burst is one read. What
@@ -19,7 +18,7 @@ import NIOConcurrencyHelpers
 /// A call is answered within ``callTimeoutMicroseconds`` or given up: a player that hangs delays the others by that.
 ///
 /// `@unchecked Sendable`: `bus`, `slots`, `owners` and `pending` are touched only on the bus thread; the queue and the
-/// finish state are under locks; the rest is set in `init`.
+/// finish state are the ``SessionBusThread``'s; the rest is set in `init`.
 final class MediaBus: @unchecked Sendable {
     /// What the thread does next.
     enum Command: Sendable {
@@ -56,9 +55,7 @@ final class MediaBus: @unchecked Sendable {
 
     private let address: String
     private let onEvent: @Sendable (Event) -> Void
-    private let queue = NIOLockedValueBox<(commands: [Command], finishing: Bool, ended: Bool)>(([], false, false))
-    private let finish = NIOLockedValueBox<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-    private let wakeDescriptor: Int32
+    private let thread: SessionBusThread<Command>
     // The bus thread's own.
     private var bus: OpaquePointer?
     private var slots: [OpaquePointer] = []
@@ -72,74 +69,41 @@ final class MediaBus: @unchecked Sendable {
     init(address: String, onEvent: @escaping @Sendable (Event) -> Void) throws {
         self.address = address
         self.onEvent = onEvent
-        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-        guard wakeDescriptor >= 0 else {
-            throw BatonAgentError(.busUnavailable, "cannot make an eventfd for the media players' bus thread: \(String(cString: strerror(errno)))")
+        do {
+            thread = try SessionBusThread()
+        } catch {
+            throw BatonAgentError(.busUnavailable, error.message)
         }
     }
 
     /// Starts the bus thread.
     /// - Throws: ``BatonAgentError`` `busUnavailable` when no thread can be started.
     func start() throws {
-        let argument = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread,
-            nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<MediaBus>.fromOpaque(argument).takeRetainedValue().run()
-                return nil
-            },
-            argument
-        )
-        guard result == 0 else {
-            Unmanaged<MediaBus>.fromOpaque(argument).release()
-            close(wakeDescriptor)
-            throw BatonAgentError(.busUnavailable, "cannot start the media players' bus thread: \(String(cString: strerror(result)))")
+        do {
+            try thread.start(named: "baton-mpris") { [self] in run() }
+        } catch {
+            throw BatonAgentError(.busUnavailable, error.message)
         }
-        pthread_detach(thread)
     }
 
     /// Queues `command` for the bus thread and wakes it; dropped once the thread has ended.
     func send(_ command: Command) {
-        queue.withLockedValue { queue in
-            guard !queue.ended else { return }
-            queue.commands.append(command)
-            wake()
-        }
+        thread.send(command)
     }
 
     /// Closes the connection and ends the thread; returns when it has.
     func finish() async {
-        queue.withLockedValue { queue in
-            queue.finishing = true
-            if !queue.ended { wake() }
-        }
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let done = finish.withLockedValue { state -> Bool in
-                if !state.done { state.waiter = waiter }
-                return state.done
-            }
-            if done { waiter.resume() }
-        }
-    }
-
-    private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+        await thread.finish()
     }
 
     // MARK: The bus thread
 
     private func run() {
         while true {
-            let (commands, finishing) = queue.withLockedValue { queue in
-                defer { queue.commands = [] }
-                return (queue.commands, queue.finishing)
-            }
+            let (commands, finishing) = thread.take()
+            // Nothing is worth doing once the agent stops: the connection closes now.
             if finishing {
-                queue.withLockedValue { $0.ended = true }
+                while !thread.shouldEnd() { _ = thread.take() }
                 break
             }
             for command in commands {
@@ -149,23 +113,17 @@ final class MediaBus: @unchecked Sendable {
             }
             processIncoming()
             readPending()
-            waitForWork()
+            thread.waitForWork(bus: bus)
         }
         disconnect()
-        close(wakeDescriptor)
-        let waiter = finish.withLockedValue { state in
-            state.done = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+        thread.ended()
     }
 
     private func connect() {
         guard bus == nil else { return onEvent(.connected) }
         let opened: OpaquePointer
         do {
-            opened = try Self.open(address)
+            opened = try SessionBus.open(address, purpose: "media players")
         } catch {
             return onEvent(.connectFailed(error.message))
         }
@@ -227,30 +185,6 @@ final class MediaBus: @unchecked Sendable {
         for name in names {
             guard let bus else { return }
             readPlayer(bus, name)
-        }
-    }
-
-    private func waitForWork() {
-        var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
-        var timeout: Int32 = -1
-        if let bus {
-            let descriptor = baton_sd_bus_get_fd(bus)
-            let events = baton_sd_bus_get_events(bus)
-            if descriptor >= 0, events >= 0 {
-                descriptors.append(pollfd(fd: descriptor, events: Int16(events), revents: 0))
-            }
-            var until: UInt64 = 0
-            if baton_sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
-                timeout = Int32(min(((until > nowMicroseconds ? until - nowMicroseconds : 0) + 999) / 1_000, 60_000))
-            }
-        }
-        _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
-        if descriptors[0].revents & Int16(POLLIN) != 0 {
-            var count: UInt64 = 0
-            _ = read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
         }
     }
 
@@ -363,26 +297,6 @@ final class MediaBus: @unchecked Sendable {
         let bus = Unmanaged<MediaBus>.fromOpaque(userdata).takeUnretainedValue()
         for name in bus.owners[String(cString: sender)] ?? [] { bus.pending.insert(name) }
         return 0
-    }
-
-    /// A started connection to the bus at `address`, libsystemd loaded first if it was not.
-    static func open(_ address: String) throws(BatonAgentError) -> OpaquePointer {
-        if NotificationServer.libraryUnavailable() != nil {
-            throw BatonAgentError(.busUnavailable, "cannot load \(NotificationServer.libraryFile()); install libsystemd0 to follow media players")
-        }
-        var opened: OpaquePointer?
-        var result = baton_sd_bus_new(&opened)
-        guard result >= 0, let opened else {
-            throw BatonAgentError(.busUnavailable, "cannot make a bus connection: \(String(cString: strerror(-result)))")
-        }
-        result = baton_sd_bus_set_address(opened, address)
-        if result >= 0 { result = baton_sd_bus_set_bus_client(opened, 1) }
-        if result >= 0 { result = baton_sd_bus_start(opened) }
-        guard result >= 0 else {
-            baton_sd_bus_flush_close_unref(opened)
-            throw BatonAgentError(.busUnavailable, "cannot connect to the session bus at \(address): \(String(cString: strerror(-result)))")
-        }
-        return opened
     }
 
     // MARK: Reading values
