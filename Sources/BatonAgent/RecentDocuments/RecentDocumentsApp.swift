@@ -26,26 +26,9 @@ public enum RecentDocumentsApp {
     static let applicationKey = "org.baton.desktopEntry"
     static let mimeTypeKey = "org.baton.mimeType"
 
-    /// The app's record: no executable, so nothing can launch it and only the agent's process connects as it.
-    static func record() -> AppRecord {
-        AppRecord(
-            bundleURL: URL(fileURLWithPath: "/"),
-            bundleIdentifier: bundleIdentifier,
-            name: name,
-            executableURL: nil,
-            teamIdentifier: teamIdentifier,
-            activityTypes: [activityType],
-            documentActivityTypes: [],
-            associatedDomains: [],
-            warnings: [],
-            isIdentityResolved: true
-        )
-    }
-
     /// `registry` with the app last, unless an installed bundle already has its identifier.
     static func adding(to registry: AppRegistry) -> AppRegistry {
-        guard registry.app(bundleIdentifier: bundleIdentifier) == nil else { return registry }
-        return AppRegistry(apps: registry.apps + [record()], problems: registry.problems)
+        registry.addingInAgentApp(bundle: bundleIdentifier, name: name, team: teamIdentifier, activityTypes: [activityType])
     }
 
     /// The state of `offer` as the originating app gives it (C4), titled `title`.
