@@ -32,7 +32,9 @@ struct RecentDocumentsTests {
         func folder(_ device: String) -> URL { root.appendingPathComponent(device).appendingPathComponent("Sync-\(device)") }
         var recorded: URL { root.appendingPathComponent("desktop").appendingPathComponent("opened.txt") }
 
-        static func start() async throws -> World {
+        /// With `editorOnDesktop` false the desktop has no "baton-test-editor" but a "baton-test-viewer" (recording as
+        /// the editor would) that its mimeapps.list makes the default for text/plain.
+        static func start(editorOnDesktop: Bool = true) async throws -> World {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-recent-\(UUID().uuidString)")
             for device in ["laptop", "desktop"] {
                 let base = root.appendingPathComponent(device)
@@ -44,7 +46,13 @@ struct RecentDocumentsTests {
                 try Data("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '\(base.appendingPathComponent("opened.txt").path)'\n".utf8).write(to: script)
                 try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
                 let desktop = "[Desktop Entry]\nType=Application\nName=Baton Test Editor\nExec=\(script.path) %f\nMimeType=text/plain;\n"
-                try Data(desktop.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-editor.desktop"))
+                if device == "laptop" || editorOnDesktop {
+                    try Data(desktop.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-editor.desktop"))
+                } else {
+                    let viewer = desktop.replacingOccurrences(of: "Editor", with: "Viewer").replacingOccurrences(of: "%f", with: "--view %U")
+                    try Data(viewer.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-viewer.desktop"))
+                    try Data("[Default Applications]\ntext/plain=missing.desktop;baton-test-viewer.desktop;\n".utf8).write(to: base.appendingPathComponent("mimeapps.list"))
+                }
             }
             let devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [])) { configuration in
                 let base = root.appendingPathComponent(configuration.store.folder.lastPathComponent)
@@ -171,6 +179,27 @@ struct RecentDocumentsTests {
         }
         print("recent documents: continue on the desktop -> editor started with the document in \(Int(Date().timeIntervalSince(continued) * 1000)) ms")
         #expect(opened == world.folder("desktop").appendingPathComponent(name).path + "\n", "the editor was given the desktop's own path, as one argument")
+    }
+
+    @Test("B6: where the application that used it is not installed, the default application for its type opens it", .timeLimit(.minutes(1)))
+    func defaultApplicationOpens() async throws {
+        let world = try await World.start(editorOnDesktop: false)
+        defer { Task { await world.stop() } }
+        for device in ["laptop", "desktop"] {
+            try Data("x".utf8).write(to: world.folder(device).appendingPathComponent("plan.txt"))
+        }
+        let href = URL(fileURLWithPath: world.folder("laptop").appendingPathComponent("plan.txt").path).absoluteString
+        try Self.replace(world.data("laptop").appendingPathComponent("recently-used.xbel"), with: Data(Self.xbel(href: href).utf8))
+        #expect(await world.offeredTitle(within: 10) == "plan.txt — Baton Test Editor", "titled with the laptop's application")
+        let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome)")
+        var opened: String?
+        for _ in 0..<500 {
+            if let text = try? String(contentsOf: world.recorded, encoding: .utf8), !text.isEmpty { opened = text; break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let url = URL(fileURLWithPath: world.folder("desktop").appendingPathComponent("plan.txt").path).absoluteString
+        #expect(opened == "--view\n\(url)\n", "the viewer got the desktop's file as a URL (%U)")
     }
 
     @Test("issue 27 item 4: a hostile xbel (entities, huge, outside every folder, Exec with shell syntax) offers nothing, and the agent goes on", .timeLimit(.minutes(1)))
