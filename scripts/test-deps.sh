@@ -31,6 +31,8 @@ packages=(
     "dbus-daemon|have dbus-daemon|a session bus of the test's own for desktop notifications (NotifyCLITests)"
     "python3-dbus|/usr/bin/python3 -c 'import dbus' >/dev/null 2>&1|the stand-in notification server on that bus (NotifyCLITests)"
     "python3-gi|/usr/bin/python3 -c 'from gi.repository import GLib' >/dev/null 2>&1|its GLib main loop (NotifyCLITests)"
+    "gir1.2-gtk-3.0|/usr/bin/python3 -c \"import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk\" >/dev/null 2>&1|GTK's RecentManager writing recently-used.xbel (RecentDocumentsTests)"
+    "xauth|have xauth|xvfb-run's display for GTK (RecentDocumentsTests)"
     "syncthing|have syncthing|real Syncthing: baton folders syncthing (FoldersCLITests), Notes across a synced folder (SyncthingNotesTests)"
     "systemd|have systemd-analyze|systemd-analyze verify of the user unit install.sh writes (InstallTests)"
     "iproute2|have ip && have bridge|multi-host LANs of network namespaces, as root (NamespaceTests, SyncthingNotesTests; scripts/netns.sh)"
