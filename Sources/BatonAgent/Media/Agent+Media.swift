@@ -14,6 +14,7 @@ extension Agent {
             socketPath: socketPath,
             folders: { [weak self] in self?.syncedFolders() ?? SyncedFolders() },
             clock: clock,
+            pausesWhenContinued: configuration.media.pausesWhenContinued,
             logger: logger
         )
     }

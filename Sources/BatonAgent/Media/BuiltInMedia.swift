@@ -63,6 +63,49 @@ public enum BuiltInMedia {
         return AppRegistry(apps: registry.apps + [record()], problems: registry.problems)
     }
 
+    /// A track as another device's activity describes it, checked as a player's own words are (issue 27 item 4):
+    /// what is continued here.
+    struct Track: Sendable, Hashable {
+        var url: ActivityURL
+        var playback: MPRISPlayback
+        var desktopEntry: String?
+
+        /// Reads `payload`'s `userInfo`.
+        /// - Throws: ``ActivitySourceError`` when the URL, status, position or rate is missing or refused.
+        init(_ payload: ActivityPayload) throws {
+            let info = payload.userInfo
+            let text: String
+            switch info[Key.url] {
+            case .url(let url)?: text = url.absoluteString
+            case .string(let string)?: text = string
+            default: throw ActivitySourceError(.invalidMetadata, "the track continued here has no URL")
+            }
+            url = try ActivityURL(text)
+            func value(_ key: String) -> MPRISValue? {
+                switch info[key] {
+                case .string(let string)?: .string(string)
+                case .integer(let number)?: .int64(number)
+                case .unsignedInteger(let number)?: .uint64(number)
+                case .real(let number)?: .double(number)
+                default: nil
+                }
+            }
+            guard case .int64(let readAt)? = value(Key.readAt) else {
+                throw ActivitySourceError(.invalidMetadata, "the track continued here does not say when its position was read")
+            }
+            var length: Int64?
+            if case .int64(let known)? = value(Key.length) { length = known }
+            playback = try MPRISPlayback(
+                status: value(Key.status) ?? .string(""),
+                position: value(Key.position) ?? .string(""),
+                rate: value(Key.rate),
+                readAt: readAt,
+                length: length
+            )
+            if case .string(let entry)? = info[Key.desktopEntry], DesktopEntry.isValidID(entry) { desktopEntry = entry }
+        }
+    }
+
     /// The activity's state for `offer`, as an app's save gives it (C4).
     /// - Throws: `BatonCoreError` when the payload cannot be made (never for an offer the rules took).
     static func payload(_ offer: MediaFocus.Offer) throws -> ActivityPayload {

@@ -23,7 +23,24 @@ final class MediaBus: @unchecked Sendable {
     /// What the thread does next.
     enum Command: Sendable {
         case connect
+        /// Pause `player` (A8: its track was continued on another device).
+        case pause(player: String)
+        /// Continue a track here (C5): `OpenUri(url)` on `player`, then, once it has loaded that track, `SetPosition`
+        /// to where `playback` says it is by then, and `Play` or `Pause` as it was.
+        case open(player: String, url: String, playback: MPRISPlayback)
     }
+
+    /// A track opened here waiting to be positioned once its player has loaded it.
+    struct Opening: Sendable {
+        var player: String
+        var url: String
+        var playback: MPRISPlayback
+        /// Given up after this (monotonic microseconds): a player that never loads the track is left as it is.
+        var until: UInt64
+    }
+
+    /// How long a player is given to load a track opened in it before it is positioned.
+    static let openingTimeoutMicroseconds: UInt64 = 10_000_000
 
     /// What happened on the bus.
     enum Event: Sendable {
@@ -36,6 +53,10 @@ final class MediaBus: @unchecked Sendable {
         case read(String, MediaFocus.Properties)
         /// A player could not be read (it vanished mid-call, or did not answer in time).
         case readFailed(String, String)
+        /// A track continued here is positioned (`SetPosition` to `position` µs) and playing or paused as it was; or
+        /// could not be, and why.
+        case positioned(player: String, position: Int64)
+        case openFailed(player: String, String)
     }
 
     static let prefix = "org.mpris.MediaPlayer2."
@@ -63,6 +84,8 @@ final class MediaBus: @unchecked Sendable {
     private var owners: [String: Set<String>] = [:]
     /// Players to read once the signals at hand are handled.
     private var pending: Set<String> = []
+    /// A track continued here, until it is positioned.
+    private var opening: Opening?
 
     /// An adapter for the bus at `address`; nothing happens before ``start()``.
     /// - Throws: ``BatonAgentError`` `busUnavailable` when no eventfd can be made.
@@ -109,6 +132,8 @@ final class MediaBus: @unchecked Sendable {
             for command in commands {
                 switch command {
                 case .connect: connect()
+                case .pause(let player): control(player, "Pause")
+                case .open(let player, let url, let playback): open(player, url: url, playback: playback)
                 }
             }
             processIncoming()
@@ -212,6 +237,64 @@ final class MediaBus: @unchecked Sendable {
         return Self.readString(reply)
     }
 
+    /// `member` (`Pause`, `Play`) on `player`'s Player interface.
+    private func control(_ player: String, _ member: String) {
+        guard let bus, let reply = call(bus, player, Self.path, Self.playerInterface, member, []) else { return }
+        baton_sd_bus_message_unref(reply)
+    }
+
+    private func open(_ player: String, url: String, playback: MPRISPlayback) {
+        guard let bus else { return onEvent(.openFailed(player: player, "not connected to the session bus")) }
+        var failure = ""
+        guard let reply = call(bus, player, Self.path, Self.playerInterface, "OpenUri", [url], failure: &failure) else {
+            return onEvent(.openFailed(player: player, "OpenUri: \(failure)"))
+        }
+        baton_sd_bus_message_unref(reply)
+        opening = Opening(player: player, url: url, playback: playback, until: Self.monotonicMicroseconds() + Self.openingTimeoutMicroseconds)
+        // Its PropertiesChanged says when the track is loaded; a player that loaded it already is read now.
+        pending.insert(player)
+    }
+
+    /// After `name` was read: when it has loaded the track continued here, it is positioned, then played or paused.
+    private func positionIfOpened(_ bus: OpaquePointer, _ name: String, _ properties: MediaFocus.Properties) {
+        guard let waiting = opening, waiting.player == name else { return }
+        if Self.monotonicMicroseconds() > waiting.until {
+            opening = nil
+            return onEvent(.openFailed(player: name, "it did not load \(waiting.url) within \(Self.openingTimeoutMicroseconds / 1_000_000) s"))
+        }
+        guard case .string(let loaded)? = properties.metadata?["xesam:url"], loaded == waiting.url,
+            case .string(let track)? = properties.metadata?["mpris:trackid"]
+        else { return }
+        opening = nil
+        // Where the other device's player is now: the position it read, plus the time since at its rate (C5).
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let wall = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+        var position = waiting.playback.position(at: wall)
+        var message: OpaquePointer?
+        var result = baton_sd_bus_message_new_method_call(bus, &message, name, Self.path, Self.playerInterface, "SetPosition")
+        guard result >= 0, let message else { return onEvent(.openFailed(player: name, "cannot make SetPosition")) }
+        defer { baton_sd_bus_message_unref(message) }
+        result = track.withCString { baton_sd_bus_message_append_basic(message, Self.type("o"), $0) }
+        if result >= 0 { result = baton_sd_bus_message_append_basic(message, Self.type("x"), &position) }
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        var reply: OpaquePointer?
+        if result >= 0 { result = baton_sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply) }
+        defer { baton_sd_bus_error_free(&error) }
+        if let reply { baton_sd_bus_message_unref(reply) }
+        guard result >= 0 else {
+            return onEvent(.openFailed(player: name, "SetPosition: \(error.name.map { String(cString: $0) } ?? String(cString: strerror(-result)))"))
+        }
+        control(name, waiting.playback.status == .playing ? "Play" : "Pause")
+        onEvent(.positioned(player: name, position: position))
+    }
+
+    private static func monotonicMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+    }
+
     /// Reads the player `name`: its player properties and desktop entry.
     private func readPlayer(_ bus: OpaquePointer, _ name: String) {
         var failure = ""
@@ -226,6 +309,7 @@ final class MediaBus: @unchecked Sendable {
             baton_sd_bus_message_unref(root)
         }
         onEvent(.read(name, properties))
+        positionIfOpened(bus, name, properties)
     }
 
     /// A method call with string arguments; its reply (the caller unrefs it), or nil with why in `failure`.

@@ -13,6 +13,9 @@ public struct MediaSettings: Sendable, Hashable {
     /// On by default only where there is a session bus (a desktop session); agents embedded in tests and the demo have
     /// it off unless a test turns it on. Without a bus it does nothing but say so in the log.
     public var isEnabled: Bool
+    /// Whether a player here pauses once its track plays on another device (A8, as `userActivityWasContinued` lets an
+    /// app close what was continued).
+    public var pausesWhenContinued = true
 
     /// The settings the environment `environment` gives.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {

@@ -26,6 +26,8 @@ struct MediaSource: Service, CustomStringConvertible {
     /// The synced folders now (C9: a `file:` track outside them is not offered).
     let folders: @Sendable () -> SyncedFolders
     let clock: AgentClock
+    /// Whether the player here pauses once its track plays on another device (A8).
+    let pausesWhenContinued: Bool
     let logger: Logger
     var description: String { "media players" }
 
@@ -57,7 +59,7 @@ struct MediaSource: Service, CustomStringConvertible {
                         input.yield(.tick)
                     }
                 }
-                var loop = Loop(source: self)
+                var loop = Loop(source: self, bus: bus)
                 for await next in inputs {
                     await loop.handle(next, input: input)
                 }
@@ -72,6 +74,7 @@ struct MediaSource: Service, CustomStringConvertible {
     /// The loop's state: the decisions, and the agent connection the offer is published on.
     struct Loop {
         let source: MediaSource
+        let bus: MediaBus
         var focus: MediaFocus
         var client: AgentClient?
         /// What is published, under which activity number (a new number per track: A9's one current activity).
@@ -80,8 +83,9 @@ struct MediaSource: Service, CustomStringConvertible {
         /// The offer to publish once connected.
         var wanted: MediaFocus.Offer?
 
-        init(source: MediaSource) {
+        init(source: MediaSource, bus: MediaBus) {
             self.source = source
+            self.bus = bus
             focus = MediaFocus(folders: source.folders())
         }
 
@@ -106,6 +110,8 @@ struct MediaSource: Service, CustomStringConvertible {
             switch event {
             case .connected:
                 source.logger.info("following media players on \(source.address)")
+                // Connected from the start, so a track continued from another device finds this app running (C5).
+                await connect(input: input)
             case .connectFailed(let why):
                 source.logger.info("media players are not followed: \(why)")
             case .disconnected(let why):
@@ -120,6 +126,10 @@ struct MediaSource: Service, CustomStringConvertible {
                 perform(focus.playerRead(name, properties, now: now))
             case .readFailed(let name, let why):
                 source.logger.debug("media player \(name) could not be read: \(why)")
+            case .positioned(let name, let position):
+                source.logger.info("the track continued here plays in \(name) from \(position / 1000) ms")
+            case .openFailed(let name, let why):
+                source.logger.info("the track continued here could not be opened in \(name): \(why)")
             }
             await publish(input: input)
         }
@@ -137,24 +147,28 @@ struct MediaSource: Service, CustomStringConvertible {
             }
         }
 
-        /// Brings what is published to what is wanted: connects first when needed.
-        mutating func publish(input: AsyncStream<Input>.Continuation) async {
-            if wanted != nil, client == nil {
-                do {
-                    client = try await AgentClient.connect(path: source.socketPath, bundleIdentifier: BuiltInMedia.bundleIdentifier, timeout: 5)
-                } catch {
-                    source.logger.info("media players cannot publish to the agent: \(error)")
-                    return
-                }
-                if let client {
-                    let messages = client.messages
-                    // Ends with the connection (closed by stop(), or by the agent).
-                    Task {
-                        for await message in messages { input.yield(.agent(message)) }
-                        input.yield(.agent(nil))
-                    }
+        /// Connects to the agent as ``BuiltInMedia``, unless connected.
+        mutating func connect(input: AsyncStream<Input>.Continuation) async {
+            guard client == nil else { return }
+            do {
+                client = try await AgentClient.connect(path: source.socketPath, bundleIdentifier: BuiltInMedia.bundleIdentifier, timeout: 5)
+            } catch {
+                source.logger.info("media players cannot publish to the agent: \(error)")
+                return
+            }
+            if let client {
+                let messages = client.messages
+                // Ends with the connection (closed by stop(), or by the agent).
+                Task {
+                    for await message in messages { input.yield(.agent(message)) }
+                    input.yield(.agent(nil))
                 }
             }
+        }
+
+        /// Brings what is published to what is wanted: connects first when needed.
+        mutating func publish(input: AsyncStream<Input>.Continuation) async {
+            if wanted != nil { await connect(input: input) }
             guard let client else { return }
             switch (published, wanted) {
             case (nil, nil):
@@ -188,11 +202,34 @@ struct MediaSource: Service, CustomStringConvertible {
                 } catch {
                     client?.send(.saveFailed(request: request, message: "the track cannot be described: \(error)"))
                 }
-            case .continued:
-                // Pausing the player here once the other device plays is item 1's second half.
+            case .continued(let activity):
+                // A8: the other device plays it now; the player here pauses (as an app closes what was continued).
+                guard let published, published.activity == activity else { return }
                 source.logger.info("the track playing here was continued on another device")
+                if source.pausesWhenContinued, published.offer.playback.status == .playing { bus.send(.pause(player: published.offer.player)) }
+            case .deliver(_, let payload):
+                continueHere(payload)
             default:
                 break
+            }
+        }
+
+        /// A track continued from another device (C5): opened in a player running here, the one its desktop entry
+        /// names if it runs, then positioned where the other device's player is by then. A payload the rules refuse
+        /// (a URL not http(s) or file:, a position out of range) opens nothing.
+        func continueHere(_ data: Data) {
+            do {
+                let payload = try ActivityPayload(decoding: data)
+                let track = try BuiltInMedia.Track(payload)
+                let players = focus.playerNames
+                let named = track.desktopEntry.map { MediaBus.prefix + $0 }
+                guard let player = players.first(where: { $0 == named || $0.hasPrefix((named ?? "-") + ".") }) ?? players.first else {
+                    // Launching the player the desktop entry names is not built yet (issue 27 item 1).
+                    return source.logger.info("no media player runs here to continue \(track.url.text) in")
+                }
+                bus.send(.open(player: player, url: track.url.text, playback: track.playback))
+            } catch {
+                source.logger.info("a track continued here is refused: \(error)")
             }
         }
 

@@ -79,6 +79,11 @@ final class FakeMediaPlayer {
         input.fileHandleForWriting.write(line + Data("\n".utf8))
     }
 
+    /// The calls the player received (`OpenUri URL`, `SetPosition TRACK µs`, `Pause`, `Play`), in order.
+    var calls: [String] {
+        output.split(separator: "\n").filter { $0.hasPrefix("call ") }.map { String($0.dropFirst(5)) }
+    }
+
     func quit() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
@@ -131,6 +136,33 @@ final class FakeMediaPlayer {
             def GetAll(self, interface):
                 return self.props(interface)
 
+            def changed(self):
+                self.PropertiesChanged(PLAYER, dbus.Dictionary({"PlaybackStatus": state["status"], "Metadata": metadata()},
+                                                               signature="sv"), dbus.Array([], signature="s"))
+
+            @dbus.service.method(PLAYER, in_signature="s", out_signature="")
+            def OpenUri(self, uri):
+                print("call OpenUri %s" % uri, flush=True)
+                state.update({"url": str(uri), "title": "Opened", "artist": [], "position": 0, "status": "Playing"})
+                GLib.timeout_add(50, lambda: self.changed() and False)
+
+            @dbus.service.method(PLAYER, in_signature="ox", out_signature="")
+            def SetPosition(self, track, position):
+                print("call SetPosition %s %d" % (track, position), flush=True)
+                state["position"] = int(position)
+
+            @dbus.service.method(PLAYER, in_signature="", out_signature="")
+            def Pause(self):
+                print("call Pause", flush=True)
+                state["status"] = "Paused"
+                self.changed()
+
+            @dbus.service.method(PLAYER, in_signature="", out_signature="")
+            def Play(self):
+                print("call Play", flush=True)
+                state["status"] = "Playing"
+                self.changed()
+
             @dbus.service.signal(dbus.PROPERTIES_IFACE, signature="sa{sv}as")
             def PropertiesChanged(self, interface, changed, invalidated):
                 pass
@@ -142,8 +174,7 @@ final class FakeMediaPlayer {
 
         def apply(line):
             state.update(json.loads(line))
-            player.PropertiesChanged(PLAYER, dbus.Dictionary({"PlaybackStatus": state["status"], "Metadata": metadata()},
-                                                             signature="sv"), dbus.Array([], signature="s"))
+            player.changed()
 
         def command(source, condition):
             chunk = os.read(0, 1 << 20)

@@ -46,9 +46,9 @@ struct MediaSourceTests {
             }
         }
 
-        /// A fake player on the laptop's bus.
-        func player(_ name: String) throws -> FakeMediaPlayer {
-            try FakeMediaPlayer(name: name, address: laptopBus.address, folder: root)
+        /// A fake player on the laptop's bus (or the desktop's).
+        func player(_ name: String, onDesktop: Bool = false) throws -> FakeMediaPlayer {
+            try FakeMediaPlayer(name: name, address: onDesktop ? desktopBus.address : laptopBus.address, folder: root)
         }
 
         func stop() async {
@@ -162,6 +162,50 @@ struct MediaSourceTests {
         defer { next.quit() }
         next.set(good.merging(["title": "After"]) { $1 })
         #expect(await Self.shown(on: desktop, where: Self.media("After — Band")) != nil)
+        await hosts.stop()
+    }
+
+    /// Waits until `player` received a call starting with `prefix`; returns it.
+    static func call(_ prefix: String, on player: FakeMediaPlayer, timeout: Double = 10) async -> String? {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if let call = player.calls.first(where: { $0.hasPrefix(prefix) }) { return call }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    @Test(
+        "C5, A8: the desktop continues the laptop's track: its running player opens the URL at the laptop's position by then, and the laptop's pauses",
+        .requires(.dbusDaemon, .pythonDBus)
+    )
+    func continuedInRunningPlayer() async throws {
+        let hosts = try await TwoHosts()
+        let laptopPlayer = try hosts.player("fake")
+        let desktopPlayer = try hosts.player("fake", onDesktop: true)
+        defer {
+            laptopPlayer.quit()
+            desktopPlayer.quit()
+        }
+        let started = Date()
+        laptopPlayer.set(["status": "Playing", "url": "https://radio.example/live.ogg", "title": "Blue in Green", "artist": ["Miles Davis"], "position": 42_000_000])
+        #expect(await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis")) != nil)
+
+        let continuing = Date()
+        let outcome = await hosts.desktop.continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome.message)")
+        #expect(outcome.app == BuiltInMedia.bundleIdentifier)
+        let opened = await Self.call("OpenUri", on: desktopPlayer)
+        #expect(opened == "OpenUri https://radio.example/live.ogg")
+        let positioned = try #require(await Self.call("SetPosition", on: desktopPlayer))
+        let elapsed = Int64(Date().timeIntervalSince(started) * 1_000_000)
+        let position = try #require(Int64(positioned.split(separator: " ").last ?? ""))
+        // Where the laptop's player is by then: 42 s, plus the time since it was read (at most since it was told).
+        #expect(position >= 42_000_000 && position <= 42_000_000 + elapsed + 500_000, "\(positioned)")
+        #expect(await Self.call("Play", on: desktopPlayer) != nil)
+        print("issue 27 item 1: continue -> playing at \(position / 1000) ms on the other device in \(Int(Date().timeIntervalSince(continuing) * 1000)) ms")
+        // A8: the laptop's player pauses.
+        #expect(await Self.call("Pause", on: laptopPlayer) != nil)
         await hosts.stop()
     }
 
