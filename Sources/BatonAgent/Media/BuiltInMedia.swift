@@ -41,26 +41,9 @@ public enum BuiltInMedia {
         public static let desktopEntry = "desktopEntry"
     }
 
-    /// The app's record: no executable, so nothing can launch it and only the agent's process connects as it.
-    static func record() -> AppRecord {
-        AppRecord(
-            bundleURL: URL(fileURLWithPath: "/"),
-            bundleIdentifier: bundleIdentifier,
-            name: name,
-            executableURL: nil,
-            teamIdentifier: teamIdentifier,
-            activityTypes: [activityType],
-            documentActivityTypes: [],
-            associatedDomains: [],
-            warnings: [],
-            isIdentityResolved: true
-        )
-    }
-
     /// `registry` with the media app last, unless an installed bundle already has its identifier.
     static func adding(to registry: AppRegistry) -> AppRegistry {
-        guard registry.app(bundleIdentifier: bundleIdentifier) == nil else { return registry }
-        return AppRegistry(apps: registry.apps + [record()], problems: registry.problems)
+        registry.addingInAgentApp(bundle: bundleIdentifier, name: name, team: teamIdentifier, activityTypes: [activityType])
     }
 
     /// A track as another device's activity describes it, checked as a player's own words are (issue 27 item 4):
