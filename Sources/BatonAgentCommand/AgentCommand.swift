@@ -127,6 +127,9 @@ public struct AgentOptions: ParsableArguments {
     @Flag(help: "Offer no document opened in a synced folder (recently-used.xbel, KDE's RecentDocuments/) and open none continued here (on by default; issue 27).")
     var noRecentDocuments = false
 
+    @Flag(help: "Offer nothing a media player plays (MPRIS on the session D-Bus), continue none here, and pause none (on by default where there is a session bus; issue 27).")
+    var noMedia = false
+
     @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
     var browserCommand = "xdg-open"
 
@@ -175,6 +178,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.syncWait = syncWait
         configuration.desktopNotifications = !noNotify
         configuration.recentDocuments.isEnabled = !noRecentDocuments
+        if noMedia { configuration.media.isEnabled = false }
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates
