@@ -15,6 +15,8 @@ extension Agent {
             folders: { [weak self] in self?.syncedFolders() ?? SyncedFolders() },
             clock: clock,
             pausesWhenContinued: configuration.media.pausesWhenContinued,
+            applications: DesktopApplications(settings: configuration.recentDocuments),
+            environment: configuration.recentDocuments.environment.merging(["DBUS_SESSION_BUS_ADDRESS": address]) { $1 },
             logger: logger
         )
     }

@@ -28,6 +28,8 @@ final class MediaBus: @unchecked Sendable {
         /// Continue a track here (C5): `OpenUri(url)` on `player`, then, once it has loaded that track, `SetPosition`
         /// to where `playback` says it is by then, and `Play` or `Pause` as it was.
         case open(player: String, url: String, playback: MPRISPlayback)
+        /// As ``open(player:url:playback:)`` for a player started with the track already (no `OpenUri`).
+        case position(player: String, url: String, playback: MPRISPlayback)
     }
 
     /// A track opened here waiting to be positioned once its player has loaded it.
@@ -134,6 +136,7 @@ final class MediaBus: @unchecked Sendable {
                 case .connect: connect()
                 case .pause(let player): control(player, "Pause")
                 case .open(let player, let url, let playback): open(player, url: url, playback: playback)
+                case .position(let player, let url, let playback): waitForTrack(player, url: url, playback: playback)
                 }
             }
             processIncoming()
@@ -250,6 +253,11 @@ final class MediaBus: @unchecked Sendable {
             return onEvent(.openFailed(player: player, "OpenUri: \(failure)"))
         }
         baton_sd_bus_message_unref(reply)
+        waitForTrack(player, url: url, playback: playback)
+    }
+
+    /// Waits for `player` to have loaded `url`, then positions it.
+    private func waitForTrack(_ player: String, url: String, playback: MPRISPlayback) {
         opening = Opening(player: player, url: url, playback: playback, until: Self.monotonicMicroseconds() + Self.openingTimeoutMicroseconds)
         // Its PropertiesChanged says when the track is loaded; a player that loaded it already is read now.
         pending.insert(player)

@@ -10,6 +10,10 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The media players as this device's current activity (issue 27 item 1; A9): the service that follows the players on
 /// the session bus (``MediaBus``), lets ``MediaFocus`` decide which track is offered, and publishes it as the built-in
 /// app ``BuiltInMedia`` over the agent's app socket, the way `baton browser-host` publishes the focused tab: the same
@@ -28,6 +32,11 @@ struct MediaSource: Service, CustomStringConvertible {
     let clock: AgentClock
     /// Whether the player here pauses once its track plays on another device (A8).
     let pausesWhenContinued: Bool
+    /// The applications installed here (the XDG folders the recent documents read too): the player a continued track's
+    /// desktop entry names is started from there when none runs.
+    let applications: DesktopApplications
+    /// The environment a player started here gets (this bus as its session bus).
+    let environment: [String: String]
     let logger: Logger
     var description: String { "media players" }
 
@@ -82,6 +91,10 @@ struct MediaSource: Service, CustomStringConvertible {
         var nextActivity: UInt64 = 1
         /// The offer to publish once connected.
         var wanted: MediaFocus.Offer?
+        /// A track continued here in a player started for it: positioned when a player appears on the bus.
+        var launched: (url: String, playback: MPRISPlayback, until: Int64)?
+        /// The players started here, until they end and are reaped.
+        var children: [pid_t] = []
 
         init(source: MediaSource, bus: MediaBus) {
             self.source = source
@@ -103,6 +116,7 @@ struct MediaSource: Service, CustomStringConvertible {
                 published = nil
             case .tick:
                 if let deadline = focus.nextDeadline, now >= deadline { perform(focus.timePassed(now: now)) }
+                children = children.filter(Launcher.isRunning)
             }
         }
 
@@ -119,6 +133,10 @@ struct MediaSource: Service, CustomStringConvertible {
                 for name in focus.playerNames { perform(focus.playerVanished(name, now: now)) }
             case .appeared(let name):
                 perform(focus.playerAppeared(name))
+                if let waiting = launched {
+                    launched = nil
+                    if now < waiting.until { bus.send(.position(player: name, url: waiting.url, playback: waiting.playback)) }
+                }
             case .vanished(let name):
                 perform(focus.playerVanished(name, now: now))
             case .read(let name, let properties):
@@ -217,19 +235,37 @@ struct MediaSource: Service, CustomStringConvertible {
         /// A track continued from another device (C5): opened in a player running here, the one its desktop entry
         /// names if it runs, then positioned where the other device's player is by then. A payload the rules refuse
         /// (a URL not http(s) or file:, a position out of range) opens nothing.
-        func continueHere(_ data: Data) {
+        mutating func continueHere(_ data: Data) {
             do {
                 let payload = try ActivityPayload(decoding: data)
                 let track = try BuiltInMedia.Track(payload)
                 let players = focus.playerNames
                 let named = track.desktopEntry.map { MediaBus.prefix + $0 }
                 guard let player = players.first(where: { $0 == named || $0.hasPrefix((named ?? "-") + ".") }) ?? players.first else {
-                    // Launching the player the desktop entry names is not built yet (issue 27 item 1).
-                    return source.logger.info("no media player runs here to continue \(track.url.text) in")
+                    return launch(track)
                 }
                 bus.send(.open(player: player, url: track.url.text, playback: track.playback))
             } catch {
                 source.logger.info("a track continued here is refused: \(error)")
+            }
+        }
+
+        /// No player runs here: the one the track's desktop entry names is started with it, through the desktop-entry
+        /// rules (its `Exec` line's argument vector, `posix_spawn`, never a shell), and positioned when it appears.
+        mutating func launch(_ track: BuiltInMedia.Track) {
+            guard let url = URL(string: track.url.text), let entry = track.desktopEntry,
+                let application = source.applications.usable(id: entry)
+            else {
+                return source.logger.info("no media player runs here, and none is installed to continue \(track.url.text) in")
+            }
+            do {
+                for command in try source.applications.commands(opening: url, with: application) {
+                    children.append(try Launcher.spawn(command.program, arguments: command.arguments, environment: source.environment))
+                }
+                launched = (track.url.text, track.playback, now + Int64(MediaBus.openingTimeoutMicroseconds))
+                source.logger.info("started \(application.id) to continue \(track.url.text)")
+            } catch {
+                source.logger.info("\(application.id) could not be started to continue \(track.url.text): \(error)")
             }
         }
 

@@ -19,23 +19,35 @@ struct MediaSourceTests {
         let world: LocalDevices
         var desktop: Agent { world.agents[1] }
 
-        /// The laptop's synced folder `music` (C9), when asked for.
+        /// The laptop's synced folder `music` (C9), when asked for, and the desktop's (same id, another path).
         let music: URL
+        let desktopMusic: URL
 
         init(withMusicFolder: Bool = false) async throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-media-\(UUID().uuidString)")
             music = root.appendingPathComponent("laptop-music")
+            desktopMusic = root.appendingPathComponent("desktop-music")
+            let applications = root.appendingPathComponent("desktop-applications")
+            let home = root.path
             laptopBus = try PrivateSessionBus(in: root.appendingPathComponent("laptop-bus"))
             desktopBus = try PrivateSessionBus(in: root.appendingPathComponent("desktop-bus"))
             let (laptop, desktop) = (laptopBus.address, desktopBus.address)
-            var folder: SyncedFolder?
+            var folders: (laptop: SyncedFolder, desktop: SyncedFolder)?
             if withMusicFolder {
-                try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
-                folder = try SyncedFolder(id: "music", path: music.path)
+                for folder in [music, desktopMusic, applications] {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                }
+                folders = (try SyncedFolder(id: "music", path: music.path), try SyncedFolder(id: "music", path: desktopMusic.path))
+                // The desktop's mpv, as a desktop file names it (no window, no sound device here).
+                try Data(
+                    "[Desktop Entry]\nType=Application\nName=mpv Media Player\nExec=mpv --no-video --ao=null --no-terminal -- %U\n".utf8
+                ).write(to: applications.appendingPathComponent("mpv.desktop"))
             }
-            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folder] configuration in
+            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folders] configuration in
                 let isLaptop = configuration.store.folder.lastPathComponent == "laptop"
-                if isLaptop, let folder { try? configuration.store.addSyncedFolder(folder) }
+                if let folders { try? configuration.store.addSyncedFolder(isLaptop ? folders.laptop : folders.desktop) }
+                configuration.recentDocuments.applicationFolders = [applications.path]
+                configuration.recentDocuments.environment["HOME"] = home
                 configuration.media.isEnabled = true
                 configuration.media.busAddress = isLaptop ? laptop : desktop
                 if ProcessInfo.processInfo.environment["BATON_TEST_MEDIA_LOG"] != nil {
@@ -209,6 +221,31 @@ struct MediaSourceTests {
         await hosts.stop()
     }
 
+    /// A 60 s tone titled "Sine Tone" by "Sox Band" in the laptop's synced folder, made by sox.
+    static func tone(_ hosts: TwoHosts) throws -> URL {
+        let tone = hosts.music.appendingPathComponent("tone.ogg")
+        let made = try run(
+            try Requirement.sox.executable(),
+            ["-n", "-r", "44100", "-c", "1", "--comment", "TITLE=Sine Tone", "--comment", "ARTIST=Sox Band", tone.path, "synth", "60", "sine", "440"],
+            bus: hosts.laptopBus.address
+        )
+        try #require(FileManager.default.fileExists(atPath: tone.path), "sox made no file: \(made)")
+        return tone
+    }
+
+    /// mpv playing `file` on the laptop's bus, with no window and no sound device; a HOME of its own (no user
+    /// configuration; the system's loads mpv-mpris).
+    static func mpv(playing file: URL, _ hosts: TwoHosts) throws -> Process {
+        let mpv = Process()
+        mpv.executableURL = try Requirement.mpvMPRIS.executable()
+        mpv.arguments = ["--no-video", "--ao=null", "--no-terminal", file.path]
+        mpv.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": hosts.laptopBus.address, "HOME": hosts.root.path]) { $1 }
+        mpv.standardOutput = FileHandle.nullDevice
+        mpv.standardError = FileHandle.nullDevice
+        try mpv.run()
+        return mpv
+    }
+
     /// Runs `program` with `arguments` on the laptop's bus; its output, trimmed.
     static func run(_ program: URL, _ arguments: [String], bus: String) throws -> String {
         let process = Process()
@@ -232,24 +269,10 @@ struct MediaSourceTests {
         let hosts = try await TwoHosts(withMusicFolder: true)
         let desktop = hosts.desktop
         let bus = hosts.laptopBus.address
-        let tone = hosts.music.appendingPathComponent("tone.ogg")
-        let made = try Self.run(
-            try Requirement.sox.executable(),
-            ["-n", "-r", "44100", "-c", "1", "--comment", "TITLE=Sine Tone", "--comment", "ARTIST=Sox Band", tone.path, "synth", "60", "sine", "440"],
-            bus: bus
-        )
-        try #require(FileManager.default.fileExists(atPath: tone.path), "sox made no file: \(made)")
+        let tone = try Self.tone(hosts)
         let playerctl = try Requirement.playerctl.executable()
-
-        let mpv = Process()
-        mpv.executableURL = try Requirement.mpvMPRIS.executable()
-        mpv.arguments = ["--no-video", "--ao=null", "--no-terminal", tone.path]
-        // A HOME of its own: no user configuration; the system's loads mpv-mpris.
-        mpv.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus, "HOME": hosts.root.path]) { $1 }
-        mpv.standardOutput = FileHandle.nullDevice
-        mpv.standardError = FileHandle.nullDevice
         let started = Date()
-        try mpv.run()
+        let mpv = try Self.mpv(playing: tone, hosts)
         defer {
             if mpv.isRunning { kill(mpv.processIdentifier, SIGKILL) }
             mpv.waitUntilExit()
@@ -274,6 +297,61 @@ struct MediaSourceTests {
         _ = try Self.run(playerctl, ["-p", "mpv", "stop"], bus: bus)
         #expect(await Self.nothingShown(on: desktop))
         print("issue 27 item 1: mpv stopped -> gone from the other device's nearby in \(Int(Date().timeIntervalSince(stopping) * 1000)) ms")
+        await hosts.stop()
+    }
+
+    /// The position `playerctl` reads on `bus`, in seconds.
+    static func position(_ playerctl: URL, bus: String) throws -> Double {
+        Double(try run(playerctl, ["-p", "mpv", "position"], bus: bus)) ?? -1
+    }
+
+    @Test(
+        "The issue's show, on one machine: the desktop continues real mpv's track; it starts mpv there (its desktop file) on its own copy (C9) at the laptop's position within 0.5 s, and the laptop's mpv pauses (A8); playerctl witnesses",
+        .requires(.dbusDaemon, .mpvMPRIS, .playerctl, .sox)
+    )
+    func realMPVContinued() async throws {
+        let hosts = try await TwoHosts(withMusicFolder: true)
+        let (laptopBus, desktopBus) = (hosts.laptopBus.address, hosts.desktopBus.address)
+        let tone = try Self.tone(hosts)
+        // The folder synced: the desktop has its own copy.
+        try FileManager.default.copyItem(at: tone, to: hosts.desktopMusic.appendingPathComponent("tone.ogg"))
+        let playerctl = try Requirement.playerctl.executable()
+        let mpv = try Self.mpv(playing: tone, hosts)
+        defer {
+            if mpv.isRunning { kill(mpv.processIdentifier, SIGKILL) }
+            mpv.waitUntilExit()
+            // The desktop's mpv, started by its agent: found by its bus, as playerctl finds it.
+            if let pid = Int32((try? Self.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", hosts.desktopMusic.path], bus: desktopBus)) ?? "") { kill(pid, SIGKILL) }
+        }
+        #expect(await Self.shown(on: hosts.desktop, where: Self.media("Sine Tone — Sox Band")) != nil)
+        try await Task.sleep(for: .milliseconds(1500))
+
+        let before = try Self.position(playerctl, bus: laptopBus)
+        let asked = Date()
+        let outcome = await hosts.desktop.continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome.message)")
+        // The desktop's mpv plays from where the laptop's was (it starts at 0, so past 1 s it was positioned).
+        var desktopPosition = -1.0
+        let end = Date().addingTimeInterval(10)
+        while Date() < end {
+            desktopPosition = (try? Self.position(playerctl, bus: desktopBus)) ?? -1
+            if desktopPosition > 1 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let playing = Date().timeIntervalSince(asked)
+        let expected = before + playing
+        print("issue 27 item 1: continue -> mpv playing on the other device at \(desktopPosition) s (laptop \(before) s when asked, so \(expected) s expected) in \(Int(playing * 1000)) ms")
+        #expect(abs(desktopPosition - expected) < 0.5, "desktop at \(desktopPosition) s, expected \(expected) s")
+        #expect(try Self.run(playerctl, ["-p", "mpv", "status"], bus: desktopBus) == "Playing")
+        #expect(try Self.run(playerctl, ["-p", "mpv", "metadata", "xesam:url"], bus: desktopBus).hasSuffix("desktop-music/tone.ogg"))
+        // A8: the laptop's mpv paused.
+        var laptopStatus = ""
+        for _ in 0..<100 {
+            laptopStatus = try Self.run(playerctl, ["-p", "mpv", "status"], bus: laptopBus)
+            if laptopStatus == "Paused" { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(laptopStatus == "Paused")
         await hosts.stop()
     }
 }
