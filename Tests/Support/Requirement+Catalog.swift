@@ -19,6 +19,17 @@ extension Requirement {
     /// A session bus of the test's own, for desktop notifications (issue 16).
     public static let dbusDaemon = Requirement("dbus-daemon", programs: ["dbus-daemon"], packages: ["dbus-daemon"])
 
+    /// mpv with Debian's MPRIS plugin, which mpv loads from /etc/mpv/scripts: a real media player (issue 27 item 1).
+    public static let mpvMPRIS = Requirement("mpv-mpris", label: "mpv with mpv-mpris", programs: ["mpv"], packages: ["mpv", "mpv-mpris"]) { _ in
+        FileManager.default.fileExists(atPath: "/etc/mpv/scripts/mpris.so") ? nil : "no /etc/mpv/scripts/mpris.so (mpv-mpris)"
+    }
+
+    /// playerctl: an independent witness of a media player's status and position on the bus.
+    public static let playerctl = Requirement("playerctl", programs: ["playerctl"], packages: ["playerctl"])
+
+    /// sox: audio files for a media player to play.
+    public static let sox = Requirement("sox", programs: ["sox"], packages: ["sox"])
+
     /// openssl, an independent signer and TLS client: CMS-signed association files, a stranger's TLS handshake.
     public static let openssl = Requirement("openssl", programs: ["openssl"], packages: ["openssl"])
 

@@ -107,4 +107,30 @@ struct MediaFocusTests {
         // A valid track offered, then a refused one from the same player: withdrawn.
         #expect(focus.playerRead(Self.mpv, Self.properties("Playing", url: "javascript:alert(1)"), now: 1).contains(.withdraw))
     }
+
+    @Test("C5, issue 27 item 4: a continued state is read back as a player's words are: javascript:, position -1, no read time open nothing")
+    func continuedStateChecked() throws {
+        var focus = MediaFocus()
+        let offer = try #require(Self.offered(focus.playerRead(Self.mpv, Self.properties("Playing"), now: 100 * Self.second)))
+        let track = try BuiltInMedia.Track(try BuiltInMedia.payload(offer))
+        #expect(track.url.text == "https://radio.example/stream.ogg")
+        #expect(track.playback.position(at: 102 * Self.second) == 7 * Self.second)
+        #expect(track.desktopEntry == "mpv")
+        for (key, value) in [
+            (BuiltInMedia.Key.url, PropertyList.string("javascript:alert(1)")),
+            (BuiltInMedia.Key.position, .integer(-1)),
+            (BuiltInMedia.Key.rate, .real(.infinity)),
+            (BuiltInMedia.Key.status, .string("Exploding")),
+        ] {
+            var payload = try BuiltInMedia.payload(offer)
+            payload.userInfo[key] = value
+            #expect(throws: ActivitySourceError.self, "\(key)") { try BuiltInMedia.Track(payload) }
+        }
+        var payload = try BuiltInMedia.payload(offer)
+        payload.userInfo[BuiltInMedia.Key.readAt] = nil
+        #expect(throws: ActivitySourceError.self) { try BuiltInMedia.Track(payload) }
+        payload = try BuiltInMedia.payload(offer)
+        payload.userInfo[BuiltInMedia.Key.desktopEntry] = .string("../../bin/sh")
+        #expect(try BuiltInMedia.Track(payload).desktopEntry == nil)
+    }
 }

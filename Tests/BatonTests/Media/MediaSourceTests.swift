@@ -355,12 +355,3 @@ struct MediaSourceTests {
         await hosts.stop()
     }
 }
-
-extension Requirement {
-    /// mpv with Debian's MPRIS plugin, which mpv loads from /etc/mpv/scripts.
-    static let mpvMPRIS = Requirement("mpv-mpris", label: "mpv with mpv-mpris", programs: ["mpv"], packages: ["mpv", "mpv-mpris"]) { _ in
-        FileManager.default.fileExists(atPath: "/etc/mpv/scripts/mpris.so") ? nil : "no /etc/mpv/scripts/mpris.so (mpv-mpris)"
-    }
-    static let playerctl = Requirement("playerctl", programs: ["playerctl"], packages: ["playerctl"])
-    static let sox = Requirement("sox", programs: ["sox"], packages: ["sox"])
-}
