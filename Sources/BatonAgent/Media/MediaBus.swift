@@ -274,27 +274,53 @@ final class MediaBus: @unchecked Sendable {
             case .string(let track)? = properties.metadata?["mpris:trackid"]
         else { return }
         opening = nil
-        // Where the other device's player is now: the position it read, plus the time since at its rate (C5).
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let wall = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
-        var position = waiting.playback.position(at: wall)
+        // A player that has just loaded a track may drop a seek it cannot do yet (mpv does, on a busy machine): the
+        // position is read back and the seek sent again, a few times, until the player is where it was asked to be.
+        var position: Int64 = 0
+        for attempt in 0..<Self.seekAttempts {
+            if attempt > 0 { usleep(Self.seekRetryMicroseconds) }
+            // Where the other device's player is now: the position it read, plus the time since at its rate (C5).
+            position = waiting.playback.position(at: Self.wallMicroseconds())
+            if let failure = setPosition(bus, name, track: track, position) {
+                return onEvent(.openFailed(player: name, "SetPosition: \(failure)"))
+            }
+            guard let root = call(bus, name, Self.path, "org.freedesktop.DBus.Properties", "Get", [Self.playerInterface, "Position"]) else { break }
+            let now = Self.readVariant(root)
+            baton_sd_bus_message_unref(root)
+            guard case .int64(let reached)? = now else { break }
+            if abs(reached - waiting.playback.position(at: Self.wallMicroseconds())) < Self.seekTolerance { break }
+        }
+        control(name, waiting.playback.status == .playing ? "Play" : "Pause")
+        onEvent(.positioned(player: name, position: position))
+    }
+
+    /// How often a seek is sent before the player is left where it is, how long apart, and how far off counts as there.
+    static let seekAttempts = 10
+    static let seekRetryMicroseconds: UInt32 = 100_000
+    static let seekTolerance: Int64 = 250_000
+
+    /// `SetPosition(track, position)` on `player`; why not, or nil when it was answered.
+    private func setPosition(_ bus: OpaquePointer, _ player: String, track: String, _ position: Int64) -> String? {
+        var at = position
         var message: OpaquePointer?
-        var result = baton_sd_bus_message_new_method_call(bus, &message, name, Self.path, Self.playerInterface, "SetPosition")
-        guard result >= 0, let message else { return onEvent(.openFailed(player: name, "cannot make SetPosition")) }
+        var result = baton_sd_bus_message_new_method_call(bus, &message, player, Self.path, Self.playerInterface, "SetPosition")
+        guard result >= 0, let message else { return "cannot make the call" }
         defer { baton_sd_bus_message_unref(message) }
         result = track.withCString { baton_sd_bus_message_append_basic(message, Self.type("o"), $0) }
-        if result >= 0 { result = baton_sd_bus_message_append_basic(message, Self.type("x"), &position) }
+        if result >= 0 { result = baton_sd_bus_message_append_basic(message, Self.type("x"), &at) }
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         var reply: OpaquePointer?
         if result >= 0 { result = baton_sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply) }
         defer { baton_sd_bus_error_free(&error) }
         if let reply { baton_sd_bus_message_unref(reply) }
-        guard result >= 0 else {
-            return onEvent(.openFailed(player: name, "SetPosition: \(error.name.map { String(cString: $0) } ?? String(cString: strerror(-result)))"))
-        }
-        control(name, waiting.playback.status == .playing ? "Play" : "Pause")
-        onEvent(.positioned(player: name, position: position))
+        guard result >= 0 else { return error.name.map { String(cString: $0) } ?? String(cString: strerror(-result)) }
+        return nil
+    }
+
+    private static func wallMicroseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
     }
 
     private static func monotonicMicroseconds() -> UInt64 {

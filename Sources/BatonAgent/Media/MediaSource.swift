@@ -71,6 +71,13 @@ struct MediaSource: Service, CustomStringConvertible {
                 var loop = Loop(source: self, bus: bus)
                 for await next in inputs {
                     await loop.handle(next, input: input)
+                    // A new connection's messages come in through a child of the group, which ends with it.
+                    if let messages = loop.unforwarded.take() {
+                        group.addTask {
+                            for await message in messages { input.yield(.agent(message)) }
+                            input.yield(.agent(nil))
+                        }
+                    }
                 }
                 loop.stop()
                 group.cancelAll()
@@ -95,6 +102,8 @@ struct MediaSource: Service, CustomStringConvertible {
         var launched: (url: String, playback: MPRISPlayback, until: Int64)?
         /// The players started here, until they end and are reaped.
         var children: [pid_t] = []
+        /// The messages of a connection just made, for the service's group to forward into its stream.
+        var unforwarded: AsyncStream<IPCMessage>?
 
         init(source: MediaSource, bus: MediaBus) {
             self.source = source
@@ -174,14 +183,7 @@ struct MediaSource: Service, CustomStringConvertible {
                 source.logger.info("media players cannot publish to the agent: \(error)")
                 return
             }
-            if let client {
-                let messages = client.messages
-                // Ends with the connection (closed by stop(), or by the agent).
-                Task {
-                    for await message in messages { input.yield(.agent(message)) }
-                    input.yield(.agent(nil))
-                }
-            }
+            unforwarded = client?.messages
         }
 
         /// Brings what is published to what is wanted: connects first when needed.

@@ -73,7 +73,8 @@ final class FakeMediaPlayer {
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     /// Sets its state: `status` (Playing, Paused, Stopped), `url`, `title`, `artist`, `position` (a number; with
-    /// `positionType` "t" sent unsigned), `vanishOnRead` (it exits in the middle of the next call made to it).
+    /// `positionType` "t" sent unsigned), `vanishOnRead` (it exits in the middle of the next call made to it), `hangOnRead` (seconds it sleeps in each call
+    /// before answering).
     func set(_ fields: [String: Any]) {
         guard let line = try? JSONSerialization.data(withJSONObject: fields) else { return }
         input.fileHandleForWriting.write(line + Data("\n".utf8))
@@ -92,7 +93,7 @@ final class FakeMediaPlayer {
     deinit { quit() }
 
     static let script = #"""
-        import json, os, sys
+        import json, os, sys, time
         import dbus, dbus.service, dbus.mainloop.glib
         from gi.repository import GLib
 
@@ -101,7 +102,7 @@ final class FakeMediaPlayer {
         dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
         bus = dbus.bus.BusConnection(sys.argv[1])
         state = {"status": "Stopped", "url": None, "title": None, "artist": [], "position": 0, "positionType": "x",
-                 "length": 180000000, "vanishOnRead": False}
+                 "length": 180000000, "vanishOnRead": False, "hangOnRead": 0}
 
         def metadata():
             m = dbus.Dictionary({"mpris:trackid": dbus.ObjectPath("/org/fake/track/1")}, signature="sv")
@@ -119,6 +120,8 @@ final class FakeMediaPlayer {
             def props(self, interface):
                 if state["vanishOnRead"]:
                     os._exit(0)
+                if state["hangOnRead"]:
+                    time.sleep(state["hangOnRead"])
                 if interface == ROOT:
                     return dbus.Dictionary({"Identity": "Fake player", "DesktopEntry": "fakeplayer", "CanQuit": False,
                                             "CanRaise": False, "HasTrackList": False}, signature="sv")
