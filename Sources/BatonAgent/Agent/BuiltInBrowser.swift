@@ -63,6 +63,6 @@ extension AgentConfiguration {
     func withBuiltInApps(_ registry: AppRegistry) -> AppRegistry {
         let apps = BuiltInBrowser.adding(to: registry, executable: browserAppExecutable)
         let documents = recentDocuments.isEnabled ? RecentDocumentsApp.adding(to: apps) : apps
-        return media.isEnabled && media.busAddress != nil ? BuiltInMedia.adding(to: documents) : documents
+        return media.isFollowing ? BuiltInMedia.adding(to: documents) : documents
     }
 }

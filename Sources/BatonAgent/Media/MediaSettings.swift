@@ -10,9 +10,10 @@ public struct MediaSettings: Sendable, Hashable {
     /// The session bus: `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus` when that socket exists; nil when
     /// there is neither.
     public var busAddress: String?
-    /// On by default only where there is a session bus (a desktop session); agents embedded in tests and the demo have
-    /// it off unless a test turns it on. Without a bus it does nothing but say so in the log.
-    public var isEnabled: Bool
+    /// Wanted (the default; `baton agent --no-media` and agents embedded in tests and the demo turn it off unless a
+    /// test turns it on). It is on only where there is a session bus (``isFollowing``): without one the agent says so
+    /// in one log line and goes on.
+    public var isEnabled = true
     /// Whether a player here pauses once its track plays on another device (A8, as `userActivityWasContinued` lets an
     /// app close what was continued).
     public var pausesWhenContinued = true
@@ -20,6 +21,8 @@ public struct MediaSettings: Sendable, Hashable {
     /// The settings the environment `environment` gives.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         busAddress = NotificationServer.sessionBusAddress(environment: environment) { FileManager.default.fileExists(atPath: $0) }
-        isEnabled = busAddress != nil
     }
+
+    /// Whether the players are followed: wanted, and a session bus to follow them on.
+    public var isFollowing: Bool { isEnabled && busAddress != nil }
 }
