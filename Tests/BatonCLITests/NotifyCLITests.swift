@@ -24,19 +24,7 @@ final class TestSessionBus {
     func start() throws {
         try? FileManager.default.removeItem(at: folder.appendingPathComponent("bus"))
         try? FileManager.default.removeItem(at: calls)
-        let configuration = folder.appendingPathComponent("bus.conf")
-        try Data(
-            """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(folder.path)/bus</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
-            </busconfig>
-            """.utf8
-        ).write(to: configuration)
+        let configuration = try PrivateSessionBus.configuration(in: folder)
         let executable = try Requirement.dbusDaemon.executable()
         let daemon = try Background(
             executable,

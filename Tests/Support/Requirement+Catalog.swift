@@ -30,6 +30,17 @@ extension Requirement {
     /// sox: audio files for a media player to play.
     public static let sox = Requirement("sox", programs: ["sox"], packages: ["sox"])
 
+    /// GTK 3 through Debian's python3-gi: GTK's own RecentManager writes recently-used.xbel (issue 27 item 2).
+    public static let gtk = Requirement("python3-gi", label: "python3-gi with GTK 3", programs: ["/usr/bin/python3"], packages: ["python3-gi", "gir1.2-gtk-3.0"]) {
+        python in
+        let imports = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"
+        guard let python, let result = Requirement.run(python, ["-c", imports]) else { return "cannot run python3" }
+        return result.status == 0 ? nil : "\(python) cannot import Gtk 3 from gi: \(result.output.suffix(300))"
+    }
+
+    /// xvfb-run: an X server of its own for the one GTK program it runs (GTK will not start without a display).
+    public static let xvfbRun = Requirement("xvfb-run", programs: ["xvfb-run"], packages: ["xvfb", "xauth"])
+
     /// openssl, an independent signer and TLS client: CMS-signed association files, a stranger's TLS handshake.
     public static let openssl = Requirement("openssl", programs: ["openssl"], packages: ["openssl"])
 

@@ -2,49 +2,6 @@ import BatonTestSupport
 import Foundation
 import Testing
 
-/// A session bus of the test's own: `dbus-daemon` with a configuration in the test's folder, no service activation.
-final class PrivateSessionBus {
-    let folder: URL
-    let address: String
-    private let daemon: Process
-
-    init(in folder: URL) throws {
-        self.folder = folder
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let configuration = folder.appendingPathComponent("bus.conf")
-        try Data(
-            """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(folder.path)/bus</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
-            </busconfig>
-            """.utf8
-        ).write(to: configuration)
-        daemon = Process()
-        daemon.executableURL = try Requirement.dbusDaemon.executable()
-        daemon.arguments = ["--config-file=\(configuration.path)", "--nofork"]
-        daemon.standardOutput = FileHandle.nullDevice
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
-        address = "unix:path=\(folder.path)/bus"
-        let socket = folder.appendingPathComponent("bus").path
-        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
-        try #require(FileManager.default.fileExists(atPath: socket), "dbus-daemon did not listen at \(socket)")
-    }
-
-    /// Kills it (the test runner's threads block SIGTERM, and children inherit the mask: only SIGKILL is prompt).
-    func stop() {
-        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
-        daemon.waitUntilExit()
-    }
-
-    deinit { stop() }
-}
-
 /// A media player that says what the test tells it to (issue 27 items 1, 4): `org.mpris.MediaPlayer2` and its
 /// `.Player` interface on a bus, in Python with Debian's dbus-python. Each ``set(_:)`` changes its state and emits
 /// `PropertiesChanged`, as a real player does when its track or status changes.

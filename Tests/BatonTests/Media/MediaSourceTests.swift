@@ -34,14 +34,12 @@ struct MediaSourceTests {
             let (laptop, desktop) = (laptopBus.address, desktopBus.address)
             var folders: (laptop: SyncedFolder, desktop: SyncedFolder)?
             if withMusicFolder {
-                for folder in [music, desktopMusic, applications] {
+                for folder in [music, desktopMusic] {
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 }
                 folders = (try SyncedFolder(id: "music", path: music.path), try SyncedFolder(id: "music", path: desktopMusic.path))
                 // The desktop's mpv, as a desktop file names it (no window, no sound device here).
-                try Data(
-                    "[Desktop Entry]\nType=Application\nName=mpv Media Player\nExec=mpv --no-video --ao=null --no-terminal -- %U\n".utf8
-                ).write(to: applications.appendingPathComponent("mpv.desktop"))
+                try DesktopFixtures.installMPV(in: applications)
             }
             world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folders] configuration in
                 let isLaptop = configuration.store.folder.lastPathComponent == "laptop"
@@ -235,12 +233,7 @@ struct MediaSourceTests {
     /// A 60 s tone titled "Sine Tone" by "Sox Band" in the laptop's synced folder, made by sox.
     static func tone(_ hosts: TwoHosts) throws -> URL {
         let tone = hosts.music.appendingPathComponent("tone.ogg")
-        let made = try run(
-            try Requirement.sox.executable(),
-            ["-n", "-r", "44100", "-c", "1", "--comment", "TITLE=Sine Tone", "--comment", "ARTIST=Sox Band", tone.path, "synth", "60", "sine", "440"],
-            bus: hosts.laptopBus.address
-        )
-        try #require(FileManager.default.fileExists(atPath: tone.path), "sox made no file: \(made)")
+        try DesktopFixtures.tone(at: tone)
         return tone
     }
 
@@ -259,17 +252,7 @@ struct MediaSourceTests {
 
     /// Runs `program` with `arguments` on the laptop's bus; its output, trimmed.
     static func run(_ program: URL, _ arguments: [String], bus: String) throws -> String {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = program
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SESSION_BUS_ADDRESS": bus]) { $1 }
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try DesktopFixtures.run(program, arguments, environment: ["DBUS_SESSION_BUS_ADDRESS": bus]).output
     }
 
     @Test(

@@ -10,20 +10,6 @@ import Testing
 /// desktop file whose Exec is a script recording its arguments) on the desktop.
 @Suite("RecentDocuments: a document opened on one device is offered and opened on the other (issue 27 item 2)", .serialized)
 struct RecentDocumentsTests {
-    /// GTK's RecentManager through Debian's python3-gi, under an X server of its own.
-    static let gtk = Requirement("python3-gi", label: "python3-gi with GTK 3", programs: ["/usr/bin/python3"], packages: ["python3-gi", "gir1.2-gtk-3.0"]) { python in
-        guard let python else { return "cannot run python3" }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: python)
-        probe.arguments = ["-c", "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return "cannot run \(python)" }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0 ? nil : "\(python) cannot import Gtk 3 from gi"
-    }
-    static let xvfbRun = Requirement("xvfb-run", programs: ["xvfb-run"], packages: ["xvfb", "xauth"])
-
     /// Two devices, their folders, and where the desktop's editor records what it was asked to open.
     struct World {
         let devices: LocalDevices
@@ -38,19 +24,13 @@ struct RecentDocumentsTests {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-recent-\(UUID().uuidString)")
             for device in ["laptop", "desktop"] {
                 let base = root.appendingPathComponent(device)
-                for folder in ["data/applications", "Sync-\(device)"] {
-                    try FileManager.default.createDirectory(at: base.appendingPathComponent(folder), withIntermediateDirectories: true)
-                }
-                // The same application on both; on the desktop it records its arguments.
-                let script = base.appendingPathComponent("editor.sh")
-                try Data("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '\(base.appendingPathComponent("opened.txt").path)'\n".utf8).write(to: script)
-                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
-                let desktop = "[Desktop Entry]\nType=Application\nName=Baton Test Editor\nExec=\(script.path) %f\nMimeType=text/plain;\n"
+                try FileManager.default.createDirectory(at: base.appendingPathComponent("Sync-\(device)"), withIntermediateDirectories: true)
+                // The same application on both; it records its arguments.
+                let (applications, script, record) = (base.appendingPathComponent("data/applications"), base.appendingPathComponent("editor.sh"), base.appendingPathComponent("opened.txt"))
                 if device == "laptop" || editorOnDesktop {
-                    try Data(desktop.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-editor.desktop"))
+                    try DesktopFixtures.installRecordingApplication(id: "baton-test-editor", name: "Baton Test Editor", arguments: "%f", in: applications, script: script, record: record)
                 } else {
-                    let viewer = desktop.replacingOccurrences(of: "Editor", with: "Viewer").replacingOccurrences(of: "%f", with: "--view %U")
-                    try Data(viewer.utf8).write(to: base.appendingPathComponent("data/applications/baton-test-viewer.desktop"))
+                    try DesktopFixtures.installRecordingApplication(id: "baton-test-viewer", name: "Baton Test Viewer", arguments: "--view %U", in: applications, script: script, record: record)
                     try Data("[Default Applications]\ntext/plain=missing.desktop;baton-test-viewer.desktop;\n".utf8).write(to: base.appendingPathComponent("mimeapps.list"))
                 }
             }
@@ -121,7 +101,7 @@ struct RecentDocumentsTests {
 
     @Test(
         "B5, B6, C9: a document GTK records on the laptop is offered on the desktop and opened there by its application at the desktop's path",
-        .requires(gtk), .requires(xvfbRun), .timeLimit(.minutes(1))
+        .requires(.gtk, .xvfbRun), .timeLimit(.minutes(1))
     )
     func gtkDocumentContinued() async throws {
         let world = try await World.start()
@@ -130,35 +110,12 @@ struct RecentDocumentsTests {
         for device in ["laptop", "desktop"] {
             try Data("hello\n".utf8).write(to: world.folder(device).appendingPathComponent(name))
         }
-        let script = """
-            import gi, os, sys
-            gi.require_version('Gtk', '3.0')
-            from gi.repository import Gtk, GLib
-            m = Gtk.RecentManager.get_default()
-            d = Gtk.RecentData()
-            d.display_name = None; d.description = None
-            d.mime_type = 'text/plain'; d.app_name = 'baton-test-editor'; d.app_exec = 'baton-test-editor %u'
-            d.is_private = False
-            assert m.add_full(GLib.filename_to_uri(sys.argv[1], None), d)
-            loop = GLib.MainLoop()
-            def written():
-                if os.path.exists(os.path.join(os.environ['XDG_DATA_HOME'], 'recently-used.xbel')):
-                    loop.quit(); return False
-                return True
-            GLib.timeout_add(5, written)
-            GLib.timeout_add(5000, loop.quit)
-            loop.run()
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.xvfbRun.path ?? "/usr/bin/xvfb-run")
-        process.arguments = ["-a", "/usr/bin/python3", "-c", script, world.folder("laptop").appendingPathComponent(name).path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_DATA_HOME"] = world.data("laptop").path
-        environment["HOME"] = world.root.appendingPathComponent("laptop").path
-        process.environment = environment
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "GTK's RecentManager wrote recently-used.xbel")
+        let added = try DesktopFixtures.addRecentDocument(
+            world.folder("laptop").appendingPathComponent(name),
+            application: "baton-test-editor",
+            environment: ["XDG_DATA_HOME": world.data("laptop").path, "HOME": world.root.appendingPathComponent("laptop").path]
+        )
+        #expect(added.status == 0, "GTK's RecentManager wrote recently-used.xbel: \(added.output)")
         // From GTK's write (the file's time) on: what the person would notice after opening the document.
         let xbel = world.data("laptop").appendingPathComponent("recently-used.xbel").path
         let written = (try? FileManager.default.attributesOfItem(atPath: xbel)[.modificationDate] as? Date) ?? Date()

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+/// A session bus of the test's own: `dbus-daemon` with a configuration in the test's folder, no service activation.
+/// Its socket is a path (never an abstract name), so whatever is given its address reaches it, from any namespace.
+public final class PrivateSessionBus {
+    public let folder: URL
+    public let address: String
+    private let daemon: Process
+
+    /// The bus at `folder/bus`, started. `launcher` runs the daemon where the test wants it: the argument vector put
+    /// before `dbus-daemon ...` (`scripts/netns.sh exec PREFIX K` starts it inside host K's network namespace); it must
+    /// exec the daemon, so that killing the process started here kills the daemon. Empty: started here.
+    public init(in folder: URL, launcher: [String] = []) throws {
+        self.folder = folder
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let configuration = try Self.configuration(in: folder)
+        let executable = try Requirement.dbusDaemon.executable()
+        let arguments = ["--config-file=\(configuration.path)", "--nofork"]
+        daemon = Process()
+        if let first = launcher.first {
+            daemon.executableURL = URL(fileURLWithPath: first)
+            daemon.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
+        } else {
+            daemon.executableURL = executable
+            daemon.arguments = arguments
+        }
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        address = "unix:path=\(folder.path)/bus"
+        let socket = folder.appendingPathComponent("bus").path
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+        try #require(FileManager.default.fileExists(atPath: socket), "dbus-daemon did not listen at \(socket)")
+    }
+
+    /// Writes `folder/bus.conf`: a session bus listening at `folder/bus` (EXTERNAL authentication, everything allowed,
+    /// no service activation); returns it, for `dbus-daemon --config-file`.
+    public static func configuration(in folder: URL) throws -> URL {
+        let configuration = folder.appendingPathComponent("bus.conf")
+        try Data(
+            """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(folder.path)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
+            </busconfig>
+            """.utf8
+        ).write(to: configuration)
+        return configuration
+    }
+
+    /// Kills it (the test runner's threads block SIGTERM, and children inherit the mask: only SIGKILL is prompt).
+    public func stop() {
+        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        daemon.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
