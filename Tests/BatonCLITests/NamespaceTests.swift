@@ -165,12 +165,13 @@ final class NamespaceWorld {
 
     /// Starts the agent of `state` in host `host` on its default address (`::`, IPv4 and IPv6) port 47810 with the
     /// test's apps, and waits until apps can connect (it says so, and names the socket in STATE/agent-socket).
-    func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = []) throws -> Background {
+    /// `environment` adds to the host's runtime folder (a session bus, XDG folders of the host's own).
+    func agent(_ lan: NamespaceLAN, _ host: Int, state: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> Background {
         try? FileManager.default.removeItem(atPath: state + "/agent-socket")
         let agent = try lan.start(
             host,
             [Baton.executable.path, "agent", "--state", state, "--port", "47810", "--apps", apps.path] + extra,
-            environment: try runtime(host),
+            environment: try runtime(host).merging(environment) { $1 },
             log: root.appendingPathComponent("agent-h\(host)-\(UUID().uuidString.prefix(4)).log")
         )
         guard agent.line(where: { $0.contains("apps connect at") }) != nil else {
