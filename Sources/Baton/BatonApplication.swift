@@ -283,10 +283,12 @@ public final class BatonApplication {
         )
     }
 
-    func publish(_ activity: UserActivity) {
+    /// Sends what other devices are shown of `activity`; `isUpdate` when only that changed, not the person's choice
+    /// of activity (issue 27 item 3: the agent then does not make it current again if another app's took over).
+    func publish(_ activity: UserActivity, isUpdate: Bool = false) {
         let notice = notice(activity)
         published = notice
-        client?.send(.becomeCurrent(activity: activity.identifier, notice))
+        client?.send(.becomeCurrent(activity: activity.identifier, notice, isUpdate: isUpdate))
     }
 
     func resign(_ activity: UserActivity) {
@@ -309,10 +311,12 @@ public final class BatonApplication {
 
     /// Something other devices show changed (title, eligibility): tell the agent if the activity is current and
     /// what it shows is not what was last sent (a title set before `becomeCurrent` from an `NSUserActivity` is
-    /// queued and arrives after it: not a second advert).
+    /// queued and arrives after it: not a second advert). An update, never a takeover (issue 27 item 3; A9): once
+    /// another app's activity took over (``handle(_:)``, `notCurrent`) nothing is sent, and one sent before the app
+    /// heard it is marked so the agent ignores it.
     func activityChanged(_ activity: UserActivity) {
         guard currentActivity === activity, notice(activity) != published else { return }
-        publish(activity)
+        publish(activity, isUpdate: true)
     }
 
     // MARK: What the agent says
@@ -351,6 +355,14 @@ public final class BatonApplication {
                 activity.delegate?.userActivityWasContinued(activity)
                 activity.apple.delegate?.userActivityWasContinued(activity.nsUserActivity)
             }
+        case .notCurrent(let identifier):
+            // Who wins (A9; issue 27 item 3; docs/ARCHITECTURE.md): another app's activity took over. An update of this
+            // one later (a new title: ``activityChanged(_:)``; needsSave) no longer takes current back; only its
+            // `becomeCurrent()`, the person's doing, does.
+            guard let activity = currentActivity, activity.identifier == identifier else { return }
+            currentActivity = nil
+            published = nil
+            activity.isCurrent = false
         case .willContinue(let continuation, let type):
             pending[continuation] = type
             eventSink.yield(.willContinue(activityType: type))

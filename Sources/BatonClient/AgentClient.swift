@@ -148,7 +148,8 @@ public final class AgentClient: MessageSink, Sendable {
         let answer: IPCMessage? = await withCheckedContinuation { waiter in
             client.welcome.withLockedValue { $0 = waiter }
             conduit.eventLoop.execute { conduit.attach(client) }
-            client.send(.hello(bundleIdentifier: bundleIdentifier, version: IPCMessage.version))
+            // This library reads `notCurrent` (issue 27 item 3): the agent may tell it its activity was superseded.
+            client.send(.hello(bundleIdentifier: bundleIdentifier, version: IPCMessage.version, readsNotCurrent: true))
         }
         switch answer {
         case .welcome(let device, let name):

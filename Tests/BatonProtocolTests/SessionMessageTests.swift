@@ -55,6 +55,8 @@ enum MessageSamples {
     static let ipc: [IPCMessage] = [
         .hello(bundleIdentifier: "com.razeware.shopsnap", version: IPCMessage.version),
         .hello(bundleIdentifier: nil, version: IPCMessage.version),
+        // Issue 27 item 3: a library that reads `notCurrent` says so.
+        .hello(bundleIdentifier: "com.razeware.shopsnap", version: IPCMessage.version, readsNotCurrent: true),
         .becomeCurrent(
             activity: 1,
             ActivityNotice(
@@ -63,6 +65,8 @@ enum MessageSamples {
             )
         ),
         .becomeCurrent(activity: 2, ActivityNotice(activityType: "x")),
+        // Issue 27 item 3: an update of what the app shows, never a takeover.
+        .becomeCurrent(activity: 2, ActivityNotice(activityType: "x", title: "y"), isUpdate: true),
         .resignCurrent(activity: 1),
         .invalidate(activity: 1),
         .saved(request: 5, payload: Data([1, 2, 3])),
@@ -75,6 +79,7 @@ enum MessageSamples {
         .refused(code: .notPermitted, message: "process 42 runs /usr/bin/python3, not com.razeware.shopsnap's executable"),
         .save(request: 5, activity: 1, deadlineMilliseconds: 1_000),
         .continued(activity: 1),
+        .notCurrent(activity: 1),
         .willContinue(continuation: 9, activityType: activityType),
         .deliver(continuation: 9, payload: Data([4, 5, 6])),
         .failed(continuation: 9, activityType: activityType, reason: .noApp, message: "no app continues it"),
@@ -167,7 +172,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "hello": ["v"], "current": ["activity", "type", "handoff"], "resign": ["activity"], "invalidate": ["activity"],
             "saved": ["req", "payload"], "saveFailed": ["req", "message"], "list": ["req"], "continue": ["req"], "watch": [],
             "welcome": ["device", "name"], "refused": ["code", "message"], "save": ["req", "activity", "deadline"],
-            "continued": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
+            "continued": ["activity"], "notCurrent": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
             "failed": ["cont", "type", "reason", "message"], "nearby": ["req", "items"],
             "result": ["req", "app", "reason", "message", "us"], "changed": ["items"], "apps?": ["req"], "apps": ["req", "apps"],
             // A stream's hello must name its app; without `cont` or `token` it is a plain hello.
@@ -321,7 +326,7 @@ struct SessionMessageTests {
         #expect(
             types == [
                 "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
-                "save", "continued", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps", "decline", "eof",
+                "save", "continued", "notCurrent", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps", "decline", "eof",
                 "reset", "stream", "index", "delete", "deleted", "continueSaved",
             ]
         )
@@ -755,6 +760,20 @@ struct SessionVectorTests {
         #expect(SessionMessage.continued(sequence: 1).id == nil, "a notice: an older reader ignores it")
         var older = SessionMultiplexer()
         #expect(try older.receive(.unknown(type: "continued", id: nil)) == .ignore, "as an older agent reads it")
+    }
+
+    /// Issue 27 item 3 (A9; docs/PROTOCOL.md §7): `notCurrent {activity: 7}`, which plistlib reads as
+    /// `{'activity': 7, 't': 'notCurrent'}`.
+    static let notCurrent =
+        "0000004a62706c6973743030d201030204586163746976697479100751745a6e6f7443757272656e74080d16181a0000"
+        + "000000000101000000000000000500000000000000000000000000000025"
+
+    @Test("issue 27 item 3, A9: the IPC notCurrent message encodes to the documented frame, and the frame decodes to it")
+    func notCurrentVector() throws {
+        let frame = try Support.frame(IPCMessage.notCurrent(activity: 7).propertyList)
+        #expect(Support.hex(frame) == Self.notCurrent, "\(Support.hex(frame))")
+        let documented = Support.bytes(hex: Self.notCurrent)
+        #expect(try IPCMessage(BinaryPropertyListDecoder.decode(Data(documented.dropFirst(4)), limits: Support.frameLimits)) == .notCurrent(activity: 7))
     }
 
     static let clock =

@@ -29,7 +29,7 @@ final class WelcomingIPCHandler: IPCHandler, Sendable {
     }
 
     func ipcReceived(_ message: IPCMessage, on connection: IPCConnection) {
-        guard case .hello(let bundle, _) = message else {
+        guard case .hello(let bundle, _, _) = message else {
             told.yield(.received(message))
             return
         }

@@ -78,7 +78,7 @@ struct SearchLibraryTests {
         let counter = SaveCounter()
         let activity = try Self.searchable(world.app, counter)
         activity.becomeCurrent()
-        guard case .becomeCurrent(let current, _) = await world.next(), case .index(let indexed, let data) = await world.next() else {
+        guard case .becomeCurrent(let current, _, _) = await world.next(), case .index(let indexed, let data) = await world.next() else {
             Issue.record("no becomeCurrent then index")
             return
         }
@@ -122,7 +122,8 @@ struct SearchLibraryTests {
         _ = await world.next()
         activity.title = "Shopping list, Saturday"
         activity.needsSave = true
-        #expect(await world.next() == .becomeCurrent(activity: activity.identifier, world.app.notice(activity)), "the new title")
+        // The new title is an update (issue 27 item 3): applied while current, never a takeover.
+        #expect(await world.next() == .becomeCurrent(activity: activity.identifier, world.app.notice(activity), isUpdate: true), "the new title")
         world.connection.send(.save(request: 9, activity: activity.identifier, deadlineMilliseconds: 1_000))
         guard case .saved(9, let saved) = await world.next(), case .index(activity.identifier, let indexed) = await world.next() else {
             Issue.record("no saved then index")

@@ -17,8 +17,8 @@ extension Agent: IPCHandler {
         let who = connection.identity.withLockedValue { $0 }
         guard let who else {
             switch message {
-            case .hello(let bundle, let version):
-                return hello(bundle: bundle, version: version, on: connection)
+            case .hello(let bundle, let version, let readsNotCurrent):
+                return hello(bundle: bundle, version: version, readsNotCurrent: readsNotCurrent, on: connection)
             case .openStream(let bundle, let version, let continuation):
                 // F2: the continuing app's connection for a stream.
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
@@ -32,8 +32,8 @@ extension Agent: IPCHandler {
             }
         }
         switch (who, message) {
-        case (.app(let bundle, let team), .becomeCurrent(let activity, let notice)):
-            handoff.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice)
+        case (.app(let bundle, let team), .becomeCurrent(let activity, let notice, let isUpdate)):
+            handoff.becomeCurrent(app: connection.appID, bundle: bundle, team: team, activity: activity, notice: notice, isUpdate: isUpdate)
         case (.app, .resignCurrent(let activity)):
             handoff.resign(app: connection.appID, activity: activity)
         case (.app, .invalidate(let activity)):
@@ -79,7 +79,7 @@ extension Agent: IPCHandler {
 
     /// Checks who the peer process is (ISSUE 5 part 6): same user, and for an app, the registered bundle's
     /// executable, as `/proc/PID/exe` shows it. An app can then only publish under its own bundle and team.
-    func hello(bundle: String?, version: Int, on connection: IPCConnection) {
+    func hello(bundle: String?, version: Int, readsNotCurrent: Bool = false, on connection: IPCConnection) {
         guard let bundle else {
             guard version == IPCMessage.version else {
                 return connection.refuse(.unsupportedVersion, "this agent speaks IPC version \(IPCMessage.version), the client \(version)")
@@ -94,7 +94,7 @@ extension Agent: IPCHandler {
         guard let team = admitted(bundle: bundle, version: version, on: connection) else { return }
         let credentials = connection.credentials
         // A live app is never silently replaced by a second connection (the coordinator keeps the apps connected).
-        if let previous = handoff.claim(bundle, for: connection) {
+        if let previous = handoff.claim(bundle, for: connection, readsNotCurrent: readsNotCurrent) {
             return connection.refuse(
                 .alreadyConnected,
                 "\(bundle) is already connected to this agent (pid \(previous.process.pid)); quit it first, one process per app"

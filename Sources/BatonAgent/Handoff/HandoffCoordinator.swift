@@ -63,6 +63,9 @@ final class HandoffCoordinator: Sendable {
         /// The apps connected, by bundle and by the broker's id for them.
         var apps: [String: IPCConnection] = [:]
         var appConnections: [HandoffBroker.AppID: IPCConnection] = [:]
+        /// The apps whose hello said they read `notCurrent` (issue 27 item 3); an older library would close its
+        /// connection at it.
+        var readNotCurrent: Set<HandoffBroker.AppID> = []
         /// The command lines watching the nearby list.
         var watchers: [ObjectIdentifier: IPCConnection] = [:]
         /// Fetches from other devices waiting for the broker's reply.
@@ -164,6 +167,10 @@ final class HandoffCoordinator: Sendable {
                 withState { $0.fetchWaiters.removeValue(forKey: fetch) }?(reply)
             case .tellContinued(let app, let activity):
                 connection(for: app)?.send(.continued(activity: activity))
+            case .tellNotCurrent(let app, let activity):
+                // Who wins (A9; issue 27 item 3): the superseded app stops treating the activity as current.
+                guard withState({ $0.readNotCurrent.contains(app) }) else { break }
+                connection(for: app)?.send(.notCurrent(activity: activity))
             case .launch(let id, let bundle):
                 launch(id, bundle: bundle)
             case .fetch(let id):
@@ -212,7 +219,7 @@ final class HandoffCoordinator: Sendable {
     /// An app's main connection said hello as `bundle`: it is recorded, unless another live process has the app
     /// connected (returned then, and nothing changes). A live app is never silently replaced by a second connection:
     /// only by the same process reconnecting, or once the first process has gone.
-    func claim(_ bundle: String, for connection: IPCConnection) -> IPCConnection? {
+    func claim(_ bundle: String, for connection: IPCConnection, readsNotCurrent: Bool = false) -> IPCConnection? {
         withState { state in
             if let previous = state.apps[bundle], previous !== connection, previous.conduit.isActive,
                 previous.process.pid != connection.process.pid, previous.process.isAlive
@@ -221,6 +228,7 @@ final class HandoffCoordinator: Sendable {
             }
             state.apps[bundle] = connection
             state.appConnections[connection.appID] = connection
+            if readsNotCurrent { state.readNotCurrent.insert(connection.appID) }
             return nil
         }
     }
@@ -238,6 +246,7 @@ final class HandoffCoordinator: Sendable {
         let actions = withState { state in
             state.watchers[ObjectIdentifier(connection)] = nil
             state.appConnections[connection.appID] = nil
+            state.readNotCurrent.remove(connection.appID)
             if let bundle, state.apps[bundle] === connection { state.apps[bundle] = nil }
             return state.broker.appGone(connection.appID)
         }
@@ -254,9 +263,9 @@ final class HandoffCoordinator: Sendable {
         withState { $0.apps[bundle] }.flatMap { $0.conduit.isActive ? $0.appID : nil }
     }
 
-    /// An app made `activity` current (A7), or changed it.
-    func becomeCurrent(app: HandoffBroker.AppID, bundle: String, team: String, activity: UInt64, notice: ActivityNotice) {
-        broker { $0.becomeCurrent(app: app, bundle: bundle, team: team, activity: activity, notice: notice, now: clock.wall()) }
+    /// An app made `activity` current (A7), or changed it (`isUpdate`: applied only while it is current).
+    func becomeCurrent(app: HandoffBroker.AppID, bundle: String, team: String, activity: UInt64, notice: ActivityNotice, isUpdate: Bool = false) {
+        broker { $0.becomeCurrent(app: app, bundle: bundle, team: team, activity: activity, notice: notice, isUpdate: isUpdate, now: clock.wall()) }
     }
 
     /// An app resigned or invalidated `activity`.

@@ -227,6 +227,12 @@ struct MediaSource: Service, CustomStringConvertible {
                 guard let published, published.activity == activity else { return }
                 source.logger.info("the track playing here was continued on another device")
                 if source.pausesWhenContinued, published.offer.playback.status == .playing { bus.send(.pause(player: published.offer.player)) }
+            case .notCurrent(let activity):
+                // Who wins (A9; issue 27 item 3): another app's activity took over. The same track playing on (a new
+                // position, a pause) is nobody's new action and is never announced again (``publish(input:)``); a new
+                // track is a new activity, and takes over.
+                guard published?.activity == activity else { return }
+                source.logger.debug("the track playing here is no longer this device's current activity: another app's took over")
             case .deliver(_, let payload):
                 continueHere(payload)
             default:

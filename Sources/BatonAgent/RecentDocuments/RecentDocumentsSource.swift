@@ -136,6 +136,10 @@ final class RecentDocumentsSource: Service, Sendable {
             } else {
                 client.send(.saveFailed(request: request, message: "that document is no longer the one offered"))
             }
+        case .notCurrent:
+            // Who wins (A9; issue 27 item 3): another app's activity took over. Nothing to do: only a newer use of a
+            // document (opened or saved again, ``RecentDocuments/listed(_:folders:now:)``) offers it again.
+            logger.debug("recent documents: the document offered is no longer this device's current activity")
         case .deliver(_, let payload):
             open(payload)
         case .failed(_, _, let reason, let text):

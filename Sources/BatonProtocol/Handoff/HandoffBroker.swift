@@ -79,6 +79,9 @@ public struct HandoffBroker: Sendable {
         case reply(FetchID, SessionMultiplexer.Reply)
         /// Tell `app` that `activity` was continued on another device (A8).
         case tellContinued(app: AppID, activity: UInt64)
+        /// Tell `app` that `activity` is no longer the device's current one: another app's activity took over (A9;
+        /// issue 27 item 3, "Who wins"). Its later updates do not take current back; only a person's action does.
+        case tellNotCurrent(app: AppID, activity: UInt64)
 
         /// Launch the app `bundle` for continuation `id`: call ``HandoffBroker/launchStarted(_:now:)`` once its
         /// process runs (its hello is timed from then), ``HandoffBroker/appConnected(_:bundle:)`` when it connects,
@@ -181,15 +184,20 @@ public struct HandoffBroker: Sendable {
 
     /// `app` makes `activity` the device's current activity (A9, C2); any other stops being current. The same
     /// activity again (a new title, say) keeps its sequence and moves its revision on, so other devices ask again what
-    /// it is rather than replace it.
+    /// it is rather than replace it. When another app's activity was current, that app is told it no longer is
+    /// (``Action/tellNotCurrent(app:activity:)``: docs/ARCHITECTURE.md, "Who wins"). With `isUpdate` (the app only
+    /// changed what it shows, a new title: nothing the person did) it changes the activity if it is current and is
+    /// ignored otherwise: an update never takes current back, even one sent before the app heard it was superseded.
     public mutating func becomeCurrent(
         app: AppID,
         bundle: String,
         team: String,
         activity: UInt64,
         notice: ActivityNotice,
+        isUpdate: Bool = false,
         now: UInt64
     ) -> [Action] {
+        if isUpdate, current.map({ $0.app != app || $0.activity != activity }) ?? true { return [] }
         let next: CurrentActivity
         if var same = current, same.app == app, same.activity == activity {
             if same.notice != notice { same.revision = (same.revision &+ 1) & 0x0F }
@@ -201,8 +209,9 @@ public struct HandoffBroker: Sendable {
             lastSequence = max(lastSequence + 1, now)
             next = CurrentActivity(app: app, bundle: bundle, team: team, activity: activity, sequence: lastSequence, notice: notice)
         }
+        let superseded = current.flatMap { $0.app != app ? Action.tellNotCurrent(app: $0.app, activity: $0.activity) : nil }
         current = next
-        return [next.isOffered(at: now) ? .advertise(next) : .goodbye(next)]
+        return [next.isOffered(at: now) ? .advertise(next) : .goodbye(next)] + (superseded.map { [$0] } ?? [])
     }
 
     /// `app` resigns or invalidates `activity` (A9): if it is current, it stops being so, with a goodbye. Fetches

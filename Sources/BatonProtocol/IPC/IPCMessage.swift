@@ -223,9 +223,13 @@ public enum IPCMessage: Sendable, Hashable {
     // App or command line → agent.
 
     /// The first message: which app this is (checked against the process's executable), or a control client.
-    case hello(bundleIdentifier: String?, version: Int)
-    /// The app's activity `activity` (an id the app chooses) becomes the device's current one (A9, C2).
-    case becomeCurrent(activity: UInt64, ActivityNotice)
+    /// `readsNotCurrent`: the client reads ``notCurrent(activity:)`` (a library from before issue 27 item 3 closes
+    /// its connection at a message type it does not know, so the agent sends it only to those that say so).
+    case hello(bundleIdentifier: String?, version: Int, readsNotCurrent: Bool = false)
+    /// The app's activity `activity` (an id the app chooses) becomes the device's current one (A9, C2). With
+    /// `isUpdate`, it is only what the app shows of it that changed (a new title), not something the person did: the
+    /// agent applies it if the activity is current, and otherwise does not make it current again (issue 27 item 3).
+    case becomeCurrent(activity: UInt64, ActivityNotice, isUpdate: Bool = false)
     /// The activity stops being current (A9).
     case resignCurrent(activity: UInt64)
     /// The activity ends for good (A9).
@@ -276,6 +280,9 @@ public enum IPCMessage: Sendable, Hashable {
     case save(request: UInt64, activity: UInt64, deadlineMilliseconds: UInt64)
     /// The activity was continued on another device (A8).
     case continued(activity: UInt64)
+    /// The activity is no longer the device's current one: another app's activity took over (A9; issue 27 item 3).
+    /// An update of it (a new title) does not make it current again; the app's own `becomeCurrent` does.
+    case notCurrent(activity: UInt64)
     /// A continuation for this app starts: the state is on its way (C5).
     case willContinue(continuation: UInt64, activityType: String)
     /// The state arrived: an encoded ``ActivityPayload`` (C5, C7).
@@ -313,8 +320,11 @@ public enum IPCMessage: Sendable, Hashable {
     /// The message as a property list.
     public var propertyList: PropertyList {
         switch self {
-        case .hello(let bundle, let version):
-            return makeMessage("hello", ["bundle": bundle.map(PropertyList.string), "v": .integer(Int64(version))])
+        case .hello(let bundle, let version, let readsNotCurrent):
+            return makeMessage(
+                "hello",
+                ["bundle": bundle.map(PropertyList.string), "v": .integer(Int64(version)), "notCurrent": readsNotCurrent ? .bool(true) : nil]
+            )
         case .openStream(let bundle, let version, let continuation):
             return makeMessage("hello", ["bundle": .string(bundle), "v": .integer(Int64(version)), "cont": .number(continuation)])
         case .acceptStream(let bundle, let version, let token):
@@ -327,13 +337,14 @@ public enum IPCMessage: Sendable, Hashable {
             return makeMessage("reset", ["reason": .string(reason), "message": .string(bounded(message, 4_096))])
         case .incomingStream(let activity, let token):
             return makeMessage("stream", ["activity": .number(activity), "token": .data(token)])
-        case .becomeCurrent(let activity, let notice):
+        case .becomeCurrent(let activity, let notice, let isUpdate):
             return makeMessage(
                 "current",
                 [
                     "activity": .number(activity), "type": .string(notice.activityType), "title": notice.title.map { .string(bounded($0, 1_024)) },
                     "host": notice.webpageHost.map(PropertyList.string), "streams": .bool(notice.supportsStreams),
                     "handoff": .bool(notice.isEligibleForHandoff), "expires": notice.expirationDate.map(PropertyList.date),
+                    "update": isUpdate ? .bool(true) : nil,
                 ]
             )
         case .resignCurrent(let activity): return makeMessage("resign", ["activity": .number(activity)])
@@ -351,6 +362,7 @@ public enum IPCMessage: Sendable, Hashable {
         case .save(let request, let activity, let deadline):
             return makeMessage("save", ["req": .number(request), "activity": .number(activity), "deadline": .number(deadline)])
         case .continued(let activity): return makeMessage("continued", ["activity": .number(activity)])
+        case .notCurrent(let activity): return makeMessage("notCurrent", ["activity": .number(activity)])
         case .willContinue(let continuation, let type): return makeMessage("will", ["cont": .number(continuation), "type": .string(type)])
         case .deliver(let continuation, let payload): return makeMessage("deliver", ["cont": .number(continuation), "payload": .data(payload)])
         case .failed(let continuation, let type, let reason, let message):
@@ -416,7 +428,7 @@ public enum IPCMessage: Sendable, Hashable {
                 guard let bundle else { throw fields.missing("bundle", "the app's bundle identifier (a stream belongs to an app)") }
                 self = .acceptStream(bundleIdentifier: bundle, version: version, token: try fields.data("token", count: Self.streamTokenLength))
             } else {
-                self = .hello(bundleIdentifier: bundle, version: version)
+                self = .hello(bundleIdentifier: bundle, version: version, readsNotCurrent: try fields.optionalBool("notCurrent") ?? false)
             }
         case "decline":
             self = .declineStream(token: try fields.data("token", count: Self.streamTokenLength), message: try fields.string("message"))
@@ -433,7 +445,7 @@ public enum IPCMessage: Sendable, Hashable {
                 isEligibleForHandoff: try fields.bool("handoff"),
                 expirationDate: try fields.date("expires")
             )
-            self = .becomeCurrent(activity: try fields.number("activity"), notice)
+            self = .becomeCurrent(activity: try fields.number("activity"), notice, isUpdate: try fields.optionalBool("update") ?? false)
         case "resign": self = .resignCurrent(activity: try fields.number("activity"))
         case "invalidate": self = .invalidate(activity: try fields.number("activity"))
         case "saved": self = .saved(request: try fields.number("req"), payload: try fields.data("payload"))
@@ -446,6 +458,7 @@ public enum IPCMessage: Sendable, Hashable {
         case "save":
             self = .save(request: try fields.number("req"), activity: try fields.number("activity"), deadlineMilliseconds: try fields.number("deadline"))
         case "continued": self = .continued(activity: try fields.number("activity"))
+        case "notCurrent": self = .notCurrent(activity: try fields.number("activity"))
         case "will": self = .willContinue(continuation: try fields.number("cont"), activityType: try fields.string("type", maximumLength: typeLimit))
         case "deliver": self = .deliver(continuation: try fields.number("cont"), payload: try fields.data("payload"))
         case "failed":
