@@ -29,12 +29,14 @@ func age(_ milliseconds: UInt64) -> String {
 }
 
 /// The nearby list as a table. Names and titles come from other devices: their bidirectional controls are removed,
-/// so a title reads in a terminal as it is stored (issue 25 item 7).
+/// so a title reads in a terminal as it is stored (issue 25 item 7). APP is the application that will open it here:
+/// for the agent's own media and documents apps, the one they open it with (issue 27 item 3: "mpv"), else the app.
 func nearbyTable(_ items: [NearbyItem]) -> String {
     guard !items.isEmpty else { return "Nothing nearby.\n" }
     let rows = items.map { item in
         [
-            item.deviceName, String(item.device.prefix(9)), item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(web page)" : "(no app here)") : item.app,
+            item.deviceName, String(item.device.prefix(9)),
+            item.opensWith ?? (item.app.isEmpty ? (item.activityType == NSUserActivityTypeBrowsingWeb ? "(web page)" : "(no app here)") : item.app),
             item.title ?? item.activityType ?? "(untitled)", age(item.ageMilliseconds),
         ].map { $0.neutralizingBidiControls() }
     }
@@ -52,8 +54,8 @@ struct NearbyCommand: AsyncParsableCommand {
         abstract: "Show the activities other devices of the account offer now.",
         discussion: """
             Asks this device's agent (which must be running: `baton agent`). Each line is one device's current \
-            activity: the device, the app here that would continue it, its title (asked of the originating device), \
-            and how long it has been offered. With --watch, prints the list again whenever it changes.
+            activity: the device, the app here that would continue it (for media and documents, the application \
+            that will open it, e.g. mpv), its title (asked of the originating device), and how long it has been offered. With --watch, prints the list again whenever it changes.
             """
     )
 
@@ -74,6 +76,7 @@ struct NearbyCommand: AsyncParsableCommand {
                 ]
                 if let title = item.title { object["title"] = title }
                 if let type = item.activityType { object["activityType"] = type }
+                if let application = item.opensWith { object["opensWith"] = application }
                 return object
             }
             let data = (try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])) ?? Data("[]".utf8)

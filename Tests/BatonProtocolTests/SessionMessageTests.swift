@@ -11,6 +11,11 @@ enum MessageSamples {
         activityType: activityType, title: "Groceries", bundleIdentifier: "com.razeware.shopsnap", team: "RAZE",
         webpageHost: "shopsnap.example"
     )
+    /// Issue 27 item 3: a media or documents activity's application, for the asker to name what opens it.
+    static let documentSummary = ActivitySummary(
+        activityType: "org.baton.document.open", title: "report.odt — LibreOffice Writer", bundleIdentifier: "org.baton.documents",
+        team: "BATONDOCS1", webpageHost: nil, desktopEntry: "libreoffice-writer", mimeType: "application/vnd.oasis.opendocument.text"
+    )
     static let bareSummary = ActivitySummary(activityType: "a", title: nil, bundleIdentifier: "b", team: "T", webpageHost: nil)
 
     static let session: [SessionMessage] =
@@ -27,6 +32,7 @@ enum MessageSamples {
             .payload(id: 3, payload: Data([0x62, 0x70, 0x6C, 0x69])),
             .summary(id: 4, summary),
             .summary(id: 5, bareSummary),
+            .summary(id: 6, documentSummary),
             .error(message: "this device is not a member of the account"),
             // Continuation streams (F1, F3; docs/PROTOCOL.md §8).
             .openStream(id: 3, sequence: 1_800_000_000_000, window: 524_288),
@@ -48,7 +54,7 @@ enum MessageSamples {
 
     static let item = NearbyItem(
         device: "QRTHARDT6XJNKSSCOEGR5PK5EWMB3L7T44A3XUSU77FIVALKKGSA", deviceName: "laptop", sequence: 7,
-        ageMilliseconds: 850, app: "com.razeware.shopsnap", activityType: activityType, title: "Groceries"
+        ageMilliseconds: 850, app: "com.razeware.shopsnap", activityType: activityType, title: "Groceries", opensWith: "ShopSnap"
     )
     static let bareItem = NearbyItem(device: "X", deviceName: "desktop", sequence: 0, ageMilliseconds: 0, app: "", activityType: nil, title: nil)
 
@@ -65,8 +71,9 @@ enum MessageSamples {
             )
         ),
         .becomeCurrent(activity: 2, ActivityNotice(activityType: "x")),
-        // Issue 27 item 3: an update of what the app shows, never a takeover.
+        // Issue 27 item 3: an update of what the app shows, never a takeover; the application a document was used in.
         .becomeCurrent(activity: 2, ActivityNotice(activityType: "x", title: "y"), isUpdate: true),
+        .becomeCurrent(activity: 3, ActivityNotice(activityType: "org.baton.document.open", desktopEntry: "libreoffice-writer", mimeType: "text/plain")),
         .resignCurrent(activity: 1),
         .invalidate(activity: 1),
         .saved(request: 5, payload: Data([1, 2, 3])),
@@ -159,7 +166,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "ping": ["id"], "pong": ["id"],
         ],
         limits: [
-            "summary": ["type": typeLimit, "title": 1_024, "bundle": 255, "team": 64, "host": 255], "fail": ["reason": 64],
+            "summary": ["type": typeLimit, "title": 1_024, "bundle": 255, "team": 64, "host": 255, "desktop": 255, "mime": 255], "fail": ["reason": 64],
             "reset": ["reason": 64],
         ],
         reread: { try SessionMessage($0).propertyList }
@@ -181,7 +188,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "index": ["activity", "payload"], "delete": ["req"], "deleted": ["req", "count"], "continueSaved": ["req", "id"],
         ],
         limits: [
-            "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255], "continue": ["device": 1_024],
+            "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255, "desktop": 255, "mime": 255], "continue": ["device": 1_024],
             "welcome": ["device": 128], "refused": ["code": 64], "will": ["type": typeLimit], "failed": ["type": typeLimit, "reason": 64],
             "result": ["app": 255, "failure": 64], "reset": ["reason": 64],
         ],
@@ -200,7 +207,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         description: "nearby item",
         samples: [MessageSamples.itemPropertyList(MessageSamples.item), MessageSamples.itemPropertyList(MessageSamples.bareItem)],
         required: ["item": ["device", "name", "seq", "age", "app"]],
-        limits: ["item": ["device": 128, "name": 1_024, "app": 255, "type": typeLimit, "title": 1_024]],
+        limits: ["item": ["device": 128, "name": 1_024, "app": 255, "type": typeLimit, "title": 1_024, "opens": 1_024]],
         reread: { item in
             try IPCMessage(.dictionary(["t": "changed", "items": [item]])).propertyList["items"]?.arrayValue?.first ?? .null
         }

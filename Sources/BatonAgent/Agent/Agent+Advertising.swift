@@ -107,14 +107,17 @@ extension Agent {
         let offers = discovery.offers()
         return state.withLockedValue { state in
             offers.map { offer in
-                NearbyItem(
+                let app = appFor(offer.entry.advert, state: state)?.bundle ?? ""
+                return NearbyItem(
                     device: offer.entry.advert.device.description,
                     deviceName: offer.deviceName,
                     sequence: offer.entry.advert.sequence,
                     ageMilliseconds: now > offer.entry.firstSeen ? now - offer.entry.firstSeen : 0,
-                    app: appFor(offer.entry.advert, state: state)?.bundle ?? "",
+                    app: app,
                     activityType: offer.summary?.activityType,
-                    title: offer.summary?.title
+                    title: offer.summary?.title,
+                    // Issue 27 item 3: which application the agent's own media or documents app opens it with.
+                    opensWith: Agent.inAgentApps.contains(app) ? offer.opensWith : nil
                 )
             }
         }
@@ -135,15 +138,15 @@ extension Agent {
         remember(await link.request(.describe(sequence: entry.advert.sequence), timeout: 1), for: entry)
     }
 
-    /// Keeps the type and title a device told for `entry`'s sequence.
+    /// Keeps the type and title a device told for `entry`'s sequence, with the application that will open it here.
     func remember(_ reply: SessionMultiplexer.Reply, for entry: NearbyTable.Entry) {
-        if case .summary(let summary) = reply { discovery.remember(summary, for: entry) }
+        if case .summary(let summary) = reply { discovery.remember(summary, opensWith: openingApplication(summary), for: entry) }
     }
 }
 
 extension NearbyItem {
     /// What a description adds to an item, with the offer it is of.
-    fileprivate var described: [String?] { [device, String(sequence), app, activityType, title] }
+    fileprivate var described: [String?] { [device, String(sequence), app, activityType, title, opensWith] }
 }
 
 extension UInt64 {

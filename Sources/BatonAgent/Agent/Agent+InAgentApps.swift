@@ -11,6 +11,17 @@ extension Agent {
     /// Their bundle identifiers.
     static let inAgentApps: Set<String> = [RecentDocumentsApp.bundleIdentifier, BuiltInMedia.bundleIdentifier]
 
+    /// Which application will open `summary`'s activity here, by its desktop file's `Name`, when it is one of the
+    /// agent's own sources' (issue 27 item 3): the application the originating device names, when usable here, else
+    /// the first usable default for the document's MIME type, the lookup those sources open it with
+    /// (``DesktopApplications/application(preferred:mimeType:)``). Nil for any other activity (its own app opens it),
+    /// and when nothing here would. Reads a few small files: called as a description arrives, never on the loop.
+    func openingApplication(_ summary: ActivitySummary) -> String? {
+        guard summary.activityType == BuiltInMedia.activityType || summary.activityType == RecentDocumentsApp.activityType else { return nil }
+        let applications = DesktopApplications(settings: configuration.recentDocuments)
+        return applications.application(preferred: summary.desktopEntry, mimeType: summary.mimeType)?.entry.name
+    }
+
     /// The recent-documents source (issue 27 item 2), on this agent's socket, synced folders and clock.
     func recentDocumentsSource() -> RecentDocumentsSource {
         RecentDocumentsSource(

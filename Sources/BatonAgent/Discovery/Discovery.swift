@@ -31,6 +31,8 @@ final class Discovery: Sendable {
         var entry: NearbyTable.Entry
         var deviceName: String
         var summary: ActivitySummary?
+        /// The application that will open it here, by name, when the agent's own media or documents app continues it.
+        var opensWith: String?
     }
 
     typealias Observer = @Sendable (DeviceID, NearbyTable.Change) -> Void
@@ -287,10 +289,12 @@ final class Discovery: Sendable {
         state.withLockedValue { state in
             state.nearby.entries.values.sorted { $0.lastSeen > $1.lastSeen }.map { entry in
                 let device = entry.advert.device
+                let described = state.summaries[device].flatMap { $0.describes(entry.advert) ? $0 : nil }
                 return Offer(
                     entry: entry,
                     deviceName: state.roster.members[device]?.name ?? device.short,
-                    summary: state.summaries[device].flatMap { $0.describes(entry.advert) ? $0.summary : nil }
+                    summary: described?.summary,
+                    opensWith: described?.opensWith
                 )
             }
         }
@@ -321,8 +325,8 @@ final class Discovery: Sendable {
         }
     }
 
-    /// Keeps the type and title a device told for `entry`'s sequence.
-    func remember(_ summary: ActivitySummary, for entry: NearbyTable.Entry) {
-        state.withLockedValue { $0.summaries[entry.advert.device] = NearbySummary(of: entry.advert, summary) }
+    /// Keeps the type and title a device told for `entry`'s sequence, and the application that will open it here.
+    func remember(_ summary: ActivitySummary, opensWith: String? = nil, for entry: NearbyTable.Entry) {
+        state.withLockedValue { $0.summaries[entry.advert.device] = NearbySummary(of: entry.advert, summary, opensWith: opensWith) }
     }
 }

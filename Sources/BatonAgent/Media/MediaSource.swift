@@ -206,7 +206,9 @@ struct MediaSource: Service, CustomStringConvertible {
                 let activity = nextActivity
                 nextActivity += 1
                 published = (activity, offer)
-                client.send(.becomeCurrent(activity: activity, ActivityNotice(activityType: BuiltInMedia.activityType, title: offer.title)))
+                // The player's desktop entry: the other device names the player that will play it (issue 27 item 3).
+                let notice = ActivityNotice(activityType: BuiltInMedia.activityType, title: offer.title, desktopEntry: offer.desktopEntry)
+                client.send(.becomeCurrent(activity: activity, notice))
             }
         }
 

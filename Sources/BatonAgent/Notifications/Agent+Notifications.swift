@@ -26,7 +26,8 @@ extension Agent {
     }
 
     /// The nearby items a desktop notification is shown for (issue 16 part 2; C3): those an app here continues, with
-    /// that app's name and icon. An offer no app here can continue gets none: choosing it could only fail (`noApp`),
+    /// that app's name and icon; for the agent's own media and documents apps, the name of the application they open
+    /// it with ("continue it here in mpv"; issue 27 item 3). An offer no app here can continue gets none: choosing it could only fail (`noApp`),
     /// and `baton nearby` still lists it.
     func notificationOffers(_ items: [NearbyItem]) -> [NearbyNotifications.Offer] {
         let registry = registry
@@ -39,7 +40,7 @@ extension Agent {
                 // Without an answer from the device (C3's describe timed out) the app's name stands for the title;
                 // the answer, when it comes, replaces it.
                 title: item.title ?? app.name,
-                appName: app.name,
+                appName: item.opensWith ?? app.name,
                 icon: Self.notificationIcon(of: app) { FileManager.default.fileExists(atPath: $0) }
             )
         }

@@ -108,7 +108,11 @@ final class RecentDocumentsSource: Service, Sendable {
             do {
                 let payload = try RecentDocumentsApp.payload(offer, title: title)
                 offered.withLockedValue { $0 = (offer.activity, payload) }
-                client.send(.becomeCurrent(activity: offer.activity, ActivityNotice(activityType: RecentDocumentsApp.activityType, title: title)))
+                // The application and type: the other device names the application that will open it (issue 27 item 3).
+                let notice = ActivityNotice(
+                    activityType: RecentDocumentsApp.activityType, title: title, desktopEntry: offer.application, mimeType: offer.mimeType
+                )
+                client.send(.becomeCurrent(activity: offer.activity, notice))
                 logger.info("recent documents: offering \(Agent.logLine(offer.path)) (folder \(offer.folder))")
             } catch {
                 logger.warning("recent documents: \(Agent.logLine(offer.path)) cannot be offered: \(error)")

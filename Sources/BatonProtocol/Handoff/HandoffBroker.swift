@@ -267,7 +267,9 @@ public struct HandoffBroker: Sendable {
             title: current.notice.title,
             bundleIdentifier: current.bundle,
             team: current.team,
-            webpageHost: current.notice.webpageHost
+            webpageHost: current.notice.webpageHost,
+            desktopEntry: current.notice.desktopEntry,
+            mimeType: current.notice.mimeType
         )
     }
 

@@ -20,6 +20,21 @@ public struct ActivityNotice: Sendable, Hashable {
     public var isEligibleForHandoff: Bool
     /// After this it is neither handed off nor shown (A10).
     public var expirationDate: Date?
+    /// For an activity of the agent's own sources (media, recent documents; issue 27 item 3): the desktop file id of
+    /// the application it was used in here (`mpv`, `libreoffice-writer`) and the document's MIME type, so that another
+    /// device can show which application will open it there (the same lookup it opens it with).
+    public var desktopEntry: String?
+    public var mimeType: String?
+
+    /// The longest desktop file id or MIME type carried.
+    public static let maximumApplicationHintLength = 255
+
+    /// A desktop file id or MIME type as written: left out when longer than ``maximumApplicationHintLength`` (cut, it
+    /// would name another application; readers refuse longer ones).
+    static func hint(_ text: String?) -> PropertyList? {
+        guard let text, text.utf8.count <= maximumApplicationHintLength else { return nil }
+        return .string(text)
+    }
 
     /// A notice.
     public init(
@@ -28,7 +43,9 @@ public struct ActivityNotice: Sendable, Hashable {
         webpageHost: String? = nil,
         supportsStreams: Bool = false,
         isEligibleForHandoff: Bool = true,
-        expirationDate: Date? = nil
+        expirationDate: Date? = nil,
+        desktopEntry: String? = nil,
+        mimeType: String? = nil
     ) {
         self.activityType = activityType
         self.title = title
@@ -36,6 +53,8 @@ public struct ActivityNotice: Sendable, Hashable {
         self.supportsStreams = supportsStreams
         self.isEligibleForHandoff = isEligibleForHandoff
         self.expirationDate = expirationDate
+        self.desktopEntry = desktopEntry
+        self.mimeType = mimeType
     }
 }
 
@@ -53,9 +72,16 @@ public struct NearbyItem: Sendable, Hashable {
     /// Type and title as the originating device described them, when it answered.
     public var activityType: String?
     public var title: String?
+    /// The name of the application that will open it here, when `app` is the agent's own media or documents app
+    /// (issue 27 item 3: "mpv", "LibreOffice Writer", from its desktop file); nil for any other app, which opens it
+    /// itself, and from an older agent.
+    public var opensWith: String?
 
     /// An item.
-    public init(device: String, deviceName: String, sequence: UInt64, ageMilliseconds: UInt64, app: String, activityType: String?, title: String?) {
+    public init(
+        device: String, deviceName: String, sequence: UInt64, ageMilliseconds: UInt64, app: String, activityType: String?, title: String?,
+        opensWith: String? = nil
+    ) {
         self.device = device
         self.deviceName = deviceName
         self.sequence = sequence
@@ -63,6 +89,7 @@ public struct NearbyItem: Sendable, Hashable {
         self.app = app
         self.activityType = activityType
         self.title = title
+        self.opensWith = opensWith
     }
 
     var propertyList: PropertyList {
@@ -71,6 +98,7 @@ public struct NearbyItem: Sendable, Hashable {
             [
                 "device": .string(device), "name": .string(deviceName), "seq": .number(sequence), "age": .number(ageMilliseconds),
                 "app": .string(app), "type": activityType.map(PropertyList.string), "title": title.map(PropertyList.string),
+                "opens": opensWith.map { .string(bounded($0, 1_024)) },
             ]
         )
     }
@@ -84,7 +112,8 @@ public struct NearbyItem: Sendable, Hashable {
             ageMilliseconds: try fields.number("age"),
             app: try fields.string("app", maximumLength: 255),
             activityType: try fields.optionalString("type", maximumLength: ActivityPayload.maximumActivityTypeLength),
-            title: try fields.optionalString("title", maximumLength: 1_024)
+            title: try fields.optionalString("title", maximumLength: 1_024),
+            opensWith: try fields.optionalString("opens", maximumLength: 1_024)
         )
     }
 }
@@ -345,6 +374,7 @@ public enum IPCMessage: Sendable, Hashable {
                     "host": notice.webpageHost.map(PropertyList.string), "streams": .bool(notice.supportsStreams),
                     "handoff": .bool(notice.isEligibleForHandoff), "expires": notice.expirationDate.map(PropertyList.date),
                     "update": isUpdate ? .bool(true) : nil,
+                    "desktop": ActivityNotice.hint(notice.desktopEntry), "mime": ActivityNotice.hint(notice.mimeType),
                 ]
             )
         case .resignCurrent(let activity): return makeMessage("resign", ["activity": .number(activity)])
@@ -443,7 +473,9 @@ public enum IPCMessage: Sendable, Hashable {
                 webpageHost: try fields.optionalString("host", maximumLength: 255),
                 supportsStreams: fields.flag("streams"),
                 isEligibleForHandoff: try fields.bool("handoff"),
-                expirationDate: try fields.date("expires")
+                expirationDate: try fields.date("expires"),
+                desktopEntry: try fields.optionalString("desktop", maximumLength: ActivityNotice.maximumApplicationHintLength),
+                mimeType: try fields.optionalString("mime", maximumLength: ActivityNotice.maximumApplicationHintLength)
             )
             self = .becomeCurrent(activity: try fields.number("activity"), notice, isUpdate: try fields.optionalBool("update") ?? false)
         case "resign": self = .resignCurrent(activity: try fields.number("activity"))

@@ -54,20 +54,31 @@ public struct ActivitySummary: Sendable, Hashable {
     public var team: String
     /// The web page equivalent's host, when there is one.
     public var webpageHost: String?
+    /// The application it was used in there (a desktop file id) and its document's MIME type, when its app said
+    /// (``ActivityNotice/desktopEntry``; issue 27 item 3): what names the application that will open it here. Absent
+    /// from an older device.
+    public var desktopEntry: String?
+    public var mimeType: String?
 
     /// A summary.
-    public init(activityType: String, title: String?, bundleIdentifier: String, team: String, webpageHost: String?) {
+    public init(
+        activityType: String, title: String?, bundleIdentifier: String, team: String, webpageHost: String?, desktopEntry: String? = nil,
+        mimeType: String? = nil
+    ) {
         self.activityType = activityType
         self.title = title
         self.bundleIdentifier = bundleIdentifier
         self.team = team
         self.webpageHost = webpageHost
+        self.desktopEntry = desktopEntry
+        self.mimeType = mimeType
     }
 
     var fields: [String: PropertyList?] {
         [
             "type": .string(activityType), "title": title.map { .string(bounded($0, 1_024)) }, "bundle": .string(bundleIdentifier),
             "team": .string(team), "host": webpageHost.map(PropertyList.string),
+            "desktop": ActivityNotice.hint(desktopEntry), "mime": ActivityNotice.hint(mimeType),
         ]
     }
 
@@ -77,7 +88,9 @@ public struct ActivitySummary: Sendable, Hashable {
             title: try fields.optionalString("title", maximumLength: 1_024),
             bundleIdentifier: try fields.string("bundle", maximumLength: 255),
             team: try fields.string("team", maximumLength: 64),
-            webpageHost: try fields.optionalString("host", maximumLength: 255)
+            webpageHost: try fields.optionalString("host", maximumLength: 255),
+            desktopEntry: try fields.optionalString("desktop", maximumLength: ActivityNotice.maximumApplicationHintLength),
+            mimeType: try fields.optionalString("mime", maximumLength: ActivityNotice.maximumApplicationHintLength)
         )
     }
 }
