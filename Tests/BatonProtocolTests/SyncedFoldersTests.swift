@@ -37,6 +37,23 @@ struct SyncedFoldersTests {
         #expect(arrived.hasDirectoryPath && arrived.path == "/data/shared/plans")
     }
 
+    @Test("C9: paths are bytes: a non-ASCII folder name, a name starting with a combining mark, and a folder whose name is only canonically equal")
+    func pathsAreBytes() throws {
+        // A folder named with "é" (two bytes): the relative path was cut by the folder's byte count in Characters.
+        let cafe = SyncedFolders([try SyncedFolder(id: "docs", path: "/home/me/Caf\u{E9} notes")])
+        #expect(cafe.travelling(URL(fileURLWithPath: "/home/me/Caf\u{E9} notes/a.txt")).absoluteString == "baton-folder://docs/a.txt")
+        // A file whose name starts with a combining mark: "/" and the mark are one Character, but the kernel splits at
+        // the byte (found by the syncthing fuzzer).
+        let marked = "\u{6ED}-"
+        let arrived = Self.desktop.arriving(URL(string: "baton-folder://docs/%DB%AD-")!)
+        #expect(arrived == .inFolder(url: URL(fileURLWithPath: "/data/shared/" + marked), folder: try SyncedFolder(id: "docs", path: "/data/shared"), relativePath: marked))
+        #expect(SyncedFolders.relativePath(of: "/data/shared/" + marked, inside: "/data/shared") == marked)
+        #expect(Self.desktop.travelling(URL(fileURLWithPath: "/data/shared/" + marked)).absoluteString == "baton-folder://docs/%DB%AD-")
+        #expect(SyncedFolders.lexicallyStandardized("/data/shared/" + marked + "/../x") == "/data/shared/x")
+        // "e" and a combining acute is another directory on disk than "é": not inside the folder.
+        #expect(cafe.travelling(URL(fileURLWithPath: "/home/me/Cafe\u{301} notes/a.txt")).scheme == "file")
+    }
+
     @Test("C9: a file outside every folder, a look-alike prefix, and other URLs pass unchanged")
     func outsideUnchanged() {
         for text in ["file:///home/me/Documents/SharedNot/x.txt", "file:///etc/hosts", "https://example.com/home/me/Documents/Shared/x", "mailto:me@example.com"] {

@@ -99,21 +99,31 @@ public struct SyncedFolders: Sendable, Hashable {
 
     /// `path` relative to `folder` ("" when equal), or nil when it is not inside. Both absolute and standardized.
     public static func relativePath(of path: String, inside folder: String) -> String? {
-        if path == folder { return "" }
-        if folder == "/" { return path.hasPrefix("/") ? String(path.dropFirst()) : nil }
-        guard path.hasPrefix(folder + "/") else { return nil }
-        return String(path.dropFirst(folder.utf8.count + 1))
+        // Bytes, as the kernel compares paths: as Characters, a '/' followed by a combining mark is one grapheme that
+        // is not "/", and "é" matches "e\u{301}", so a file in the folder looked outside it and a folder of another
+        // name looked like it (found by Fuzz/SyncthingConfigFuzzer.swift).
+        let path = path.utf8, folder = folder.utf8
+        if path.elementsEqual(folder) { return "" }
+        guard path.starts(with: folder) else { return nil }
+        var rest = path.dropFirst(folder.count)
+        if !folder.elementsEqual("/".utf8) {
+            guard rest.first == UInt8(ascii: "/") else { return nil }
+            rest = rest.dropFirst()
+        }
+        return String(Substring(rest))
     }
 
     /// `path` with `.` and empty segments removed and `..` applied, without consulting the file system (a `..` at
-    /// the root stays at the root, as the kernel does). A trailing slash is dropped.
+    /// the root stays at the root, as the kernel does). A trailing slash is dropped. Segments are split at the byte
+    /// `/`, as the kernel splits them, never at Characters.
     public static func lexicallyStandardized(_ path: String) -> String {
         var segments: [Substring] = []
-        for segment in path.split(separator: "/", omittingEmptySubsequences: true) {
-            switch segment {
-            case ".": continue
-            case "..": _ = segments.popLast()
-            default: segments.append(segment)
+        for segment in path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if segment.elementsEqual(".".utf8) { continue }
+            if segment.elementsEqual("..".utf8) {
+                _ = segments.popLast()
+            } else {
+                segments.append(Substring(segment))
             }
         }
         return "/" + segments.joined(separator: "/")
@@ -132,7 +142,7 @@ public struct SyncedFolders: Sendable, Hashable {
         guard let (folder, relative) = folder(containing: path) ?? resolve(path).flatMap({ folder(containing: Self.lexicallyStandardized($0)) }) else {
             return url
         }
-        let segments = relative.isEmpty ? [] : relative.split(separator: "/", omittingEmptySubsequences: true).map(Self.percentEncoded)
+        let segments = relative.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Self.percentEncoded(Substring($0)) }
         var text = "\(Self.scheme)://\(folder.id)/" + segments.joined(separator: "/")
         if url.hasDirectoryPath, !segments.isEmpty { text += "/" }
         return URL(string: text) ?? url
@@ -357,7 +367,7 @@ public struct SyncedFolders: Sendable, Hashable {
 
     /// Whether `segment` is one path segment that stays where it is: not empty, `.` or `..`, no `/` or NUL.
     static func isPlainSegment(_ segment: String) -> Bool {
-        !segment.isEmpty && segment != "." && segment != ".." && !segment.utf8.contains(UInt8(ascii: "/")) && !segment.utf8.contains(0)
+        !segment.isEmpty && !segment.utf8.elementsEqual(".".utf8) && !segment.utf8.elementsEqual("..".utf8) && !segment.utf8.contains(UInt8(ascii: "/")) && !segment.utf8.contains(0)
     }
 
     /// `segment` percent-encoded: RFC 3986's unreserved characters stay, every other byte of its UTF-8 is `%XX`.
