@@ -65,22 +65,30 @@ public enum RecentlyUsedReader {
         guard data.count <= limits.maximumBytes else {
             throw ActivitySourceError(.tooLarge, "recently-used.xbel is \(Clipping.grouped(data.count)) bytes, more than \(Clipping.grouped(limits.maximumBytes))")
         }
-        var xml = try XMLSubsetReader(
-            Array(data),
-            limits: .init(
-                maximumBytes: limits.maximumBytes, maximumDepth: limits.maximumDepth, maximumAttributes: limits.maximumAttributes,
-                maximumAttributeLength: limits.maximumAttributeLength, maximumTextLength: limits.maximumTextLength
+        do {
+            var xml = try XMLSubsetReader(
+                Array(data),
+                limits: .init(
+                    maximumBytes: limits.maximumBytes, maximumDepth: limits.maximumDepth, maximumAttributes: limits.maximumAttributes,
+                    maximumAttributeLength: limits.maximumAttributeLength, maximumTextLength: limits.maximumTextLength
+                )
             )
-        )
-        var builder = Builder(limits: limits)
-        while let event = try xml.next() {
-            switch event {
-            case .start(let name, let attributes): try builder.start(name, attributes)
-            case .end: builder.end()
-            case .text(let text): builder.text(text)
+            var builder = Builder(limits: limits)
+            while let event = try xml.next() {
+                switch event {
+                case .start(let name, let attributes): try builder.start(name, attributes)
+                case .end: builder.end()
+                case .text(let text): builder.text(text)
+                }
+            }
+            return builder.entries
+        } catch let error as XMLReaderError {
+            switch error.kind {
+            case .tooLarge: throw ActivitySourceError(.tooLarge, error.message)
+            case .malformed: throw ActivitySourceError(.malformedXML, error.message)
+            case .entityRefused: throw ActivitySourceError(.entityRefused, error.message)
             }
         }
-        return builder.entries
     }
 
     /// Turns the reader's events into entries: a stack of open elements, each with its namespace resolved.

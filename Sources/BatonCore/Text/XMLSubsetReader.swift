@@ -1,28 +1,39 @@
-import BatonCore
-
-/// A small, strict pull reader of the XML that desktop files of record use (GLib's bookmark files): elements,
-/// attributes, text, CDATA, comments and processing instructions, XML's five entities and character references.
+/// A small, strict pull reader of the XML that other programs' files of record use (GLib's bookmark files,
+/// Syncthing's config.xml): elements, attributes, text, CDATA, comments and processing instructions, XML's five
+/// entities and character references.
 ///
 /// FoundationEssentials has no XML parser and the agent links no full Foundation (docs/ARCHITECTURE.md, "A lean
-/// agent"), so, as the property-list and Syncthing readers do, this reads the subset itself. Unlike them it refuses a
-/// `DOCTYPE` outright (issue 27 item 4): a bookmark file never has one, and with no DTD there is no entity to expand,
-/// so no billion laughs and no external entity. Every count and length is bounded by ``Limits``.
-struct XMLSubsetReader {
+/// agent"), so this reads the subset itself, once for every format (issue 27: the xbel and Syncthing readers had two
+/// copies). It refuses a `DOCTYPE` outright (issue 27 item 4): neither format has one, and with no DTD there is no
+/// entity to expand, so no billion laughs and no external entity. Every count and length is bounded by ``Limits``;
+/// each format's reader turns ``XMLReaderError`` into its own typed error.
+package struct XMLSubsetReader {
     /// The bounds of one document (set by the format's reader, which knows its sizes).
-    struct Limits {
-        var maximumBytes: Int
-        var maximumDepth: Int
-        var maximumAttributes: Int
+    package struct Limits: Sendable {
+        package var maximumBytes: Int
+        package var maximumDepth: Int
+        package var maximumAttributes: Int
         /// In UTF-8 bytes after unescaping.
-        var maximumAttributeLength: Int
+        package var maximumAttributeLength: Int
         /// One run of text (between two tags), in UTF-8 bytes after unescaping.
-        var maximumTextLength: Int
+        package var maximumTextLength: Int
         /// Names of elements and attributes, in bytes: real ones are short.
-        var maximumNameLength = 256
+        package var maximumNameLength = 256
+        /// Whether a `DOCTYPE` (up to its first `>`) is skipped rather than refused. Skipped, it is still never read:
+        /// an entity it declares stays unknown, so using one is refused as any other.
+        package var skipsDoctype = false
+
+        package init(maximumBytes: Int, maximumDepth: Int, maximumAttributes: Int, maximumAttributeLength: Int, maximumTextLength: Int) {
+            self.maximumBytes = maximumBytes
+            self.maximumDepth = maximumDepth
+            self.maximumAttributes = maximumAttributes
+            self.maximumAttributeLength = maximumAttributeLength
+            self.maximumTextLength = maximumTextLength
+        }
     }
 
     /// What the reader found next.
-    enum Event: Equatable {
+    package enum Event: Equatable {
         /// A start tag (`<a>` or `<a/>`, then an ``end(_:)`` follows at once), attributes unescaped.
         case start(String, [String: String])
         /// An end tag, or the end of an empty element.
@@ -39,9 +50,9 @@ struct XMLSubsetReader {
     private var pendingEnd: String?
 
     /// A reader of `bytes`, which must be at most `limits.maximumBytes` long (checked here).
-    init(_ bytes: [UInt8], limits: Limits) throws {
+    package init(_ bytes: [UInt8], limits: Limits) throws {
         guard bytes.count <= limits.maximumBytes else {
-            throw ActivitySourceError(.tooLarge, "the file is \(Clipping.grouped(bytes.count)) bytes, more than \(Clipping.grouped(limits.maximumBytes))")
+            throw XMLReaderError(.tooLarge, "the file is \(Clipping.grouped(bytes.count)) bytes, more than \(Clipping.grouped(limits.maximumBytes))")
         }
         self.bytes = bytes
         self.limits = limits
@@ -49,10 +60,10 @@ struct XMLSubsetReader {
     }
 
     /// How deep the reader is: 1 inside the root element.
-    var depth: Int { open.count }
+    package var depth: Int { open.count }
 
     /// The next event, or nil at the end of a well-formed document.
-    mutating func next() throws -> Event? {
+    package mutating func next() throws -> Event? {
         if let name = pendingEnd {
             pendingEnd = nil
             return .end(name)
@@ -74,8 +85,10 @@ struct XMLSubsetReader {
                 guard raw.count <= limits.maximumTextLength else { throw tooLong("text") }
                 guard let text = String(validating: raw, as: UTF8.self) else { throw malformed("text that is not UTF-8") }
                 if text.contains(where: { !$0.isWhitespace }) { return .text(text) }
+            } else if starts(with: "<!DOCTYPE"), limits.skipsDoctype, open.isEmpty, !sawRoot {
+                try skip(past: ">", what: "a DOCTYPE")
             } else if starts(with: "<!DOCTYPE") || starts(with: "<!ENTITY") {
-                throw ActivitySourceError(.entityRefused, "a DOCTYPE or entity declaration at byte \(offset): never read, so no entity is expanded; a bookmark file has none")
+                throw XMLReaderError(.entityRefused, "a DOCTYPE or entity declaration at byte \(offset): never read, so no entity is expanded; the format has none")
             } else if starts(with: "<!") {
                 throw malformed("a declaration that XML does not allow here")
             } else if starts(with: "</") {
@@ -101,7 +114,7 @@ struct XMLSubsetReader {
                     pendingEnd = name
                 } else {
                     guard open.count < limits.maximumDepth else {
-                        throw ActivitySourceError(.tooLarge, "elements nested deeper than \(limits.maximumDepth) at byte \(offset)")
+                        throw XMLReaderError(.tooLarge, "elements nested deeper than \(limits.maximumDepth) at byte \(offset)")
                     }
                     open.append(name)
                 }
@@ -175,7 +188,7 @@ struct XMLSubsetReader {
             guard isLetter || isOther || (offset > start && isLater) else { break }
             offset += 1
             guard offset - start <= limits.maximumNameLength else {
-                throw ActivitySourceError(.tooLarge, "a name longer than \(limits.maximumNameLength) bytes at byte \(start)")
+                throw XMLReaderError(.tooLarge, "a name longer than \(limits.maximumNameLength) bytes at byte \(start)")
             }
         }
         guard offset > start, let name = String(validating: bytes[start..<offset], as: UTF8.self) else { throw malformed("expected a name") }
@@ -206,7 +219,7 @@ struct XMLSubsetReader {
             offset = end + 1
             guard attributes[name] == nil else { throw malformed("attribute \(name) twice") }
             guard attributes.count < limits.maximumAttributes else {
-                throw ActivitySourceError(.tooLarge, "more than \(limits.maximumAttributes) attributes on one element at byte \(offset)")
+                throw XMLReaderError(.tooLarge, "more than \(limits.maximumAttributes) attributes on one element at byte \(offset)")
             }
             attributes[name] = value
         }
@@ -235,7 +248,7 @@ struct XMLSubsetReader {
             else { throw malformed("an unfinished entity in \(what)") }
             guard let character = XMLEntity.utf8(named: entity) else {
                 if entity.hasPrefix("#") { throw malformed("the character reference &\(entity.clipped(toBytes: 16)); in \(what) names no character") }
-                throw ActivitySourceError(.entityRefused, "the entity &\(entity.clipped(toBytes: 16)); in \(what) at byte \(offset): only XML's five and character references are read")
+                throw XMLReaderError(.entityRefused, "the entity &\(entity.clipped(toBytes: 16)); in \(what) at byte \(offset): only XML's five and character references are read")
             }
             output.append(contentsOf: character)
             index = semicolon + 1
@@ -244,11 +257,31 @@ struct XMLSubsetReader {
         return text
     }
 
-    private func tooLong(_ what: String) -> ActivitySourceError {
-        ActivitySourceError(.tooLarge, "\(what) near byte \(offset) is longer than the limit (\(what == "text" ? limits.maximumTextLength : limits.maximumAttributeLength) bytes)")
+    private func tooLong(_ what: String) -> XMLReaderError {
+        XMLReaderError(.tooLarge, "\(what) near byte \(offset) is longer than the limit (\(what == "text" ? limits.maximumTextLength : limits.maximumAttributeLength) bytes)")
     }
 
-    private func malformed(_ what: String) -> ActivitySourceError {
-        ActivitySourceError(.malformedXML, "not well-formed XML at byte \(offset): \(what)")
+    private func malformed(_ what: String) -> XMLReaderError {
+        XMLReaderError(.malformed, "not well-formed XML at byte \(offset): \(what)")
+    }
+}
+
+/// Why ``XMLSubsetReader`` stopped: each format's reader maps the kind to its own error's code and keeps the message.
+package struct XMLReaderError: Error, Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
+        /// Over one of the reader's ``XMLSubsetReader/Limits``.
+        case tooLarge
+        /// Not well-formed where it is read.
+        case malformed
+        /// A `DOCTYPE`, an entity declaration or an entity other than XML's five.
+        case entityRefused
+    }
+
+    package var kind: Kind
+    package var message: String
+
+    package init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
     }
 }
