@@ -39,6 +39,9 @@ public enum BuiltInMedia {
         public static let length = "lengthMicroseconds"
         /// The player's desktop file id (`mpv`), when it gives one: what the other device would launch.
         public static let desktopEntry = "desktopEntry"
+        /// True when the originating player pauses once continued (A8): the continuing side then starts where it
+        /// stopped, so nothing is skipped; absent, or false, it starts where that player would be by then.
+        public static let originPauses = "originPauses"
     }
 
     /// `registry` with the media app last, unless an installed bundle already has its identifier.
@@ -52,6 +55,8 @@ public enum BuiltInMedia {
         var url: ActivityURL
         var playback: MPRISPlayback
         var desktopEntry: String?
+        /// Whether the originating player pauses when this is continued (``Key/originPauses``).
+        var originPauses = false
 
         /// Reads `payload`'s `userInfo`.
         /// - Throws: ``ActivitySourceError`` when the URL, status, position or rate is missing or refused.
@@ -86,12 +91,23 @@ public enum BuiltInMedia {
                 length: length
             )
             if case .string(let entry)? = info[Key.desktopEntry], DesktopEntry.isValidID(entry) { desktopEntry = entry }
+            if case .bool(true)? = info[Key.originPauses] { originPauses = true }
+        }
+
+        /// Where the player here starts, at `now` (wall microseconds): where the originating player stopped, when it
+        /// pauses on continuing, else the playback as read (its time running on).
+        func start(at now: Int64) -> (playback: MPRISPlayback, resumes: Bool) {
+            guard originPauses, playback.status == .playing else { return (playback, false) }
+            var stopped = playback
+            stopped.position = playback.position(at: now)
+            stopped.readAt = now
+            return (stopped, true)
         }
     }
 
     /// The activity's state for `offer`, as an app's save gives it (C4).
     /// - Throws: `BatonCoreError` when the payload cannot be made (never for an offer the rules took).
-    static func payload(_ offer: MediaFocus.Offer) throws -> ActivityPayload {
+    static func payload(_ offer: MediaFocus.Offer, originPauses: Bool = false) throws -> ActivityPayload {
         var payload = try ActivityPayload(activityType: activityType)
         payload.title = offer.title
         var info: [String: PropertyList] = [
@@ -107,6 +123,7 @@ public enum BuiltInMedia {
         }
         if let length = offer.length { info[Key.length] = .integer(length) }
         if let entry = offer.desktopEntry { info[Key.desktopEntry] = .string(entry) }
+        if originPauses { info[Key.originPauses] = .bool(true) }
         payload.userInfo = info
         return payload
     }

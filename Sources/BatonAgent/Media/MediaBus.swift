@@ -26,10 +26,11 @@ final class MediaBus: @unchecked Sendable {
         /// Pause `player` (A8: its track was continued on another device).
         case pause(player: String)
         /// Continue a track here (C5): `OpenUri(url)` on `player`, then, once it has loaded that track, `SetPosition`
-        /// to where `playback` says it is by then, and `Play` or `Pause` as it was.
-        case open(player: String, url: String, playback: MPRISPlayback)
-        /// As ``open(player:url:playback:)`` for a player started with the track already (no `OpenUri`).
-        case position(player: String, url: String, playback: MPRISPlayback)
+        /// to where `playback` says it is by then, and `Play` or `Pause` as it was. With `resumes`, the other player
+        /// stopped at `playback`'s position (A8): the player here starts there, and `playback`'s time runs from then.
+        case open(player: String, url: String, playback: MPRISPlayback, resumes: Bool)
+        /// As ``open(player:url:playback:resumes:)`` for a player started with the track already (no `OpenUri`).
+        case position(player: String, url: String, playback: MPRISPlayback, resumes: Bool)
     }
 
     /// A track opened here waiting to be positioned once its player has loaded it.
@@ -37,6 +38,8 @@ final class MediaBus: @unchecked Sendable {
         var player: String
         var url: String
         var playback: MPRISPlayback
+        /// Whether the player starts where `playback` was read rather than where it would be by now.
+        var resumes: Bool
         /// Given up after this (monotonic microseconds): a player that never loads the track is left as it is.
         var until: UInt64
     }
@@ -135,8 +138,8 @@ final class MediaBus: @unchecked Sendable {
                 switch command {
                 case .connect: connect()
                 case .pause(let player): control(player, "Pause")
-                case .open(let player, let url, let playback): open(player, url: url, playback: playback)
-                case .position(let player, let url, let playback): waitForTrack(player, url: url, playback: playback)
+                case .open(let player, let url, let playback, let resumes): open(player, url: url, playback: playback, resumes: resumes)
+                case .position(let player, let url, let playback, let resumes): waitForTrack(player, url: url, playback: playback, resumes: resumes)
                 }
             }
             processIncoming()
@@ -246,19 +249,21 @@ final class MediaBus: @unchecked Sendable {
         baton_sd_bus_message_unref(reply)
     }
 
-    private func open(_ player: String, url: String, playback: MPRISPlayback) {
+    private func open(_ player: String, url: String, playback: MPRISPlayback, resumes: Bool) {
         guard let bus else { return onEvent(.openFailed(player: player, "not connected to the session bus")) }
         var failure = ""
         guard let reply = call(bus, player, Self.path, Self.playerInterface, "OpenUri", [url], failure: &failure) else {
             return onEvent(.openFailed(player: player, "OpenUri: \(failure)"))
         }
         baton_sd_bus_message_unref(reply)
-        waitForTrack(player, url: url, playback: playback)
+        waitForTrack(player, url: url, playback: playback, resumes: resumes)
     }
 
     /// Waits for `player` to have loaded `url`, then positions it.
-    private func waitForTrack(_ player: String, url: String, playback: MPRISPlayback) {
-        opening = Opening(player: player, url: url, playback: playback, until: Self.monotonicMicroseconds() + Self.openingTimeoutMicroseconds)
+    private func waitForTrack(_ player: String, url: String, playback: MPRISPlayback, resumes: Bool) {
+        opening = Opening(
+            player: player, url: url, playback: playback, resumes: resumes, until: Self.monotonicMicroseconds() + Self.openingTimeoutMicroseconds
+        )
         // Its PropertiesChanged says when the track is loaded; a player that loaded it already is read now.
         pending.insert(player)
     }
@@ -277,10 +282,14 @@ final class MediaBus: @unchecked Sendable {
         // A player that has just loaded a track may drop a seek it cannot do yet (mpv does, on a busy machine): the
         // position is read back and the seek sent again, a few times, until the player is where it was asked to be.
         var position: Int64 = 0
+        var target = waiting.playback
+        // The other player stopped where it was read (it paused when told continued, A8): this one starts there, so
+        // nothing of the track is skipped while it loaded; from now on the target moves as this player plays.
+        if waiting.resumes { target.readAt = Self.wallMicroseconds() }
         for attempt in 0..<Self.seekAttempts {
             if attempt > 0 { usleep(Self.seekRetryMicroseconds) }
             // Where the other device's player is now: the position it read, plus the time since at its rate (C5).
-            position = waiting.playback.position(at: Self.wallMicroseconds())
+            position = target.position(at: Self.wallMicroseconds())
             if let failure = setPosition(bus, name, track: track, position) {
                 return onEvent(.openFailed(player: name, "SetPosition: \(failure)"))
             }
@@ -288,7 +297,7 @@ final class MediaBus: @unchecked Sendable {
             let now = Self.readVariant(root)
             baton_sd_bus_message_unref(root)
             guard case .int64(let reached)? = now else { break }
-            if abs(reached - waiting.playback.position(at: Self.wallMicroseconds())) < Self.seekTolerance { break }
+            if abs(reached - target.position(at: Self.wallMicroseconds())) < Self.seekTolerance { break }
         }
         control(name, waiting.playback.status == .playing ? "Play" : "Pause")
         onEvent(.positioned(player: name, position: position))
@@ -317,7 +326,7 @@ final class MediaBus: @unchecked Sendable {
         return nil
     }
 
-    private static func wallMicroseconds() -> Int64 {
+    static func wallMicroseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000

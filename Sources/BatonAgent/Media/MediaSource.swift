@@ -99,7 +99,7 @@ struct MediaSource: Service, CustomStringConvertible {
         /// The offer to publish once connected.
         var wanted: MediaFocus.Offer?
         /// A track continued here in a player started for it: positioned when a player appears on the bus.
-        var launched: (url: String, playback: MPRISPlayback, until: Int64)?
+        var launched: (url: String, playback: MPRISPlayback, resumes: Bool, until: Int64)?
         /// The players started here, until they end and are reaped.
         var children: [pid_t] = []
         /// The messages of a connection just made, for the service's group to forward into its stream.
@@ -144,7 +144,7 @@ struct MediaSource: Service, CustomStringConvertible {
                 perform(focus.playerAppeared(name))
                 if let waiting = launched {
                     launched = nil
-                    if now < waiting.until { bus.send(.position(player: name, url: waiting.url, playback: waiting.playback)) }
+                    if now < waiting.until { bus.send(.position(player: name, url: waiting.url, playback: waiting.playback, resumes: waiting.resumes)) }
                 }
             case .vanished(let name):
                 perform(focus.playerVanished(name, now: now))
@@ -220,7 +220,7 @@ struct MediaSource: Service, CustomStringConvertible {
                     return
                 }
                 do {
-                    client?.send(.saved(request: request, payload: try BuiltInMedia.payload(published.offer).encoded()))
+                    client?.send(.saved(request: request, payload: try BuiltInMedia.payload(published.offer, originPauses: source.pausesWhenContinued).encoded()))
                 } catch {
                     client?.send(.saveFailed(request: request, message: "the track cannot be described: \(error)"))
                 }
@@ -254,7 +254,8 @@ struct MediaSource: Service, CustomStringConvertible {
                 guard let player = players.first(where: { $0 == named || $0.hasPrefix((named ?? "-") + ".") }) ?? players.first else {
                     return launch(track)
                 }
-                bus.send(.open(player: player, url: track.url.text, playback: track.playback))
+                let start = track.start(at: MediaBus.wallMicroseconds())
+                bus.send(.open(player: player, url: track.url.text, playback: start.playback, resumes: start.resumes))
             } catch {
                 source.logger.info("a track continued here is refused: \(error)")
             }
@@ -272,7 +273,8 @@ struct MediaSource: Service, CustomStringConvertible {
                 for command in try source.applications.commands(opening: url, with: application) {
                     children.append(try Launcher.spawn(command.program, arguments: command.arguments, environment: source.environment))
                 }
-                launched = (track.url.text, track.playback, now + Int64(MediaBus.openingTimeoutMicroseconds))
+                let start = track.start(at: MediaBus.wallMicroseconds())
+                launched = (track.url.text, start.playback, start.resumes, now + Int64(MediaBus.openingTimeoutMicroseconds))
                 source.logger.info("started \(application.id) to continue \(track.url.text)")
             } catch {
                 source.logger.info("\(application.id) could not be started to continue \(track.url.text): \(error)")

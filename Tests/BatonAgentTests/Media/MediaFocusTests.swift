@@ -108,6 +108,20 @@ struct MediaFocusTests {
         #expect(focus.playerRead(Self.mpv, Self.properties("Playing", url: "javascript:alert(1)"), now: 1).contains(.withdraw))
     }
 
+    @Test("A8, C5: where the other device's player starts: where this one stopped when it pauses on continuing (nothing skipped), else where it is by then")
+    func continuedStartsWhereStopped() throws {
+        var focus = MediaFocus()
+        let offer = try #require(Self.offered(focus.playerRead(Self.mpv, Self.properties("Playing"), now: 100 * Self.second)))
+        // The origin pauses when told continued: delivered at 102 s, the player here starts at 7 s whenever it loads.
+        let pausing = try BuiltInMedia.Track(try BuiltInMedia.payload(offer, originPauses: true))
+        let start = pausing.start(at: 102 * Self.second)
+        #expect(start.resumes && start.playback.position == 7 * Self.second && start.playback.readAt == 102 * Self.second)
+        // An origin that plays on (the option off, or an older agent that does not say): where it would be by then.
+        let playingOn = try BuiltInMedia.Track(try BuiltInMedia.payload(offer))
+        #expect(!playingOn.start(at: 102 * Self.second).resumes)
+        #expect(playingOn.start(at: 102 * Self.second).playback.position(at: 103 * Self.second) == 8 * Self.second)
+    }
+
     @Test("C5, issue 27 item 4: a continued state is read back as a player's words are: javascript:, position -1, no read time open nothing")
     func continuedStateChecked() throws {
         var focus = MediaFocus()
