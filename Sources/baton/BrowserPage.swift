@@ -15,6 +15,9 @@ final class BrowserPage {
     private let log: (String) -> Void
     /// Whether a failed connection was already reported (reconnecting says so once, not every second).
     private var reportedOffline = false
+    /// Whether the page stopped being current because the browser lost focus here (``resign()``), rather than
+    /// because another app's activity took over (issue 27 item 3).
+    private var resigned = false
 
     /// A page publisher for the agent at `socketPath` (``socketPath(for:)``).
     init(socketPath: String, log: @escaping (String) -> Void) {
@@ -52,23 +55,32 @@ final class BrowserPage {
 
     /// Makes `url` with `title` the current activity (A9). Another page, or a new title, is a new activity: the
     /// agent numbers an activity once (its advert sequence) and other devices ask for its title once per number, so
-    /// an activity changed in place would go on showing its first title there.
+    /// an activity changed in place would go on showing its first title there. Who wins (issue 27 item 3): the same
+    /// page retitling itself after another app's activity took over, while the browser kept focus, is no person's
+    /// doing and does not take current back; a tab switch, or focus coming back after a resign, does.
     func show(_ url: URL, title: String) throws {
         if let shown = activity, shown.webpageURL == url, shown.title == title {
-            if !shown.isCurrent { shown.becomeCurrent() }
+            if !shown.isCurrent { becomeCurrent(shown) }
             return
         }
+        let superseded = activity.map { $0.webpageURL == url && !$0.isCurrent && !resigned } ?? false
         let page = try UserActivity(activityType: NSUserActivityTypeBrowsingWeb, application: application)
         try page.setWebpageURL(url)
         page.title = title
         activity?.invalidate()
         activity = page
+        if !superseded { becomeCurrent(page) }
+    }
+
+    private func becomeCurrent(_ page: UserActivity) {
         page.becomeCurrent()
+        resigned = false
     }
 
     /// Stops offering the page (A9); it can be shown again.
     func resign() {
         activity?.resignCurrent()
+        resigned = true
     }
 
     /// Ends the page for good and disconnects.
