@@ -42,7 +42,14 @@ public enum BuiltInMedia {
         /// True when the originating player pauses once continued (A8): the continuing side then starts where it
         /// stopped, so nothing is skipped; absent, or false, it starts where that player would be by then.
         public static let originPauses = "originPauses"
+        /// When the state was made, microseconds since 1970 on the originating device's clock: with ``readAt`` it says
+        /// how old the position was then whatever the two clocks say (issue 27: clocks minutes apart).
+        public static let savedAt = "savedAtMicroseconds"
     }
+
+    /// The most time a state is taken to have spent between the two devices when their clocks disagree about it: a
+    /// fetch takes milliseconds, so a longer gap (or a negative one) is the clocks' difference, not time passed.
+    static let maximumTransitMicroseconds: Int64 = 2_000_000
 
     /// `registry` with the media app last, unless an installed bundle already has its identifier.
     static func adding(to registry: AppRegistry) -> AppRegistry {
@@ -57,6 +64,8 @@ public enum BuiltInMedia {
         var desktopEntry: String?
         /// Whether the originating player pauses when this is continued (``Key/originPauses``).
         var originPauses = false
+        /// When the state was made, on the originating device's clock (``Key/savedAt``), if it says.
+        var savedAt: Int64?
 
         /// Reads `payload`'s `userInfo`.
         /// - Throws: ``ActivitySourceError`` when the URL, status, position or rate is missing or refused.
@@ -92,14 +101,23 @@ public enum BuiltInMedia {
             )
             if case .string(let entry)? = info[Key.desktopEntry], DesktopEntry.isValidID(entry) { desktopEntry = entry }
             if case .bool(true)? = info[Key.originPauses] { originPauses = true }
+            if case .integer(let saved)? = info[Key.savedAt] { savedAt = saved }
         }
 
-        /// Where the player here starts, at `now` (wall microseconds): where the originating player stopped, when it
-        /// pauses on continuing, else the playback as read (its time running on).
+        /// Where the player here starts, at `now` (wall microseconds here): where the originating player stopped, when
+        /// it pauses on continuing, else the playback as read (its time running on). Both in this device's time: the
+        /// position's age when the state was made is the other clock's own difference, and the time since then is
+        /// taken from this clock only within ``maximumTransitMicroseconds``, so clocks apart move it by at most that.
         func start(at now: Int64) -> (playback: MPRISPlayback, resumes: Bool) {
-            guard originPauses, playback.status == .playing else { return (playback, false) }
-            var stopped = playback
-            stopped.position = playback.position(at: now)
+            var local = playback
+            if let savedAt {
+                let age = max(0, savedAt.subtractingReportingOverflow(playback.readAt).partialValue)
+                let transit = min(max(0, now.subtractingReportingOverflow(savedAt).partialValue), maximumTransitMicroseconds)
+                local.readAt = now.subtractingReportingOverflow(min(age, MPRISMetadata.maximumMicroseconds) + transit).partialValue
+            }
+            guard originPauses, local.status == .playing else { return (local, false) }
+            var stopped = local
+            stopped.position = local.position(at: now)
             stopped.readAt = now
             return (stopped, true)
         }
@@ -107,7 +125,7 @@ public enum BuiltInMedia {
 
     /// The activity's state for `offer`, as an app's save gives it (C4).
     /// - Throws: `BatonCoreError` when the payload cannot be made (never for an offer the rules took).
-    static func payload(_ offer: MediaFocus.Offer, originPauses: Bool = false) throws -> ActivityPayload {
+    static func payload(_ offer: MediaFocus.Offer, originPauses: Bool = false, savedAt: Int64? = nil) throws -> ActivityPayload {
         var payload = try ActivityPayload(activityType: activityType)
         payload.title = offer.title
         var info: [String: PropertyList] = [
@@ -124,6 +142,7 @@ public enum BuiltInMedia {
         if let length = offer.length { info[Key.length] = .integer(length) }
         if let entry = offer.desktopEntry { info[Key.desktopEntry] = .string(entry) }
         if originPauses { info[Key.originPauses] = .bool(true) }
+        if let savedAt { info[Key.savedAt] = .integer(savedAt) }
         payload.userInfo = info
         return payload
     }

@@ -220,7 +220,7 @@ struct MediaSource: Service, CustomStringConvertible {
                     return
                 }
                 do {
-                    client?.send(.saved(request: request, payload: try BuiltInMedia.payload(published.offer, originPauses: source.pausesWhenContinued).encoded()))
+                    client?.send(.saved(request: request, payload: try BuiltInMedia.payload(published.offer, originPauses: source.pausesWhenContinued, savedAt: MediaBus.wallMicroseconds()).encoded()))
                 } catch {
                     client?.send(.saveFailed(request: request, message: "the track cannot be described: \(error)"))
                 }

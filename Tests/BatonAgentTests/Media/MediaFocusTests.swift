@@ -122,6 +122,21 @@ struct MediaFocusTests {
         #expect(playingOn.start(at: 102 * Self.second).playback.position(at: 103 * Self.second) == 8 * Self.second)
     }
 
+    @Test("C5: two devices' clocks ten minutes apart: the position's age is the originating clock's own, the time between the devices at most 2 s")
+    func clocksApart() throws {
+        var focus = MediaFocus()
+        let offer = try #require(Self.offered(focus.playerRead(Self.mpv, Self.properties("Playing"), now: 100 * Self.second)))
+        // Read at 100 s, saved at 101 s, on a clock ten minutes ahead of this one; delivered here 50 ms later: the
+        // second between the read and the save counts (the other clock measured it), the time between the devices
+        // looks negative here and counts as none: 6 s, not 5 s less ten minutes (clamped to 0).
+        let track = try BuiltInMedia.Track(try BuiltInMedia.payload(offer, savedAt: 101 * Self.second))
+        let here = 101 * Self.second + 50_000 - 600 * Self.second
+        #expect(track.start(at: here).playback.position(at: here) == 6 * Self.second)
+        // This clock ahead instead: the time between counts as 2 s at most, not ten minutes.
+        let ahead = 101 * Self.second + 600 * Self.second
+        #expect(track.start(at: ahead).playback.position(at: ahead) == 8 * Self.second)
+    }
+
     @Test("C5, issue 27 item 4: a continued state is read back as a player's words are: javascript:, position -1, no read time open nothing")
     func continuedStateChecked() throws {
         var focus = MediaFocus()
