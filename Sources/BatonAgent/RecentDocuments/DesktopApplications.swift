@@ -17,6 +17,10 @@ struct DesktopApplications: Sendable {
     static let maximumFileBytes = 256 * 1024
     /// The most applications a `[Default Applications]` line lists that are tried.
     static let maximumDefaults = 16
+    /// The largest `globs2` read: Debian's is 35 KB.
+    static let maximumGlobsBytes = 1 << 20
+    /// The most MIME types a file name is taken to have (`*.ogg` is four in Debian's globs).
+    static let maximumMIMETypes = 8
 
     /// An application found and usable here.
     struct Application: Sendable, Hashable {
@@ -92,9 +96,51 @@ struct DesktopApplications: Sendable {
     /// The application that opens a document: `preferred` (the one that used it there) when it can run here, else
     /// the first default for `mimeType` that can.
     func application(preferred: String?, mimeType: String?) -> Application? {
+        application(preferred: preferred, mimeTypes: mimeType.map { [$0] } ?? [])
+    }
+
+    /// As ``application(preferred:mimeType:)`` for a file whose type is one of `mimeTypes`, most likely first.
+    func application(preferred: String?, mimeTypes: [String]) -> Application? {
         if let preferred, let application = usable(id: preferred) { return application }
-        guard let mimeType else { return nil }
-        return defaults(for: mimeType).lazy.compactMap(usable(id:)).first
+        return mimeTypes.lazy.flatMap(defaults(for:)).compactMap(usable(id:)).first
+    }
+
+    /// The MIME types shared-mime-info's `globs2` files give a file called `name`, most likely first (by weight, then
+    /// the longer pattern), at most ``maximumMIMETypes``. Only `*.ext` patterns are read: the others are rare, and
+    /// telling apart the types one extension has would take the file's content (`*.ogg` is audio or video).
+    func mimeTypes(forFileName name: String) -> [String] {
+        var matches: [(weight: Int, length: Int, type: String)] = []
+        for file in settings.mimeGlobFiles {
+            guard let data = Self.read(file, maximumBytes: Self.maximumGlobsBytes) else { continue }
+            matches += Self.globMatches(name, in: data)
+        }
+        var types: [String] = []
+        // A stable sort keeps the files' own order among equals (a user's globs before the system's).
+        for match in matches.enumerated().sorted(by: { ($0.element.weight, $0.element.length, -$0.offset) > ($1.element.weight, $1.element.length, -$1.offset) })
+        where !types.contains(match.element.type) {
+            types.append(match.element.type)
+            if types.count == Self.maximumMIMETypes { break }
+        }
+        return types
+    }
+
+    /// The `weight:type:*.ext[:flags]` lines of one `globs2` that match `name` (case-insensitively unless `cs`).
+    /// Lines that are not UTF-8, not in that form, or of another pattern are skipped.
+    static func globMatches(_ name: String, in data: Data) -> [(weight: Int, length: Int, type: String)] {
+        let lowered = name.lowercased()
+        var matches: [(weight: Int, length: Int, type: String)] = []
+        for raw in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            guard let line = String(validating: raw, as: UTF8.self), !line.hasPrefix("#") else { continue }
+            let fields = line.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+            guard fields.count >= 3, let weight = Int(fields[0]), weight >= 0, weight <= 100, fields[1].contains("/") else { continue }
+            let pattern = fields[2]
+            guard pattern.hasPrefix("*."), pattern.count > 2, !pattern.dropFirst().contains(where: { "*?[".contains($0) }) else { continue }
+            let caseSensitive = fields.count == 4 && fields[3].split(separator: ",").contains("cs")
+            let suffix = pattern.dropFirst()
+            guard caseSensitive ? name.hasSuffix(suffix) : lowered.hasSuffix(suffix.lowercased()) else { continue }
+            matches.append((weight, pattern.count, String(fields[1])))
+        }
+        return matches
     }
 
     /// The programs to start to open `url` with `application`: each an absolute path and its arguments.

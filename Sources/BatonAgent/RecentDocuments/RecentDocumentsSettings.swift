@@ -19,6 +19,9 @@ public struct RecentDocumentsSettings: Sendable, Hashable {
     public var applicationFolders: [String]
     /// The `mimeapps.list` files, first first: `$XDG_CONFIG_HOME`, `$XDG_CONFIG_DIRS`, then the applications folders'.
     public var mimeAppsFiles: [String]
+    /// shared-mime-info's `globs2` files, first first: `$XDG_DATA_HOME/mime`, then each of `$XDG_DATA_DIRS` + `/mime`:
+    /// a media file's type by its name, for the default player when the one that played it is not installed here.
+    public var mimeGlobFiles: [String]
     /// The search path for a program a desktop file names without a folder (`PATH`).
     public var searchPath: [String]
     /// The environment programs opened for a document get.
@@ -45,6 +48,7 @@ public struct RecentDocumentsSettings: Sendable, Hashable {
         self.home = home
         applicationFolders = ([dataHome] + dataDirs).map { $0 + "/applications" }
         mimeAppsFiles = ([configHome] + configDirs).map { $0 + "/mimeapps.list" } + applicationFolders.map { $0 + "/mimeapps.list" }
+        mimeGlobFiles = ([dataHome] + dataDirs).map { $0 + "/mime/globs2" }
         searchPath = list("PATH", ["/usr/local/bin", "/usr/bin", "/bin"])
         self.environment = environment
     }

@@ -41,10 +41,13 @@ struct MediaSourceTests {
                 // The desktop's mpv, as a desktop file names it (no window, no sound device here).
                 try DesktopFixtures.installMPV(in: applications)
             }
-            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folders] configuration in
+            world = try await LocalDevices.start(names: ["laptop", "desktop"], apps: AppRegistry(apps: [], problems: [])) { [folders, root] configuration in
                 let isLaptop = configuration.store.folder.lastPathComponent == "laptop"
                 if let folders { try? configuration.store.addSyncedFolder(isLaptop ? folders.laptop : folders.desktop) }
                 configuration.recentDocuments.applicationFolders = [applications.path]
+                // The test's own types and defaults, never the machine's (its mpv would be the default for audio).
+                configuration.recentDocuments.mimeGlobFiles = [root.appendingPathComponent("mime/globs2").path]
+                configuration.recentDocuments.mimeAppsFiles = [applications.appendingPathComponent("mimeapps.list").path]
                 configuration.recentDocuments.environment["HOME"] = home
                 configuration.media.isEnabled = true
                 configuration.media.busAddress = isLaptop ? laptop : desktop
@@ -227,6 +230,44 @@ struct MediaSourceTests {
         print("issue 27 item 1: continue -> playing at \(position / 1000) ms on the other device in \(Int(Date().timeIntervalSince(continuing) * 1000)) ms")
         // A8: the laptop's player pauses.
         #expect(await Self.call("Pause", on: laptopPlayer) != nil)
+        await hosts.stop()
+    }
+
+    @Test(
+        "C5, C9: no player runs on the desktop and the one the track played in is not installed there: the default application for the file's type (shared-mime-info's globs, mimeapps.list) is started with the desktop's copy",
+        .requires(.dbusDaemon, .pythonDBus)
+    )
+    func continuedInDefaultPlayer() async throws {
+        let hosts = try await TwoHosts(withMusicFolder: true)
+        let song = hosts.music.appendingPathComponent("Blue in Green.ogg")
+        try Data("not really audio".utf8).write(to: song)
+        try FileManager.default.copyItem(at: song, to: hosts.desktopMusic.appendingPathComponent("Blue in Green.ogg"))
+        // The desktop: .ogg is audio/x-baton-test, whose default is an application that records what it opens.
+        let mime = hosts.root.appendingPathComponent("mime")
+        try FileManager.default.createDirectory(at: mime, withIntermediateDirectories: true)
+        try Data("# comment\n40:text/plain:*.txt\n50:audio/x-baton-test:*.ogg\n10:video/x-other:*.OGG:cs\n".utf8).write(to: mime.appendingPathComponent("globs2"))
+        let applications = hosts.root.appendingPathComponent("desktop-applications")
+        try Data("[Default Applications]\naudio/x-baton-test=recorder.desktop;\n".utf8).write(to: applications.appendingPathComponent("mimeapps.list"))
+        let record = hosts.root.appendingPathComponent("opened.txt")
+        try DesktopFixtures.installRecordingApplication(
+            id: "recorder", name: "Recorder", arguments: "%U", in: applications, script: hosts.root.appendingPathComponent("recorder.sh"), record: record
+        )
+        // The laptop's player (its desktop entry "fakeplayer", installed nowhere) plays the file.
+        let laptopPlayer = try hosts.player("fake")
+        defer { laptopPlayer.quit() }
+        laptopPlayer.set(["status": "Playing", "url": song.absoluteString, "title": "Blue in Green", "artist": ["Miles Davis"], "position": 42_000_000])
+        #expect(await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis")) != nil)
+
+        let outcome = await hosts.desktop.continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome.message)")
+        var opened = ""
+        let end = Date().addingTimeInterval(10)
+        while Date() < end {
+            opened = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
+            if !opened.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(opened == hosts.desktopMusic.appendingPathComponent("Blue in Green.ogg").absoluteString + "\n", "the recorder was asked to open: \(opened)")
         await hosts.stop()
     }
 
