@@ -206,8 +206,13 @@ struct MediaSource: Service, CustomStringConvertible {
                 let activity = nextActivity
                 nextActivity += 1
                 published = (activity, offer)
-                // The player's desktop entry: the other device names the player that will play it (issue 27 item 3).
-                let notice = ActivityNotice(activityType: BuiltInMedia.activityType, title: offer.title, desktopEntry: offer.desktopEntry)
+                // The player's desktop entry, and a file's likeliest type by its name: the other device names the player
+                // that will play it, that one or the default for the type where it is not installed (issue 27 item 3).
+                let name = offer.url.scheme == .file ? URL(string: offer.url.text)?.lastPathComponent : nil
+                let notice = ActivityNotice(
+                    activityType: BuiltInMedia.activityType, title: offer.title, desktopEntry: offer.desktopEntry,
+                    mimeType: name.flatMap { source.applications.mimeTypes(forFileName: $0).first }
+                )
                 client.send(.becomeCurrent(activity: activity, notice))
             }
         }

@@ -256,7 +256,9 @@ struct MediaSourceTests {
         let laptopPlayer = try hosts.player("fake")
         defer { laptopPlayer.quit() }
         laptopPlayer.set(["status": "Playing", "url": song.absoluteString, "title": "Blue in Green", "artist": ["Miles Davis"], "position": 42_000_000])
-        #expect(await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis")) != nil)
+        // Issue 27 item 3: the desktop names the application that will open it.
+        let item = await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis"))
+        #expect(item?.opensWith == "Recorder", "\(String(describing: item))")
 
         let outcome = await hosts.desktop.continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome.message)")
