@@ -14,13 +14,17 @@ struct RecentDocumentsTests {
     struct World {
         let devices: LocalDevices
         let root: URL
-        func data(_ device: String) -> URL { root.appendingPathComponent(device).appendingPathComponent("data") }
+        var laptopDataLater = false
+        func data(_ device: String) -> URL {
+            root.appendingPathComponent(device).appendingPathComponent(device == "laptop" && laptopDataLater ? "later/share" : "data")
+        }
         func folder(_ device: String) -> URL { root.appendingPathComponent(device).appendingPathComponent("Sync-\(device)") }
         var recorded: URL { root.appendingPathComponent("desktop").appendingPathComponent("opened.txt") }
 
         /// With `editorOnDesktop` false the desktop has no "baton-test-editor" but a "baton-test-viewer" (recording as
         /// the editor would) that its mimeapps.list makes the default for text/plain.
-        static func start(editorOnDesktop: Bool = true) async throws -> World {
+        /// With `laptopDataLater`, the laptop's `$XDG_DATA_HOME` is `later/share`, which does not exist when its agent starts.
+        static func start(editorOnDesktop: Bool = true, laptopDataLater: Bool = false) async throws -> World {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-recent-\(UUID().uuidString)")
             for device in ["laptop", "desktop"] {
                 let base = root.appendingPathComponent(device)
@@ -38,7 +42,8 @@ struct RecentDocumentsTests {
                 let base = root.appendingPathComponent(configuration.store.folder.lastPathComponent)
                 var settings = RecentDocumentsSettings()
                 settings.isEnabled = true
-                settings.dataHome = base.appendingPathComponent("data").path
+                let isLaptop = configuration.store.folder.lastPathComponent == "laptop"
+                settings.dataHome = base.appendingPathComponent(isLaptop && laptopDataLater ? "later/share" : "data").path
                 settings.home = base.path
                 settings.applicationFolders = [base.appendingPathComponent("data/applications").path]
                 settings.mimeAppsFiles = [base.appendingPathComponent("mimeapps.list").path]
@@ -49,7 +54,7 @@ struct RecentDocumentsTests {
                     SyncedFolder(id: "sync", path: root.appendingPathComponent(device).appendingPathComponent("Sync-\(device)").path)
                 )
             }
-            return World(devices: devices, root: root)
+            return World(devices: devices, root: root, laptopDataLater: laptopDataLater)
         }
 
         /// Waits up to `seconds` for the desktop to list an offer from the laptop; its title.
@@ -136,6 +141,19 @@ struct RecentDocumentsTests {
         }
         print("recent documents: continue on the desktop -> editor started with the document in \(Int(Date().timeIntervalSince(continued) * 1000)) ms")
         #expect(opened == world.folder("desktop").appendingPathComponent(name).path + "\n", "the editor was given the desktop's own path, as one argument")
+    }
+
+    @Test("issue 27 item 2: a data folder made after the agent started (a new account's ~/.local/share) is noticed: its first document is offered", .timeLimit(.minutes(1)))
+    func dataFolderMadeLater() async throws {
+        let world = try await World.start(laptopDataLater: true)
+        defer { Task { await world.stop() } }
+        try Data("x".utf8).write(to: world.folder("laptop").appendingPathComponent("late.txt"))
+        #expect(await world.nothingOffered(within: 1))
+        // Made as a program makes it: the folders first, then the file renamed into place.
+        try FileManager.default.createDirectory(at: world.data("laptop"), withIntermediateDirectories: true)
+        let href = URL(fileURLWithPath: world.folder("laptop").appendingPathComponent("late.txt").path).absoluteString
+        try Self.replace(world.data("laptop").appendingPathComponent("recently-used.xbel"), with: Data(Self.xbel(href: href).utf8))
+        #expect(await world.offeredTitle(within: 10) == "late.txt — Baton Test Editor")
     }
 
     @Test("B6: where the application that used it is not installed, the default application for its type opens it", .timeLimit(.minutes(1)))
