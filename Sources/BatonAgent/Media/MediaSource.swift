@@ -267,11 +267,13 @@ struct MediaSource: Service, CustomStringConvertible {
         }
 
         /// No player runs here: the one the track's desktop entry names is started with it, else the default
-        /// application for the file's type (shared-mime-info's globs, then `mimeapps.list`), through the desktop-entry
-        /// rules (its `Exec` line's argument vector, `posix_spawn`, never a shell), and positioned when it appears.
+        /// application for the file's type (shared-mime-info's globs, then `mimeapps.list`), or for a stream the
+        /// default for its scheme (the web browser, E1), through the desktop-entry rules (its `Exec` line's argument
+        /// vector, `posix_spawn`, never a shell), and positioned when it appears.
         mutating func launch(_ track: BuiltInMedia.Track) {
             guard let url = URL(string: track.url.text) else { return }
-            let types = track.url.scheme == .file ? source.applications.mimeTypes(forFileName: url.lastPathComponent) : []
+            let types = track.url.scheme == .file
+                ? source.applications.mimeTypes(forFileName: url.lastPathComponent) : ["x-scheme-handler/\(track.url.scheme.rawValue)"]
             guard let application = source.applications.application(preferred: track.desktopEntry, mimeTypes: types) else {
                 let type = types.isEmpty ? "no type known" : "no default for \(types.joined(separator: ", "))"
                 return source.logger.info("no media player runs here to continue \(track.url.text) in: \(track.desktopEntry ?? "its player") is not installed, \(type)")

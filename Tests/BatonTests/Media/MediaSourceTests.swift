@@ -273,6 +273,36 @@ struct MediaSourceTests {
         await hosts.stop()
     }
 
+    @Test(
+        "E1, C5: a stream whose player is not installed on the desktop, and no player runs there: it opens in the default application for its scheme (the web browser)",
+        .requires(.dbusDaemon, .pythonDBus)
+    )
+    func streamContinuedInBrowser() async throws {
+        let hosts = try await TwoHosts()
+        let applications = hosts.root.appendingPathComponent("desktop-applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        try Data("[Default Applications]\nx-scheme-handler/https=browser.desktop\n".utf8).write(to: applications.appendingPathComponent("mimeapps.list"))
+        let record = hosts.root.appendingPathComponent("browsed.txt")
+        try DesktopFixtures.installRecordingApplication(
+            id: "browser", name: "Browser", arguments: "%u", in: applications, script: hosts.root.appendingPathComponent("browser.sh"), record: record
+        )
+        let laptopPlayer = try hosts.player("fake")
+        defer { laptopPlayer.quit() }
+        laptopPlayer.set(["status": "Playing", "url": "https://radio.example/live.ogg", "title": "Blue in Green", "artist": ["Miles Davis"], "position": 42_000_000])
+        #expect(await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis")) != nil)
+        let outcome = await hosts.desktop.continueNearby(device: "laptop")
+        #expect(outcome.failure == nil, "\(outcome.message)")
+        var opened = ""
+        let end = Date().addingTimeInterval(10)
+        while Date() < end {
+            opened = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
+            if !opened.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(opened == "https://radio.example/live.ogg\n", "the browser was asked to open: \(opened)")
+        await hosts.stop()
+    }
+
     /// A 60 s tone titled "Sine Tone" by "Sox Band" in the laptop's synced folder, made by sox.
     static func tone(_ hosts: TwoHosts) throws -> URL {
         let tone = hosts.music.appendingPathComponent("tone.ogg")
