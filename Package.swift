@@ -141,6 +141,10 @@ let package = Package(
         // What apps already publish about themselves, read for issue 27 (items 1, 2, 4): GTK's recently-used.xbel, KDE's
         // RecentDocuments, desktop entries and their Exec lines, MPRIS metadata; pure, bounded decoders with no I/O.
         .target(name: "BatonActivitySources", dependencies: ["BatonCore"]),
+        // D-Bus values and signatures, and the mapping between property lists and D-Bus values (issue 28 item 1): what the
+        // agent's D-Bus interface for apps in any language is built on. Pure and bounded, on BatonCore alone, so it is
+        // fuzzed on its own (`scripts/fuzz.sh dbus-plist`) and the interface's sd-bus code stays a thin layer over it.
+        .target(name: "BatonDBus", dependencies: ["BatonCore"]),
         // On-device search (issue 15, G1-G3): the index of activities eligible for search, SQLite FTS5 through GRDB.
         .target(
             name: "BatonSearch",
@@ -259,6 +263,7 @@ let package = Package(
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonFoldersTests", dependencies: ["BatonFolders"]),
         .testTarget(name: "BatonActivitySourcesTests", dependencies: ["BatonActivitySources"], exclude: ["Fixtures"]),
+        .testTarget(name: "BatonDBusTests", dependencies: ["BatonDBus", "BatonCore"]),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
