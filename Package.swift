@@ -47,11 +47,14 @@ let package = Package(
     targets: [
         // Values with no I/O: property lists and their codecs, the activity payload, limits, errors.
         .target(name: "BatonCore"),
-        // Installed apps (bundles, Info.plist, entitlements), the router, associated domains.
+        // Installed apps (bundles, Info.plist, entitlements; desktop files with X-Baton-* keys, issue 28 item 2), the
+        // router, associated domains.
         .target(
             name: "BatonRegistry",
             dependencies: [
                 "BatonCore",
+                // Desktop files' key-file syntax and Exec lines (issue 28 item 2): the registry reads apps' .desktop files.
+                "BatonActivitySources",
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

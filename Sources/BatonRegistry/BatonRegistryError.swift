@@ -1,4 +1,4 @@
-/// The one error type of `BatonRegistry`: loading app bundles, reading associated-domain files, verifying them.
+/// The one error type of `BatonRegistry`: loading app bundles and desktop files, reading associated-domain files, verifying them.
 ///
 /// Compare ``code`` (stable) rather than ``message`` (for people).
 public struct BatonRegistryError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -15,6 +15,9 @@ public struct BatonRegistryError: Error, Sendable, Hashable, CustomStringConvert
         public static let bundleUnreadable = Code("bundleUnreadable")
         /// The Info.plist or entitlements file is not a valid property list, or not a dictionary.
         public static let invalidInfoPlist = Code("invalidInfoPlist")
+        /// A desktop file with `X-Baton-` keys that cannot register an app (issue 28 item 2): over the size bounds, not
+        /// a desktop entry, not `Type=Application`, no valid desktop file id, or its `TryExec` not installed.
+        public static let invalidDesktopFile = Code("invalidDesktopFile")
         /// An `apple-app-site-association` or `assetlinks.json` file is not what its format requires.
         public static let invalidAssociationFile = Code("invalidAssociationFile")
         /// An associated-domain file above the size limit.

@@ -4,15 +4,25 @@ import Testing
 
 @Suite("App registry")
 struct AppRegistryTests {
-    @Test("search paths follow XDG: BATON_APPS_PATH, then XDG_DATA_HOME, then each XDG_DATA_DIRS")
+    @Test("search paths follow XDG: BATON_APPS_PATH, then XDG_DATA_HOME, then each XDG_DATA_DIRS; then their applications folders (issue 28 item 2)")
     func searchPaths() {
         let paths = AppRegistry.searchPaths(environment: [
             "BATON_APPS_PATH": "/opt/a:relative:/opt/b", "XDG_DATA_HOME": "/home/u/data", "XDG_DATA_DIRS": "/x:/y",
             "HOME": "/home/u",
         ])
-        #expect(paths.map(\.path) == ["/opt/a", "/opt/b", "/home/u/data/baton/apps", "/x/baton/apps", "/y/baton/apps"])
+        #expect(
+            paths.map(\.path) == [
+                "/opt/a", "/opt/b", "/home/u/data/baton/apps", "/x/baton/apps", "/y/baton/apps", "/home/u/data/applications", "/x/applications",
+                "/y/applications",
+            ]
+        )
         let defaults = AppRegistry.searchPaths(environment: ["HOME": "/home/u"])
-        #expect(defaults.map(\.path) == ["/home/u/.local/share/baton/apps", "/usr/local/share/baton/apps", "/usr/share/baton/apps"])
+        #expect(
+            defaults.map(\.path) == [
+                "/home/u/.local/share/baton/apps", "/usr/local/share/baton/apps", "/usr/share/baton/apps", "/home/u/.local/share/applications",
+                "/usr/local/share/applications", "/usr/share/applications",
+            ]
+        )
     }
 
     @Test("one bad bundle is reported with its path and why; the rest load; a duplicate is shadowed")

@@ -8,8 +8,9 @@ import Foundation
 import Logging
 import NIOCore
 
-/// The registry follows installs (issue 11 part 7): the app folders and every bundle in them are watched (inotify,
-/// nothing polled), and a change loads the registry again. A bundle that fails to load is a logged problem; the
+/// The registry follows installs (issue 11 part 7): the app folders and every bundle in them, and the applications
+/// folders' desktop files (issue 28 item 2), are watched (inotify, nothing polled), and a change loads the registry
+/// again. A bundle that fails to load is a logged problem; the
 /// others keep working. The state folder is watched the same way, for the roster (Agent+Sync).
 extension Agent {
     /// Starts watching the state folder, and `apps` (the search paths; none when the registry was given in code).
@@ -29,19 +30,13 @@ extension Agent {
         watcher.replaceWatches(watchedFolders(apps: folders))
     }
 
-    /// The folders to watch: the state folder, each of `searchPaths` that exists, and each bundle in those (an
-    /// edited Info.plist).
+    /// The folders to watch: the state folder, each of `searchPaths` that exists, each bundle in those (an edited
+    /// Info.plist), and the subfolders desktop files are read from (issue 28 item 2).
     func watchedFolders(apps searchPaths: [URL]) -> Set<String> {
         // The association cache too (issue 14): `baton aasa fetch` writes it while the agent runs.
         try? FileManager.default.createDirectory(at: associationFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var folders: Set<String> = [store.folder.standardizedFileURL.path, associationFolder.standardizedFileURL.path]
-        for folder in searchPaths {
-            let path = folder.standardizedFileURL.path
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
-            folders.insert(path)
-            for name in names where name.hasSuffix(".app") { folders.insert(path + "/" + name) }
-        }
-        return folders
+        let own: Set = [store.folder.standardizedFileURL.path, associationFolder.standardizedFileURL.path]
+        return own.union(AppRegistry.watchedFolders(searchPaths: searchPaths))
     }
 
     /// Something in an app folder changed: the registry is loaded again, and what changed is logged.

@@ -91,32 +91,14 @@ public enum AppBundleLoader {
             ?? folderName
         let iconFile = fields.string("CFBundleIconFile", warnings: &warnings).map { expand($0, key: "CFBundleIconFile") }
 
-        // A type no activity can have (SEMANTICS A1: empty, too long, control characters) could never be continued.
-        func isActivityType(_ type: String, key: String) -> Bool {
-            do {
-                try ActivityPayload.validateActivityType(type)
-                return true
-            } catch {
-                let reason = (error as? BatonCoreError)?.message ?? "\(error)"
-                warnings.append(AppBundleWarning(key: key, "\(BatonCoreError.quoted(type)) is not an activity type (\(reason)); ignored"))
-                return false
-            }
-        }
         let activityTypes = fields.stringArray("NSUserActivityTypes", warnings: &warnings)
             .map { expand($0, key: "NSUserActivityTypes") }
-            .filter { isActivityType($0, key: "NSUserActivityTypes") }
+            .filter { isActivityType($0, key: "NSUserActivityTypes", warnings: &warnings) }
         let documentTypes = fields.documentActivityTypes(warnings: &warnings)
             .map { expand($0, key: "CFBundleDocumentTypes") }
-            .filter { isActivityType($0, key: "CFBundleDocumentTypes") }
+            .filter { isActivityType($0, key: "CFBundleDocumentTypes", warnings: &warnings) }
         let domains = FieldReader(info: entitlements).stringArray(entitlementsDomainsKey, warnings: &warnings)
-            .compactMap { entry -> AssociatedDomain? in
-                let text = expand(entry, key: entitlementsDomainsKey)
-                guard let domain = AssociatedDomain(text) else {
-                    warnings.append(AppBundleWarning(key: entitlementsDomainsKey, "\(BatonCoreError.quoted(text)) is not service:domain; ignored"))
-                    return nil
-                }
-                return domain
-            }
+            .compactMap { associatedDomain(expand($0, key: entitlementsDomainsKey), key: entitlementsDomainsKey, warnings: &warnings) }
 
         let executable = expand(fields.string(executableKey, warnings: &warnings) ?? "$(EXECUTABLE_NAME)", key: executableKey)
         let executableURL = Self.executable(named: executable, in: url, warnings: &warnings)
@@ -150,6 +132,28 @@ public enum AppBundleLoader {
             isIdentityResolved: identityResolved,
             iconFile: iconFile
         )
+    }
+
+    /// Whether `type` can be an activity's type; a type no activity can have (SEMANTICS A1: empty, too long, control
+    /// characters) could never be continued, and is a warning naming `key`. Desktop files' types too (issue 28 item 2).
+    static func isActivityType(_ type: String, key: String, warnings: inout [AppBundleWarning]) -> Bool {
+        do {
+            try ActivityPayload.validateActivityType(type)
+            return true
+        } catch {
+            let reason = (error as? BatonCoreError)?.message ?? "\(error)"
+            warnings.append(AppBundleWarning(key: key, "\(BatonCoreError.quoted(type)) is not an activity type (\(reason)); ignored"))
+            return false
+        }
+    }
+
+    /// An associated-domains entry (E3), or nil with a warning naming `key` when it is not `service:domain`.
+    static func associatedDomain(_ text: String, key: String, warnings: inout [AppBundleWarning]) -> AssociatedDomain? {
+        guard let domain = AssociatedDomain(text) else {
+            warnings.append(AppBundleWarning(key: key, "\(BatonCoreError.quoted(text)) is not service:domain; ignored"))
+            return nil
+        }
+        return domain
     }
 
     /// The team: `BatonTeamIdentifier`, else the prefix of `application-identifier` (or Apple's

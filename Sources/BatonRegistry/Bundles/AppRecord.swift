@@ -9,14 +9,29 @@ public struct AppRecord: Sendable, Hashable {
     /// The activity type of web pages (SEMANTICS E2, E3).
     public static let browsingWebActivityType = "NSUserActivityTypeBrowsingWeb"
 
-    /// The `Name.app` folder.
+    /// How an app is registered (issue 28 item 2).
+    public enum Kind: String, Sendable, Hashable, CustomStringConvertible {
+        /// A `Name.app` folder with an Info.plist (``AppBundleLoader``).
+        case bundle
+        /// A `.desktop` file with `X-Baton-*` keys in an XDG applications folder (``DesktopAppLoader``).
+        case desktopFile = "desktop-file"
+
+        /// `bundle` or `desktop-file`, as `baton apps list` prints it.
+        public var description: String { rawValue }
+    }
+
+    /// The `Name.app` folder, or the `.desktop` file of a desktop-file app.
     public let bundleURL: URL
-    /// `CFBundleIdentifier`, with build variables expanded where they could be.
+    /// `CFBundleIdentifier`, with build variables expanded where they could be; for a desktop-file app its desktop
+    /// file id without `.desktop` (`org.example.Recipes` for `org.example.Recipes.desktop`).
     public let bundleIdentifier: String
+    /// Whether the app is a bundle or a desktop file.
+    public let kind: Kind
     /// `CFBundleDisplayName` or `CFBundleName`, else the folder's name without `.app`.
     public let name: String
     /// The executable named by `CFBundleExecutable`, when it exists, is executable and lies inside the bundle with
-    /// symlinks resolved (issue 10 item 9); otherwise nil, with a warning saying why.
+    /// symlinks resolved (issue 10 item 9); otherwise nil, with a warning saying why. For a desktop-file app, its
+    /// `TryExec`, else its `Exec` line's program, found on `PATH` when not absolute.
     public let executableURL: URL?
     /// The developer team: `BatonTeamIdentifier` in Info.plist, or the prefix of the entitlements'
     /// `application-identifier`. Apps without one continue nothing (SEMANTICS D1, D3).
@@ -63,7 +78,8 @@ public struct AppRecord: Sendable, Hashable {
         associatedDomains: [AssociatedDomain],
         warnings: [AppBundleWarning],
         isIdentityResolved: Bool,
-        iconFile: String? = nil
+        iconFile: String? = nil,
+        kind: Kind = .bundle
     ) {
         self.bundleURL = bundleURL
         self.bundleIdentifier = bundleIdentifier
@@ -76,12 +92,13 @@ public struct AppRecord: Sendable, Hashable {
         self.warnings = warnings
         self.isIdentityResolved = isIdentityResolved
         self.iconFile = iconFile
+        self.kind = kind
     }
 }
 
 /// Something odd about a bundle that did not stop it loading.
 public struct AppBundleWarning: Sendable, Hashable, CustomStringConvertible {
-    /// The Info.plist or entitlements key concerned, if the warning is about one.
+    /// The Info.plist or entitlements key (or the desktop file's key) concerned, if the warning is about one.
     public let key: String?
     /// What is odd and what Baton did about it.
     public let message: String

@@ -94,8 +94,10 @@ public struct DomainApprovals: Sendable {
 ///    receives it with an empty `userInfo` (E3, E4). Otherwise the default browser app receives it if it claims the
 ///    type (E2); otherwise the URL opens in the system's browser.
 /// 2. Any other type: apps with the same team that claim the type, in `NSUserActivityTypes` or as a document type's
-///    activity type (D1, D3, B5). Among several: the app that created the activity, then apps naming the type in
-///    `NSUserActivityTypes`, then search-path order (user before system), which is also folder-name order.
+///    activity type (D1, D3, B5), whether bundles or desktop files (`X-Baton-ActivityTypes`,
+///    `X-Baton-DocumentActivityType`; issue 28 item 2): one team's apps of both kinds continue each other's types.
+///    Among several: the app that created the activity, then apps naming the type among their activity types, then
+///    registry order (bundles before desktop files; each in search-path order, user before system).
 /// 3. No such app and a webpage URL: the browser at that URL (E1). Otherwise nothing.
 ///
 /// Building the router indexes the registry; a decision is a hash lookup (about a microsecond; `baton bench route`).
@@ -180,10 +182,12 @@ public struct ActivityRouter: Sendable {
         } else if candidates.count > 1, apps[first].activityTypes.contains(request.activityType),
             !apps[candidates[1]].activityTypes.contains(request.activityType)
         {
-            rule = "it names the type in NSUserActivityTypes; the others claim it through a document type"
+            rule = "it names the type among its activity types; the others claim it through a document type"
         }
         let app = apps[chosen]
-        let how = app.activityTypes.contains(request.activityType) ? "NSUserActivityTypes" : "a document type (B5)"
+        // A desktop-file app (issue 28 item 2) names its types in X-Baton-ActivityTypes: the same claim under its key.
+        let typesKey = app.kind == .desktopFile ? "X-Baton-ActivityTypes" : "NSUserActivityTypes"
+        let how = app.activityTypes.contains(request.activityType) ? typesKey : "a document type (B5)"
         var reason = "team \(team) claims \(request.activityType) in \(how) (D1); \(rule)"
         if candidates.count > 1 {
             let others = candidates.filter { $0 != chosen }.map { apps[$0].bundleIdentifier }
