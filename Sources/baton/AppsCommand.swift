@@ -7,7 +7,7 @@ import Foundation
 struct AppSearchOptions: ParsableArguments {
     @Option(
         name: .customLong("apps-path"),
-        help: ArgumentHelp("A folder of .app bundles (or one bundle) to search before the usual places; repeatable.", valueName: "dir")
+        help: ArgumentHelp("A folder of .app bundles and .desktop files (or one bundle) to search before the usual places; repeatable.", valueName: "dir")
     )
     var appsPaths: [String] = []
 
@@ -27,8 +27,11 @@ struct AppsCommand: ParsableCommand {
         abstract: "List, inspect and route to the installed apps.",
         discussion: """
             Apps are folders named Name.app holding an Info.plist, the executable it names, and optionally \
-            Name.entitlements. Baton looks in each folder of BATON_APPS_PATH, then $XDG_DATA_HOME/baton/apps \
-            (~/.local/share/baton/apps), then baton/apps in each of $XDG_DATA_DIRS (/usr/local/share, /usr/share).
+            Name.entitlements; or desktop files (ID.desktop) with X-Baton-TeamIdentifier and X-Baton-ActivityTypes \
+            keys, the app then known by its desktop file id. Baton looks in each folder of BATON_APPS_PATH, then \
+            $XDG_DATA_HOME/baton/apps (~/.local/share/baton/apps), then baton/apps in each of $XDG_DATA_DIRS \
+            (/usr/local/share, /usr/share), then the applications folder of each of those data folders. A bundle \
+            wins over a desktop file with the same identifier.
             """,
         subcommands: [List.self, Inspect.self, Route.self]
     )
@@ -69,7 +72,7 @@ struct AppsCommand: ParsableCommand {
             for app in registry.apps {
                 let types = app.claimedActivityTypes.count
                 let notes = app.warnings.isEmpty ? "" : ", \(app.warnings.count) warning\(app.warnings.count == 1 ? "" : "s")"
-                print("\(app.bundleIdentifier)  team \(app.teamIdentifier ?? "none")  \(types) activity type\(types == 1 ? "" : "s")\(notes)  \(app.bundleURL.path)")
+                print("\(app.bundleIdentifier)  team \(app.teamIdentifier ?? "none")  \(types) activity type\(types == 1 ? "" : "s")\(notes)  \(app.kind)  \(app.bundleURL.path)")
             }
             for problem in registry.problems {
                 print("not loaded: \(problem)")
@@ -84,7 +87,7 @@ struct AppsCommand: ParsableCommand {
             if json {
                 printJSON([
                     "apps": apps.filter { !$0.bundle.isEmpty }.map { app -> [String: Any] in
-                        var object: [String: Any] = ["bundleIdentifier": app.bundle, "name": app.name, "activityTypes": app.activityTypes]
+                        var object: [String: Any] = ["bundleIdentifier": app.bundle, "name": app.name, "activityTypes": app.activityTypes, "kind": app.kind]
                         if let team = app.team { object["team"] = team }
                         if !app.problem.isEmpty { object["problem"] = app.problem }
                         return object
@@ -97,7 +100,8 @@ struct AppsCommand: ParsableCommand {
             for app in apps where !app.bundle.isEmpty {
                 let types = app.activityTypes.count
                 let problem = app.problem.isEmpty ? "" : "  (\(app.problem))"
-                print("\(app.bundle)  team \(app.team ?? "none")  \(types) activity type\(types == 1 ? "" : "s")\(problem)")
+                let kind = app.kind.isEmpty ? "" : "  \(app.kind)"
+                print("\(app.bundle)  team \(app.team ?? "none")  \(types) activity type\(types == 1 ? "" : "s")\(kind)\(problem)")
             }
             for app in apps where app.bundle.isEmpty {
                 print("not loaded: \(app.problem)")
@@ -107,10 +111,10 @@ struct AppsCommand: ParsableCommand {
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show what Baton reads from one app bundle: identity, activity types, domains, warnings."
+            abstract: "Show what Baton reads from one app bundle or desktop file: identity, activity types, domains, warnings."
         )
 
-        @Argument(help: "The .app bundle folder.", completion: .directory)
+        @Argument(help: "The .app bundle folder, or the app's .desktop file.", completion: .file())
         var path: String
 
         @Option(name: .customLong("build-setting"), help: ArgumentHelp("NAME=VALUE for an Xcode build variable; repeatable.", valueName: "name=value"))
@@ -129,7 +133,16 @@ struct AppsCommand: ParsableCommand {
             }
             let app: AppRecord
             do {
-                app = try AppBundleLoader.load(URL(fileURLWithPath: path), buildSettings: settings)
+                let url = URL(fileURLWithPath: path)
+                if url.pathExtension == "desktop" {
+                    // Issue 28 item 2: a desktop file, known by its file name as its desktop file id.
+                    guard let desktopApp = try DesktopAppLoader.load(url, id: url.lastPathComponent) else {
+                        throw CommandLineError("\(path): not a Baton app (no X-Baton- key in its [Desktop Entry], Hidden=true, or no such file)")
+                    }
+                    app = desktopApp
+                } else {
+                    app = try AppBundleLoader.load(url, buildSettings: settings)
+                }
             } catch let error as BatonRegistryError {
                 throw CommandLineError(error.description)
             }
@@ -139,6 +152,7 @@ struct AppsCommand: ParsableCommand {
             }
             print("bundle identifier  \(app.bundleIdentifier)\(app.isIdentityResolved ? "" : "  (unresolved: this app continues nothing)")")
             print("name               \(app.name)")
+            print("kind               \(app.kind)")
             print("team               \(app.teamIdentifier ?? "none")")
             print("executable         \(app.executableURL?.path ?? "none")")
             print("activity types     \(app.activityTypes.isEmpty ? "none" : app.activityTypes.joined(separator: ", "))")
@@ -309,13 +323,13 @@ func readAssociation(_ path: String) throws -> AppSiteAssociation {
 func appSummary(_ app: AppRecord) -> [String: Any] {
     [
         "bundleIdentifier": app.bundleIdentifier, "team": app.teamIdentifier ?? NSNull(), "path": app.bundleURL.path,
-        "activityTypes": app.claimedActivityTypes.sorted(), "warnings": app.warnings.count,
+        "activityTypes": app.claimedActivityTypes.sorted(), "warnings": app.warnings.count, "kind": app.kind.rawValue,
     ]
 }
 
 func appDetails(_ app: AppRecord) -> [String: Any] {
     [
-        "bundleIdentifier": app.bundleIdentifier, "identityResolved": app.isIdentityResolved, "name": app.name,
+        "bundleIdentifier": app.bundleIdentifier, "identityResolved": app.isIdentityResolved, "name": app.name, "kind": app.kind.rawValue,
         "team": app.teamIdentifier ?? NSNull(), "executable": app.executableURL?.path ?? NSNull(),
         "activityTypes": app.activityTypes, "documentActivityTypes": app.documentActivityTypes,
         "associatedDomains": app.associatedDomains.map(\.description), "isBrowser": app.isBrowser,

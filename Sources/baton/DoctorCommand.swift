@@ -250,14 +250,27 @@ struct DoctorCommand: AsyncParsableCommand {
     static func appChecks(listed: [AppListing], folders: [String]?) -> [Check] {
         let apps = installed(listed)
         let from = folders.map { $0.isEmpty ? "" : " (the agent reads \($0.joined(separator: ", ")))" } ?? ""
-        var checks = [Check(name: "apps", level: .ok, detail: "\(apps.count) app\(apps.count == 1 ? "" : "s") installed\(from)")]
+        let desktop = apps.filter { $0.kind == AppRecord.Kind.desktopFile.rawValue }.count
+        var checks = [Check(name: "apps", level: .ok, detail: "\(apps.count) app\(apps.count == 1 ? "" : "s") installed\(byDesktopFile(desktop))\(from)")]
         for app in apps where !app.problem.isEmpty {
             checks.append(Check(name: "app \(app.bundle)", level: .warn, detail: "\(app.name): \(app.problem)", advice: "`baton apps inspect` on its bundle says which key"))
         }
         for problem in listed where problem.bundle.isEmpty {
-            checks.append(Check(name: "app", level: .warn, detail: problem.problem, advice: "fix the bundle, or remove it; `baton plist lint` checks an Info.plist"))
+            checks.append(Check(name: "app", level: .warn, detail: problem.problem, advice: problemAdvice(desktopFile: problem.kind == AppRecord.Kind.desktopFile.rawValue)))
         }
         return checks
+    }
+
+    /// What to do about a bundle or desktop file that did not load.
+    static func problemAdvice(desktopFile: Bool) -> String {
+        desktopFile
+            ? "fix the desktop file, or remove it; `baton apps inspect FILE.desktop` says which key"
+            : "fix the bundle, or remove it; `baton plist lint` checks an Info.plist"
+    }
+
+    /// How many of the apps counted are registered by desktop file (issue 28 item 2), when any are.
+    static func byDesktopFile(_ count: Int) -> String {
+        count == 0 ? "" : ", \(count) of them by desktop file"
     }
 
     /// The installed apps read from the folders here (the agent is not running), and every bundle that did not load
@@ -265,13 +278,16 @@ struct DoctorCommand: AsyncParsableCommand {
     func appChecks() -> [Check] {
         let registry = apps.registry()
         let from = " (read from \(apps.searchPaths.map(\.path).joined(separator: ", ")); the agent is not running)"
-        var checks = [Check(name: "apps", level: .ok, detail: "\(registry.apps.count) app\(registry.apps.count == 1 ? "" : "s") installed\(from)")]
+        let desktop = registry.apps.filter { $0.kind == .desktopFile }.count
+        var checks = [
+            Check(name: "apps", level: .ok, detail: "\(registry.apps.count) app\(registry.apps.count == 1 ? "" : "s") installed\(Self.byDesktopFile(desktop))\(from)")
+        ]
         for app in registry.apps where !app.isIdentityResolved || app.teamIdentifier == nil || app.executableURL == nil {
             let what = app.executableURL == nil ? "has no executable to launch" : "has no resolved team identity: it continues nothing"
             checks.append(Check(name: "app \(app.bundleIdentifier)", level: .warn, detail: "\(app.bundleURL.path) \(what)", advice: "`baton apps inspect \(app.bundleURL.path)` says which key"))
         }
         for problem in registry.problems {
-            checks.append(Check(name: "app", level: .warn, detail: problem.description, advice: "fix the bundle, or remove it; `baton plist lint` checks an Info.plist"))
+            checks.append(Check(name: "app", level: .warn, detail: problem.description, advice: Self.problemAdvice(desktopFile: problem.path.hasSuffix(".desktop"))))
         }
         return checks
     }

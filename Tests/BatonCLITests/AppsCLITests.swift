@@ -59,6 +59,32 @@ struct AppsCLITests {
         }
     }
 
+    @Test("issue 28 item 2: apps list shows a desktop-file app with its kind, inspect reads its desktop file, doctor counts it")
+    func desktopFile() async throws {
+        try await startingProcesses {
+            let root = try Self.makeApps()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let file = root.appendingPathComponent("org.example.Recipes.desktop")
+            try Data(
+                "[Desktop Entry]\nType=Application\nName=Recipes\nExec=sh %U\nX-Baton-TeamIdentifier=RAZE\nX-Baton-ActivityTypes=com.razeware.shopsnap.view;;\nX-Baton-AssociatedDomains=shopsnap.example\n"
+                    .utf8
+            ).write(to: file)
+            let list = try Baton.run("apps", "list", "--apps-path", root.path)
+            #expect(list.status == 0, "\(list.output)")
+            #expect(list.stdout.contains("com.razeware.ShopSnap  team RAZE  1 activity type  bundle  "), "\(list.output)")
+            #expect(list.stdout.contains("org.example.Recipes  team RAZE  1 activity type, 1 warning  desktop-file  \(file.path)"), "\(list.output)")
+            let json = try Baton.run("apps", "list", "--apps-path", root.path, "--json")
+            #expect(json.stdout.contains("\"kind\" : \"desktop-file\""), "\(json.output)")
+            let inspect = try Baton.run("apps", "inspect", file.path)
+            #expect(inspect.status == 0, "\(inspect.output)")
+            #expect(inspect.stdout.contains("kind               desktop-file"))
+            #expect(inspect.stdout.contains("warning: X-Baton-AssociatedDomains: \"shopsnap.example\" is not service:domain; ignored"), "\(inspect.output)")
+            // Both apps of team RAZE claim the type: the one that made it continues it (D1, D4).
+            let route = try Baton.run("apps", "route", "--apps-path", root.path, "--type", "com.razeware.shopsnap.view", "--team", "RAZE", "--origin", "org.example.Recipes")
+            #expect(route.stdout.hasPrefix("app org.example.Recipes: team RAZE claims com.razeware.shopsnap.view in X-Baton-ActivityTypes (D1)"), "\(route.output)")
+        }
+    }
+
     @Test("apps inspect names the focus-ios key that has the wrong type")
     func inspect() async throws {
         try await startingProcesses {

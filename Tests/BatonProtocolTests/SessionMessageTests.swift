@@ -104,6 +104,8 @@ enum MessageSamples {
             [
                 AppListing(bundle: "com.razeware.shopsnap", name: "ShopSnap", team: "RAZEWARE1", activityTypes: ["com.razeware.shopsnap.view"], problem: ""),
                 AppListing(bundle: "", name: "Broken", team: nil, activityTypes: [], problem: "/apps/Broken.app: Info.plist is not a property list"),
+                // Issue 28 item 2: an app registered by its desktop file says so.
+                AppListing(bundle: "org.example.Recipes", name: "Recipes", team: "TEAMR", activityTypes: ["org.example.recipes.view"], problem: "", kind: "desktop-file"),
             ]
         ),
         // Continuation streams (F2, F3; docs/PROTOCOL.md §8): the hellos of a stream's own connection, then its messages.
@@ -218,7 +220,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         description: "app listing",
         samples: [MessageSamples.appPropertyList(0), MessageSamples.appPropertyList(1)],
         required: ["app": ["bundle", "name", "types", "problem"]],
-        limits: ["app": ["bundle": 255, "name": 1_024, "team": 64]],
+        limits: ["app": ["bundle": 255, "name": 1_024, "team": 64, "kind": 32]],
         reread: { app in
             try IPCMessage(.dictionary(["t": "apps", "req": 1, "apps": [app]])).propertyList["apps"]?.arrayValue?.first ?? .null
         }

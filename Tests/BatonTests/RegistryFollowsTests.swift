@@ -62,4 +62,52 @@ struct RegistryFollowsTests {
         }
         await devices.shutdown()
     }
+
+    @Test("issue 28 item 2: a desktop file with X-Baton keys installed, hidden and removed while the agent runs (D1)")
+    func followsDesktopFiles() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-applications-\(UUID().uuidString)")
+        let applications = root.appendingPathComponent("applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let devices = try await InMemoryDevices.start(names: ["laptop"], apps: AppRegistry(apps: [])) { configuration in
+            configuration.apps = nil
+            configuration.appFolders = [applications]
+        }
+        let agent = devices.agents[0]
+        // A desktop file without X-Baton keys is no Baton app.
+        let plain = applications.appendingPathComponent("org.gnome.TextEditor.desktop")
+        try Data("[Desktop Entry]\nType=Application\nName=Text Editor\nExec=true %U\n".utf8).write(to: plain)
+
+        // Installed after start: listed as a desktop-file app, and it can connect at once.
+        let file = applications.appendingPathComponent("org.example.Recipes.desktop")
+        let entry = "[Desktop Entry]\nType=Application\nName=Recipes\nExec=true %U\nX-Baton-TeamIdentifier=TEAMR\nX-Baton-ActivityTypes=org.example.recipes.view;\n"
+        try Data(entry.utf8).write(to: file, options: .atomic)
+        #expect(try await Self.eventually { Set(agent.appListing().map(\.bundle)) == ["org.baton.browser", "org.example.Recipes"] })
+        let listed = try #require(agent.appListing().first { $0.bundle == "org.example.Recipes" })
+        #expect(listed.kind == "desktop-file" && listed.team == "TEAMR" && listed.activityTypes == ["org.example.recipes.view"] && listed.problem.isEmpty)
+        let application = BatonApplication()
+        try await application.connect(bundleIdentifier: "org.example.Recipes", socketPath: agent.socketPath)
+        application.disconnect()
+
+        // A malformed key: still listed, its warning naming the key is the agent's to log; an empty team continues nothing.
+        try Data(entry.replacingOccurrences(of: "TEAMR", with: "").utf8).write(to: file, options: .atomic)
+        #expect(try await Self.eventually { agent.appListing().first { $0.bundle == "org.example.Recipes" }?.problem.contains("no resolved identity") == true })
+
+        // Hidden=true is deleted (Desktop Entry specification): gone, and it can no longer connect.
+        try Data((entry + "Hidden=true\n").utf8).write(to: file, options: .atomic)
+        #expect(try await Self.eventually { !agent.appListing().contains { $0.bundle == "org.example.Recipes" } })
+        let late = BatonApplication()
+        await #expect(throws: (any Error).self) {
+            try await late.connect(bundleIdentifier: "org.example.Recipes", socketPath: agent.socketPath)
+        }
+
+        // Back, in a subfolder made after start (its id is vendor-recipes), then removed.
+        let vendor = applications.appendingPathComponent("vendor")
+        try FileManager.default.createDirectory(at: vendor, withIntermediateDirectories: true)
+        try Data(entry.utf8).write(to: vendor.appendingPathComponent("recipes.desktop"), options: .atomic)
+        #expect(try await Self.eventually { agent.appListing().contains { $0.bundle == "vendor-recipes" } })
+        try FileManager.default.removeItem(at: vendor.appendingPathComponent("recipes.desktop"))
+        #expect(try await Self.eventually { !agent.appListing().contains { $0.bundle == "vendor-recipes" } })
+        await devices.shutdown()
+    }
 }

@@ -76,7 +76,7 @@ extension Agent {
     }
 
     /// The apps this agent sees now, as the command line lists them (`baton apps list --agent`): one listing per
-    /// app, and one with an empty bundle per bundle that did not load, saying why.
+    /// app with its kind, and one with an empty bundle per bundle or desktop file that did not load, saying why.
     public func appListing() -> [AppListing] {
         let registry = registry
         var listing = registry.apps.map { app in
@@ -91,12 +91,16 @@ extension Agent {
                 name: app.name,
                 team: app.teamIdentifier,
                 activityTypes: Array(app.claimedActivityTypes.sorted().prefix(AppListing.maximumActivityTypes)),
-                problem: problem
+                problem: problem,
+                // Issue 28 item 2: a bundle or a desktop file; the agent's own apps (the browser, issue 14; recent
+                // documents and media, issue 27) are neither.
+                kind: Agent.inAgentApps.contains(app.bundleIdentifier) || app.bundleIdentifier == BuiltInBrowser.bundleIdentifier ? "built-in" : app.kind.rawValue
             )
         }
         for problem in registry.problems {
             let name = URL(fileURLWithPath: problem.path).deletingPathExtension().lastPathComponent
-            listing.append(AppListing(bundle: "", name: name, team: nil, activityTypes: [], problem: problem.description))
+            let kind = problem.path.hasSuffix(".desktop") ? AppRecord.Kind.desktopFile : .bundle
+            listing.append(AppListing(bundle: "", name: name, team: nil, activityTypes: [], problem: problem.description, kind: kind.rawValue))
         }
         return listing
     }

@@ -129,14 +129,18 @@ public struct AppListing: Sendable, Hashable {
     public var activityTypes: [String]
     /// What is wrong with it (unresolved identity, no executable), or "" when nothing is.
     public var problem: String
+    /// How it is registered: `bundle`, `desktop-file` (issue 28 item 2) or `built-in`; "" from an agent older than
+    /// issue 28, which registered bundles only.
+    public var kind: String
 
     /// A listing.
-    public init(bundle: String, name: String, team: String?, activityTypes: [String], problem: String) {
+    public init(bundle: String, name: String, team: String?, activityTypes: [String], problem: String, kind: String = "bundle") {
         self.bundle = bundle
         self.name = name
         self.team = team
         self.activityTypes = activityTypes
         self.problem = problem
+        self.kind = kind
     }
 
     /// At most this many types per app cross the socket.
@@ -148,6 +152,7 @@ public struct AppListing: Sendable, Hashable {
             [
                 "bundle": .string(bundle), "name": .string(name), "team": team.map(PropertyList.string),
                 "types": .array(activityTypes.map(PropertyList.string)), "problem": .string(problem),
+                "kind": kind.isEmpty ? nil : .string(kind),
             ]
         )
     }
@@ -166,7 +171,8 @@ public struct AppListing: Sendable, Hashable {
                 }
                 return type
             },
-            problem: try fields.string("problem", maximumLength: 4_096)
+            problem: try fields.string("problem", maximumLength: 4_096),
+            kind: try fields.optionalString("kind", maximumLength: 32) ?? ""
         )
     }
 }
