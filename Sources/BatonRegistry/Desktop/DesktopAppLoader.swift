@@ -167,32 +167,36 @@ public enum DesktopAppLoader {
     /// are none of Baton's business.
     static func declaresBaton(_ bytes: [UInt8]) -> Bool {
         let prefix = Array(keyPrefix.utf8)
-        var atLineStart = true
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\n") {
-                atLineStart = true
-            } else if atLineStart, byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t") {
-                atLineStart = false
-                if bytes[index...].starts(with: prefix) { return true }
+        return bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            var offset = 0
+            // memchr finds each 'X' (fast in any build, where a loop over every byte of hundreds of files is not); each
+            // is then checked to begin the prefix and its line.
+            while offset < buffer.count, let found = memchr(base + offset, Int32(prefix[0]), buffer.count - offset) {
+                let position = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                offset = position + 1
+                guard buffer[position...].starts(with: prefix) else { continue }
+                var before = position - 1
+                while before >= 0, buffer[before] == UInt8(ascii: " ") || buffer[before] == UInt8(ascii: "\t") { before -= 1 }
+                if before < 0 || buffer[before] == UInt8(ascii: "\n") { return true }
             }
-            index += 1
+            return false
         }
-        return false
     }
 
     /// At most one byte more than ``limits``' `maximumBytes` of the regular file at `file` (so a larger one is known
     /// to be larger without being read whole); nil for anything else (a folder, a FIFO, nothing there).
     static func readBounded(_ file: URL) throws -> [UInt8]? {
-        guard FileStatus(path: file.path)?.kind == .regular else { return nil }
+        guard let status = FileStatus(path: file.path), status.kind == .regular else { return nil }
         // Non-blocking: a FIFO put there after the check above must not hang the registry.
         let descriptor = open(file.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw BatonRegistryError(.invalidDesktopFile, "\(file.path): cannot be read (\(String(cString: strerror(errno))))")
         }
         defer { close(descriptor) }
-        let capacity = limits.maximumBytes + 1
+        // Sized by the file (a desktop file is kilobytes; a fresh megabyte for each of hundreds of files was most of a
+        // reload's time), with a byte more to see that it grew since the stat.
+        let capacity = min(status.size, limits.maximumBytes) + 1
         var bytes = [UInt8](repeating: 0, count: capacity)
         var count = 0
         while count < capacity {
