@@ -110,4 +110,26 @@ struct RegistryFollowsTests {
         #expect(try await Self.eventually { !agent.appListing().contains { $0.bundle == "vendor-recipes" } })
         await devices.shutdown()
     }
+
+    @Test("issue 28 item 2: an applications folder made after the agent started is followed (a new account's ~/.local/share/applications)")
+    func applicationsFolderMadeLater() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-applications-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        // Two levels missing, as `mkdir -p ~/.local/share/applications` on an account with no ~/.local/share.
+        let applications = root.appendingPathComponent("share/applications")
+        let devices = try await InMemoryDevices.start(names: ["laptop"], apps: AppRegistry(apps: [])) { configuration in
+            configuration.apps = nil
+            configuration.appFolders = [applications]
+        }
+        let agent = devices.agents[0]
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        let entry = "[Desktop Entry]\nType=Application\nName=Recipes\nExec=true\nX-Baton-TeamIdentifier=TEAMR\nX-Baton-ActivityTypes=org.example.recipes.view;\n"
+        try Data(entry.utf8).write(to: applications.appendingPathComponent("org.example.Recipes.desktop"), options: .atomic)
+        #expect(try await Self.eventually { agent.appListing().contains { $0.bundle == "org.example.Recipes" } })
+        // And the folder now watched itself: a second app is seen too.
+        try Data(entry.utf8).write(to: applications.appendingPathComponent("org.example.Cookbook.desktop"), options: .atomic)
+        #expect(try await Self.eventually { agent.appListing().contains { $0.bundle == "org.example.Cookbook" } })
+        await devices.shutdown()
+    }
 }

@@ -21,7 +21,10 @@ extension Agent {
             guard let self else { return }
             if changed.contains(stateFolder) { stateFolderChanged() }
             if changed.contains(associationFolder) { associations.cacheChanged() }
-            if !changed.subtracting([stateFolder, associationFolder]).isEmpty { appsChanged(folders) }
+            // The state folder is also the folder above `$XDG_DATA_HOME/baton/apps` until that is made: a change there
+            // may be it made (issue 28 item 2).
+            let underState = changed.contains(stateFolder) && folders.contains { FileStatus.nearestFolder($0.standardizedFileURL.path) == stateFolder }
+            if underState || !changed.subtracting([stateFolder, associationFolder]).isEmpty { appsChanged(folders) }
         }
         guard let watcher else {
             logger.warning("the kernel gave no inotify descriptor: changes to the account and apps are seen on restart")

@@ -88,7 +88,7 @@ final class RecentDocumentsSource: Service, Sendable {
             // The data folder (the xbel is replaced in it), or, until it is made, the nearest folder above it that
             // exists (a new account's ~/.local/share comes with the first program that records a document); and KDE's
             // folder once it exists.
-            var watched: Set<String> = [Self.nearestFolder(settings.dataHome)]
+            var watched: Set<String> = [FileStatus.nearestFolder(settings.dataHome)]
             if FileStatus(path: settings.kdeRecentFolder)?.kind == .directory { watched.insert(settings.kdeRecentFolder) }
             watcher?.replaceWatches(watched)
             if let action = machine.listed(candidates(), folders: folders(), now: clock.wall()) { perform(action, client: client) }
@@ -101,17 +101,6 @@ final class RecentDocumentsSource: Service, Sendable {
         if let action = machine.stop() { perform(action, client: client) }
         // Closing the connection ends the app for the broker: nothing of it stays current (A9).
         client.close()
-    }
-
-    /// `path` if it is a folder, else the nearest folder above it ("/" at worst). Split at the byte `/`, as the kernel
-    /// does (a `/` then a combining mark is one Character).
-    static func nearestFolder(_ path: String) -> String {
-        var folder = path
-        while folder != "/", FileStatus(path: folder)?.kind != .directory {
-            guard let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")), slash != folder.utf8.startIndex else { return "/" }
-            folder = String(Substring(folder.utf8[..<slash]))
-        }
-        return folder
     }
 
     private func perform(_ action: RecentDocuments.Action, client: AgentClient) {

@@ -44,4 +44,16 @@ package struct FileStatus: Sendable, Equatable {
         modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         statusChanged = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
     }
+
+    /// `path` if it is a folder, else the nearest folder above it ("/" at worst): what to watch until `path` is made
+    /// (issue 27 item 2's data folder; issue 28 item 2's applications folders). Split at the byte `/`, as the kernel
+    /// does (a `/` then a combining mark is one Character).
+    package static func nearestFolder(_ path: String) -> String {
+        var folder = path
+        while folder != "/", FileStatus(path: folder)?.kind != .directory {
+            guard let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")), slash != folder.utf8.startIndex else { return "/" }
+            folder = String(Substring(folder.utf8[..<slash]))
+        }
+        return folder
+    }
 }

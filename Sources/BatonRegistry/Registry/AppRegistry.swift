@@ -106,12 +106,17 @@ public struct AppRegistry: Sendable {
     }
 
     /// The folders to watch to follow installs in `searchPaths` (issue 11 part 7; issue 28 item 2): each that exists,
-    /// each bundle in those (an edited Info.plist), and each subfolder desktop files are read from.
+    /// each bundle in those (an edited Info.plist), and each subfolder desktop files are read from; for each that does
+    /// not exist yet, the nearest folder above it, so that making it is seen (a new account's
+    /// `~/.local/share/applications`, made by the first app installed there).
     public static func watchedFolders(searchPaths: [URL]) -> Set<String> {
         var folders: Set<String> = []
         for folder in searchPaths {
             let path = folder.standardizedFileURL.path
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+                folders.insert(FileStatus.nearestFolder(path))
+                continue
+            }
             folders.insert(path)
             for name in names where name.hasSuffix(".app") { folders.insert(path + "/" + name) }
             if folder.pathExtension != "app" { folders.formUnion(ApplicationsFolder(folder).folders) }
