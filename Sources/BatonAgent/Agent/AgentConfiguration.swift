@@ -36,7 +36,8 @@ public struct AgentConfiguration: Sendable {
     public var peerConnections = PeerConnections.network
     /// The installed apps, fixed (tests, the demo); nil loads them from ``appFolders`` and follows changes there.
     public var apps: AppRegistry?
-    /// The folders of app bundles; nil for the search paths (BATON_APPS_PATH, XDG data folders).
+    /// The folders of app bundles and desktop files (issue 28 item 2); nil for the search paths (BATON_APPS_PATH, XDG
+    /// data folders, then the XDG applications folders).
     public var appFolders: [URL]?
     /// How long the originating app may take to give its state (ISSUE 5 part 4: 1 s unless configured).
     public var saveDeadline = 1.0
