@@ -262,6 +262,22 @@ struct NearbyNotificationsTests {
         #expect(Agent.notificationIcon(of: app("../../etc/icon.png")) { _ in true } == "application-x-executable")
     }
 
+    @Test("issue 28 item 2: a desktop-file app's Icon, a theme's name as it is or an existing absolute file as a URI")
+    func desktopIcon() {
+        func app(_ icon: String?) -> AppRecord {
+            AppRecord(
+                bundleURL: URL(fileURLWithPath: "/usr/share/applications/org.example.Recipes.desktop"), bundleIdentifier: "org.example.Recipes",
+                name: "Recipes", executableURL: nil, teamIdentifier: "TEAMR", activityTypes: [], documentActivityTypes: [], associatedDomains: [],
+                warnings: [], isIdentityResolved: true, iconFile: icon, kind: .desktopFile
+            )
+        }
+        #expect(Agent.notificationIcon(of: app("org.example.Recipes")) { _ in false } == "org.example.Recipes")
+        #expect(Agent.notificationIcon(of: app("/opt/recipes/icon.png")) { $0 == "/opt/recipes/icon.png" } == "file:///opt/recipes/icon.png")
+        #expect(Agent.notificationIcon(of: app("/opt/recipes/gone.png")) { _ in false } == "application-x-executable")
+        #expect(Agent.notificationIcon(of: app("../icon.png")) { _ in true } == "application-x-executable")
+        #expect(Agent.notificationIcon(of: app(nil)) { _ in true } == "application-x-executable")
+    }
+
     @Test("the session bus address: DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus when it exists, else none")
     func sessionBusAddress() {
         #expect(

@@ -59,7 +59,7 @@ struct DesktopAppTests {
         try factory.desktop(
             "org.example.Recipes.desktop",
             DesktopFactory.recipes(
-                "MimeType=text/x-recipe;application/x-recipe-book;\nX-Baton-DocumentActivityType=org.example.recipes.document\n"
+                "Icon=org.example.Recipes\nMimeType=text/x-recipe;application/x-recipe-book;\nX-Baton-DocumentActivityType=org.example.recipes.document\n"
                     + "X-Baton-AssociatedDomains=applinks:recipes.example;activitycontinuation:*.recipes.example;"
             )
         )
@@ -74,6 +74,7 @@ struct DesktopAppTests {
         #expect(app.associatedDomains.map(\.description) == ["applinks:recipes.example", "activitycontinuation:*.recipes.example"])
         #expect(app.executableURL?.path == factory.bin.appendingPathComponent("recipes").path)
         #expect(app.bundleURL.lastPathComponent == "org.example.Recipes.desktop")
+        #expect(app.iconFile == "org.example.Recipes")
         #expect(app.warnings.isEmpty)
     }
 

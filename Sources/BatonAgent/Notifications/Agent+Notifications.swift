@@ -52,8 +52,15 @@ extension Agent {
 
     /// The app's `CFBundleIconFile` as a `file://` URI, looked for in the bundle and its `Resources` folder, with the
     /// extensions notification servers read when the file names none; else ``fallbackNotificationIcon``. A name that
-    /// climbs out of the bundle is not looked for.
+    /// climbs out of the bundle is not looked for. A desktop-file app's `Icon` is a file or a theme's icon name.
     static func notificationIcon(of app: AppRecord, exists: (String) -> Bool) -> String {
+        if app.kind == .desktopFile, let icon = app.iconFile {
+            // A desktop file's Icon (issue 28 item 2): an absolute file, else a name in the icon theme, which the
+            // notification server looks up itself (Desktop Notifications Specification, app_icon).
+            if icon.hasPrefix("/") { return exists(icon) ? URL(fileURLWithPath: icon).absoluteString : fallbackNotificationIcon }
+            let themeName = !icon.isEmpty && icon.utf8.count <= 255 && icon.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }
+            return themeName ? icon : fallbackNotificationIcon
+        }
         guard let file = app.iconFile, !file.isEmpty, !file.hasPrefix("/"), !file.split(separator: "/").contains("..")
         else {
             return fallbackNotificationIcon

@@ -48,7 +48,8 @@ public struct AppRecord: Sendable, Hashable {
     /// app be chosen to continue an activity.
     public let isIdentityResolved: Bool
     /// `CFBundleIconFile` as the file gives it (a name, with or without its extension, relative to the bundle or its
-    /// `Resources`); nil without one. Desktop notifications show it (issue 16).
+    /// `Resources`); nil without one. For a desktop-file app its `Icon`: a theme's icon name or an absolute file.
+    /// Desktop notifications show it (issue 16).
     public let iconFile: String?
 
     /// Every activity type the app can continue (SEMANTICS D1, B5).

@@ -112,6 +112,8 @@ public enum DesktopAppLoader {
             associatedDomains: domains,
             warnings: warnings,
             isIdentityResolved: team != nil,
+            // `Icon`: a theme's icon name or an absolute file, for the desktop notification of an offer (issue 16).
+            iconFile: entry.icon.map { $0.trimmingWhitespace() }.flatMap { $0.isEmpty ? nil : $0 },
             kind: .desktopFile
         )
     }
