@@ -36,6 +36,7 @@ targets=(
     "search-index|whole search.sqlite files opened, searched and written (Fuzz/SearchIndexFuzzer.swift)"
     "xbel|GTK's recently-used.xbel, desktop files and their Exec lines, KDE's RecentDocuments (Fuzz/XbelFuzzer.swift)"
     "mpris-metadata|a media player's MPRIS metadata, status, position and rate, and the position now (Fuzz/MPRISMetadataFuzzer.swift)"
+    "dbus-plist|D-Bus values from apps as property lists and back: a userInfo's a{sv}, signatures (Fuzz/DBusPlistFuzzer.swift)"
 )
 names=()
 for entry in "${targets[@]}"; do names+=("${entry%%|*}"); done
@@ -128,6 +129,13 @@ build() {
         # BatonActivitySources (issue 27) is pure and needs only BatonCore.
         sources=("${core[@]}" "$root"/Sources/BatonActivitySources/*.swift)
         if [ "$target" = xbel ]; then sources+=("$root/Fuzz/XbelFuzzer.swift"); else sources+=("$root/Fuzz/MPRISMetadataFuzzer.swift"); fi
+        ;;
+    dbus-plist)
+        # BatonDBus (issue 28 item 1) is pure and needs only BatonCore. The value trees come from the garbage test's
+        # builder, without its `import BatonDBus` (one module here, as for association-cache).
+        mkdir -p "$work"
+        sed '/^import BatonDBus$/d' "$root/Tests/BatonDBusTests/DBusValueBuilder.swift" > "$work/DBusValueBuilder.swift"
+        sources=("${core[@]}" "$root"/Sources/BatonDBus/*.swift "$work/DBusValueBuilder.swift" "$root/Fuzz/DBusPlistFuzzer.swift")
         ;;
     frames)
         # The frame decoder is NIO's ByteToMessageDecoder. Inputs may hold a whole data frame of 256 KiB.

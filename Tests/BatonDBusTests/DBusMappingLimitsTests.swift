@@ -61,6 +61,16 @@ import Testing
         #expect(dbusError { _ = try mapping.userInfo(from: userInfo("grid", nested)) }?.code == .tooManyValues)
     }
 
+    @Test func largestUserInfoMapsBothWays() throws {
+        // 64,998 integers and the array and dictionary around them: just under the 65,536 values, read and written whole.
+        let userInfo: [String: PropertyList] = ["list": .array((0..<64_998).map { .integer(Int64($0)) })]
+        let clock = ContinuousClock()
+        let start = clock.now
+        let dbus = try mapping.dbusValue(userInfo: userInfo)
+        #expect(try mapping.userInfo(from: dbus) == userInfo)
+        #expect(clock.now - start < .seconds(5))
+    }
+
     @Test func deepVariants() throws {
         var deep = DBusValue.string("bottom")
         for _ in 0..<2000 { deep = .variant(deep) }
