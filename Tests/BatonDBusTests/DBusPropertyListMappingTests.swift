@@ -88,6 +88,23 @@ import Testing
         #expect(try mapping.userInfo(from: dbus) == userInfo)
     }
 
+    /// docs/PROTOCOL.md §10's example, as GLib prints it:
+    /// `{'opened': <('date', <785872800.0>)>, 'recipe': <'Tarte Tatin'>, 'scroll': <0.5>, 'step': <int64 3>, 'tags': <('set', <[<'apple'>]>)>}`
+    @Test func protocolExample() throws {
+        let opened = try Date("2025-11-26T18:00:00Z", strategy: .iso8601)
+        let userInfo: [String: PropertyList] = ["recipe": "Tarte Tatin", "step": 3, "scroll": 0.5, "opened": .date(opened), "tags": .set(["apple"])]
+        func entry(_ key: String, _ value: DBusValue) -> DBusDictionaryEntry { DBusDictionaryEntry(.string(key), .variant(value)) }
+        let expected = DBusValue.dictionary(key: .string, value: .variant, [
+            entry("opened", .structure([.string("date"), .variant(.double(785_872_800))])),
+            entry("recipe", .string("Tarte Tatin")),
+            entry("scroll", .double(0.5)),
+            entry("step", .int64(3)),
+            entry("tags", .structure([.string("set"), .variant(.array(.variant, [.variant(.string("apple"))]))])),
+        ])
+        #expect(try mapping.dbusValue(userInfo: userInfo) == expected)
+        #expect(try mapping.userInfo(from: expected) == userInfo)
+    }
+
     @Test func keysAreWrittenSorted() throws {
         guard case .dictionary(_, _, let entries) = try mapping.dbusValue(userInfo: ["b": 1, "c": 2, "a": 3]) else {
             Issue.record("not a dictionary")
