@@ -135,9 +135,23 @@ struct DesktopAppTests {
         try factory.desktop("comment.desktop", "Type=Application\nName=C\nExec=recipes\n# X-Baton-TeamIdentifier=TEAMR")
         try factory.desktop("action.desktop", "Type=Application\nName=A\nExec=recipes\n[Desktop Action new]\nName=New\nX-Baton-TeamIdentifier=TEAMR")
         try Data("no group at all".utf8).write(to: factory.user.appendingPathComponent("plain.desktop"))
+        try Data("[Desktop Entry]\nType=Application\nName=T\nX-Bat".utf8).write(to: factory.user.appendingPathComponent("truncated.desktop"))
+        try Data("[Desktop Entry]\nName=X-Baton-Name\nComment=X\nType=Application\nX".utf8).write(to: factory.user.appendingPathComponent("mid-line.desktop"))
+        try Data().write(to: factory.user.appendingPathComponent("empty.desktop"))
+        try FileManager.default.createDirectory(at: factory.user.appendingPathComponent("folder.desktop"), withIntermediateDirectories: true)
         let registry = factory.registry()
         #expect(registry.apps.isEmpty)
         #expect(registry.problems.isEmpty)
+    }
+
+    @Test("keys indented with spaces or tabs, and CRLF line ends, are read as the key-file syntax reads them")
+    func indentedKeys() throws {
+        let factory = try DesktopFactory()
+        defer { factory.remove() }
+        try Data("[Desktop Entry]\r\nType=Application\r\nName=Recipes\r\nExec=recipes\r\n \t X-Baton-TeamIdentifier=TEAMR\r\n\tX-Baton-ActivityTypes=org.example.recipes.view;\r\n".utf8)
+            .write(to: factory.user.appendingPathComponent("org.example.Recipes.desktop"))
+        let app = try #require(factory.registry().app(bundleIdentifier: "org.example.Recipes"))
+        #expect(app.teamIdentifier == "TEAMR" && app.activityTypes == ["org.example.recipes.view"] && app.warnings.isEmpty)
     }
 
     @Test("Hidden=true is deleted: not registered, and it removes the system's file of the same id; NoDisplay still counts")
