@@ -11,7 +11,10 @@ import Foundation
 /// sends is built as one. A value built by hand may break the specification (an `i` inside an array of `s`, an empty
 /// structure, a NUL in a string): ``DBusPropertyListMapping`` checks every node it reads and throws
 /// ``DBusValueError`` for such a value, so nothing here needs to be trusted.
-public indirect enum DBusValue: Sendable, Hashable {
+///
+/// Only the dictionary and variant cases are boxed: a number or a string is held inline, so an array of 65,536 of
+/// them is one allocation, not 65,537.
+public enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -32,11 +35,11 @@ public indirect enum DBusValue: Sendable, Hashable {
     /// `aT`: elements that are all of type `T` (the first field), which an empty array needs to have a type at all.
     case array(DBusType, [DBusValue])
     /// `a{KV}`: entries in the order they came; a key may repeat on the wire, a property-list dictionary refuses that.
-    case dictionary(key: DBusType, value: DBusType, [DBusDictionaryEntry])
+    indirect case dictionary(key: DBusType, value: DBusType, [DBusDictionaryEntry])
     /// `(…)`: one or more fields.
     case structure([DBusValue])
     /// `v`: a value that carries its own type.
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The value's complete type. Recursive through structures: for a value that may be hostile, read it through
     /// ``DBusPropertyListMapping``, which bounds its depth, rather than asking this.
