@@ -266,7 +266,7 @@ let package = Package(
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),
         .testTarget(name: "BatonFoldersTests", dependencies: ["BatonFolders"]),
         .testTarget(name: "BatonActivitySourcesTests", dependencies: ["BatonActivitySources"], exclude: ["Fixtures"]),
-        .testTarget(name: "BatonDBusTests", dependencies: ["BatonDBus", "BatonCore"]),
+        .testTarget(name: "BatonDBusTests", dependencies: ["BatonDBus", "BatonCore", "BatonTestSupport"]),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
