@@ -6,11 +6,11 @@
 // both are written into a bundle of the fuzzer's own under the temporary folder, which also holds an executable, one
 // under Contents/MacOS, and a symbolic link `outside -> /bin` (a `CFBundleExecutable` of `outside/sh` must be refused).
 //
-// Compiled together with BatonCore's sources and the Bundles files of BatonRegistry into one module by
-// scripts/fuzz.sh bundles (not part of the package build: a fuzzer has no `main`; the rest of BatonRegistry needs
-// swift-crypto). A trap, a sanitizer report, an untyped error or one of another code, an activity type no activity
-// can have, a duplicate, an executable outside the bundle, or a second load that differs stops the fuzzer with the
-// input saved.
+// Compiled together with BatonCore's sources, the Bundles files of BatonRegistry and AppRecordChecks.swift into one
+// module by scripts/fuzz.sh bundles (not part of the package build: a fuzzer has no `main`; the rest of BatonRegistry
+// needs swift-crypto). A trap, a sanitizer report, an untyped error or one of another code, an activity type no
+// activity can have, a duplicate, an executable outside the bundle, or a second load that differs stops the fuzzer with
+// the input saved.
 import Foundation
 
 let fuzzBundle: URL = {
@@ -66,16 +66,7 @@ public func bundleFuzzerTestOneInput(_ start: UnsafePointer<UInt8>, _ count: Int
     } catch {
         preconditionFailure("untyped error: \(error)")
     }
-    for types in [record.activityTypes, record.documentActivityTypes] {
-        precondition(Set(types).count == types.count, "a duplicate activity type")
-        for type in types {
-            do {
-                try ActivityPayload.validateActivityType(type)
-            } catch {
-                preconditionFailure("\(type.debugDescription) kept, which no activity can have: \(error)")
-            }
-        }
-    }
+    checkClaims(of: record)
     if let team = record.teamIdentifier {
         precondition(!team.isEmpty && !team.contains("$("), "a team that is empty or unresolved: \(team.debugDescription)")
     } else {
@@ -88,9 +79,6 @@ public func bundleFuzzerTestOneInput(_ start: UnsafePointer<UInt8>, _ count: Int
         }
         precondition(real == fuzzBundleReal || real.hasPrefix(fuzzBundleReal + "/"), "an executable outside the bundle: \(executable.path) in \(real)")
         precondition(FileManager.default.isExecutableFile(atPath: executable.path), "an executable that is not one: \(executable.path)")
-    }
-    for domain in record.associatedDomains {
-        precondition(AssociatedDomain(domain.description) == domain, "an associated domain that does not read back: \(domain)")
     }
     // The same files load the same way.
     let again = try? AppBundleLoader.load(fuzzBundle)

@@ -37,6 +37,7 @@ targets=(
     "xbel|GTK's recently-used.xbel, desktop files and their Exec lines, KDE's RecentDocuments (Fuzz/XbelFuzzer.swift)"
     "mpris-metadata|a media player's MPRIS metadata, status, position and rate, and the position now (Fuzz/MPRISMetadataFuzzer.swift)"
     "dbus-plist|D-Bus values from apps as property lists and back: a userInfo's a{sv}, signatures (Fuzz/DBusPlistFuzzer.swift)"
+    "desktop-apps|apps registered by desktop file: X-Baton- keys, team, types, domains, TryExec/Exec program (Fuzz/DesktopAppFuzzer.swift)"
 )
 names=()
 for entry in "${targets[@]}"; do names+=("${entry%%|*}"); done
@@ -85,7 +86,8 @@ build() {
         # The bundle loader and what it uses; the rest of BatonRegistry needs swift-crypto, which these do not.
         sources=("${core[@]}" "$registry/BatonRegistryError.swift" "$registry/Bundles/AppBundleLoader.swift"
             "$registry/Bundles/AppBundleLoader+Executable.swift" "$registry/Bundles/AppRecord.swift"
-            "$registry/Bundles/AssociatedDomain.swift" "$registry/Bundles/BuildVariables.swift" "$root/Fuzz/BundleFuzzer.swift")
+            "$registry/Bundles/AssociatedDomain.swift" "$registry/Bundles/BuildVariables.swift" "$root/Fuzz/AppRecordChecks.swift"
+            "$root/Fuzz/BundleFuzzer.swift")
         ;;
     browser)
         sources=("${core[@]}" "$protocol/BatonProtocolError.swift" "$protocol/Browser/NativeMessage.swift"
@@ -136,6 +138,17 @@ build() {
         mkdir -p "$work"
         sed '/^import BatonDBus$/d' "$root/Tests/BatonDBusTests/DBusValueBuilder.swift" > "$work/DBusValueBuilder.swift"
         sources=("${core[@]}" "$root"/Sources/BatonDBus/*.swift "$work/DBusValueBuilder.swift" "$root/Fuzz/DBusPlistFuzzer.swift")
+        ;;
+    desktop-apps)
+        # The desktop-file loader (issue 28 item 2) and what it reads with: BatonActivitySources' key-file reader and the
+        # bundle loader's checks; the rest of BatonRegistry needs swift-crypto, which these do not. The loader's
+        # `import BatonActivitySources` names a module that does not exist here (one module, as for association-cache).
+        mkdir -p "$work"
+        sed '/^import BatonActivitySources$/d' "$registry/Desktop/DesktopAppLoader.swift" > "$work/DesktopAppLoader.swift"
+        sources=("${core[@]}" "$root"/Sources/BatonActivitySources/*.swift "$registry/BatonRegistryError.swift"
+            "$registry/Bundles/AppBundleLoader.swift" "$registry/Bundles/AppBundleLoader+Executable.swift"
+            "$registry/Bundles/AppRecord.swift" "$registry/Bundles/AssociatedDomain.swift" "$registry/Bundles/BuildVariables.swift"
+            "$work/DesktopAppLoader.swift" "$root/Fuzz/AppRecordChecks.swift" "$root/Fuzz/DesktopAppFuzzer.swift")
         ;;
     frames)
         # The frame decoder is NIO's ByteToMessageDecoder. Inputs may hold a whole data frame of 256 KiB.

@@ -85,9 +85,13 @@ struct DesktopAppTests {
         let wrapper = try factory.program("recipes-bin")
         try factory.desktop("org.example.Recipes.desktop", DesktopFactory.recipes("TryExec=\(wrapper.path)"))
         try factory.desktop("org.example.Gone.desktop", DesktopFactory.recipes("TryExec=not-installed-anywhere"))
+        // A NUL in the name is no program (stat would read it as "recipes"; found by the desktop-apps fuzzer).
+        try factory.desktop("org.example.Nul.desktop", DesktopFactory.recipes("TryExec=recipes\u{0}\u{1}"))
         let registry = factory.registry()
         #expect(registry.app(bundleIdentifier: "org.example.Recipes")?.executableURL?.path == wrapper.path)
         #expect(registry.app(bundleIdentifier: "org.example.Gone") == nil)
+        #expect(registry.app(bundleIdentifier: "org.example.Nul") == nil)
+        #expect(registry.problems.contains { $0.path.hasSuffix("org.example.Nul.desktop") && $0.reason.contains("which is not installed") })
         #expect(registry.problems.map(\.reason).contains { $0.contains("TryExec names \"not-installed-anywhere\", which is not installed") && $0.contains("[invalidDesktopFile]") })
     }
 

@@ -154,8 +154,11 @@ public enum DesktopAppLoader {
     }
 
     /// `program` as an executable regular file: itself when absolute, else the first on `searchPath`. A relative
-    /// path with a `/` is never taken: it would depend on the agent's working folder.
+    /// path with a `/` is never taken: it would depend on the agent's working folder; nor a name with a control
+    /// character: `stat` would read `prog\0x` as `prog` (found by the `desktop-apps` fuzzer), and the path recorded
+    /// would match no process.
     static func resolve(_ program: String, searchPath: [String]) -> URL? {
+        guard !program.isEmpty, program.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else { return nil }
         func isProgram(_ path: String) -> Bool {
             FileStatus(path: path)?.kind == .regular && FileManager.default.isExecutableFile(atPath: path)
         }
