@@ -5,7 +5,8 @@
 // garbage test shares), mapped to a property list and back. Compiled together with BatonCore's and BatonDBus' sources
 // into one module by scripts/fuzz.sh dbus-plist (not part of the package build: a fuzzer has no `main`). A trap, a
 // sanitizer report, an untyped error, an error whose message does not start with its key path, a property list over
-// the limits, or one that does not come back the same through D-Bus stops the fuzzer with the input saved.
+// the limits, one that does not come back the same through D-Bus, or a description over its length stops the fuzzer
+// with the input saved.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -34,6 +35,8 @@ public func dbusPlistFuzzerTestOneInput(_ bytes: UnsafePointer<UInt8>, _ count: 
     if let entries = mapped({ try mapping.userInfo(from: userInfo) }) {
         precondition(entries.count == 1 && entries["k"] != nil, "a userInfo of one key mapped to \(entries.count)")
     }
+    // Its GVariant text, for logs, is short whatever the tree.
+    precondition(value.description.utf8.count <= DBusValue.maximumDescriptionLength + 3, "a description over its limit")
     // The bytes as a signature.
     let text = String(decoding: input.prefix(300), as: UTF8.self)
     if let signature = try? DBusSignature(text) {

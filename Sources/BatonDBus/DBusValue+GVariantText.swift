@@ -2,7 +2,7 @@
 /// log line or a test failure reads as the app's developer sees the value. `GLib.Variant.parse` reads it back
 /// (DBusGVariantTextTests checks that with GLib itself).
 ///
-/// Bounded for a hostile value: at most ``maximumDescriptionLength`` bytes and 64 levels, then `…`, so describing a
+/// Bounded for a hostile value: at most ``maximumDescriptionLength`` bytes and 64 levels, then `…` (3 bytes), so describing a
 /// value a million variants deep costs as little as a short one.
 extension DBusValue: CustomStringConvertible {
     /// The longest description, in bytes of UTF-8, before it is cut with `…`.
@@ -10,8 +10,17 @@ extension DBusValue: CustomStringConvertible {
 
     public var description: String {
         var text = ""
-        if !appendText(to: &text, depth: 0) { text += "…" }
-        return text
+        let whole = appendText(to: &text, depth: 0)
+        if whole && text.utf8.count <= Self.maximumDescriptionLength { return text }
+        // The walk stops soon after the limit (a type's signature or a number may pass it): cut exactly, at a scalar.
+        var cut = ""
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= Self.maximumDescriptionLength else { break }
+            cut.unicodeScalars.append(scalar)
+        }
+        return cut + "…"
     }
 
     /// Appends the GVariant text of this value; false once the text is cut. Every array and dictionary is annotated

@@ -75,8 +75,10 @@ struct DBusGVariantTextTests {
         #expect(deep.description.hasSuffix("…"))
         #expect(deep.description.utf8.count < 200)
         let long = DBusValue.array(.string, Array(repeating: .string(String(repeating: "x", count: 1000)), count: 1000))
-        // Cut where it passes the limit, then closed and marked.
-        #expect(long.description.utf8.count <= DBusValue.maximumDescriptionLength + 8)
+        #expect(long.description.utf8.count == DBusValue.maximumDescriptionLength + 3)
+        // A 255-code type and long numbers past the limit are cut too (the dbus-plist fuzzer's first find).
+        let types = DBusValue.array(.variant, Array(repeating: .variant(.uint32(.max)), count: 100_000))
+        #expect(types.description.utf8.count == DBusValue.maximumDescriptionLength + 3)
         #expect(DBusValue.string("a\u{202E}b\n").description == #"'a\u202eb\u000a'"#)
     }
 }
