@@ -2,6 +2,8 @@
 #include "CSystemd.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -38,7 +40,22 @@
     X(sd_bus_message_get_sender, const char *, (sd_bus_message *))                                                     \
     X(sd_bus_message_set_expect_reply, int, (sd_bus_message *, int))                                                  \
     X(sd_bus_error_free, void, (sd_bus_error *))                                                                       \
-    X(sd_bus_error_has_name, int, (const sd_bus_error *, const char *))
+    X(sd_bus_error_has_name, int, (const sd_bus_error *, const char *))                                                \
+    X(sd_bus_get_unique_name, int, (sd_bus *, const char **))                                                          \
+    X(sd_bus_add_object, int, (sd_bus *, sd_bus_slot **, const char *, sd_bus_message_handler_t, void *))             \
+    X(sd_bus_message_ref, sd_bus_message *, (sd_bus_message *))                                                        \
+    X(sd_bus_message_get_type, int, (sd_bus_message *, uint8_t *))                                                     \
+    X(sd_bus_message_get_signature, const char *, (sd_bus_message *, int))                                            \
+    X(sd_bus_message_get_path, const char *, (sd_bus_message *))                                                       \
+    X(sd_bus_message_get_interface, const char *, (sd_bus_message *))                                                  \
+    X(sd_bus_message_get_member, const char *, (sd_bus_message *))                                                     \
+    X(sd_bus_message_get_destination, const char *, (sd_bus_message *))                                                \
+    X(sd_bus_message_new_method_return, int, (sd_bus_message *, sd_bus_message **))                                   \
+    X(sd_bus_reply_method_error, int, (sd_bus_message *, const sd_bus_error *))                                       \
+    X(sd_bus_message_read_array, int, (sd_bus_message *, char, const void **, size_t *))                              \
+    X(sd_bus_message_append_array, int, (sd_bus_message *, char, const void *, size_t))                               \
+    X(sd_bus_message_rewind, int, (sd_bus_message *, int))                                                             \
+    X(sd_bus_message_at_end, int, (sd_bus_message *, int))
 
 #define BATON_DECLARE_POINTER(name, result, parameters) static result(*baton_##name##_pointer) parameters;
 BATON_SD_BUS_FUNCTIONS(BATON_DECLARE_POINTER)
@@ -139,4 +156,48 @@ int baton_sd_bus_message_set_expect_reply(sd_bus_message *m, int b) {
 void baton_sd_bus_error_free(sd_bus_error *e) { baton_sd_bus_error_free_pointer(e); }
 int baton_sd_bus_error_has_name(const sd_bus_error *e, const char *name) {
     return baton_sd_bus_error_has_name_pointer(e, name);
+}
+
+// Issue 28 item 1: what the bridge between sd-bus messages and BatonDBus's DBusValue needs.
+int baton_sd_bus_get_unique_name(sd_bus *bus, const char **unique) { return baton_sd_bus_get_unique_name_pointer(bus, unique); }
+int baton_sd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, const char *path, sd_bus_message_handler_t callback,
+                            void *userdata) {
+    return baton_sd_bus_add_object_pointer(bus, slot, path, callback, userdata);
+}
+sd_bus_message *baton_sd_bus_message_ref(sd_bus_message *m) { return baton_sd_bus_message_ref_pointer(m); }
+int baton_sd_bus_message_get_type(sd_bus_message *m, uint8_t *type) { return baton_sd_bus_message_get_type_pointer(m, type); }
+const char *baton_sd_bus_message_get_signature(sd_bus_message *m, int complete) {
+    return baton_sd_bus_message_get_signature_pointer(m, complete);
+}
+const char *baton_sd_bus_message_get_path(sd_bus_message *m) { return baton_sd_bus_message_get_path_pointer(m); }
+const char *baton_sd_bus_message_get_interface(sd_bus_message *m) { return baton_sd_bus_message_get_interface_pointer(m); }
+const char *baton_sd_bus_message_get_member(sd_bus_message *m) { return baton_sd_bus_message_get_member_pointer(m); }
+const char *baton_sd_bus_message_get_destination(sd_bus_message *m) {
+    return baton_sd_bus_message_get_destination_pointer(m);
+}
+int baton_sd_bus_message_new_method_return(sd_bus_message *call, sd_bus_message **m) {
+    return baton_sd_bus_message_new_method_return_pointer(call, m);
+}
+int baton_sd_bus_reply_method_error(sd_bus_message *call, const sd_bus_error *e) {
+    return baton_sd_bus_reply_method_error_pointer(call, e);
+}
+int baton_sd_bus_message_read_array(sd_bus_message *m, char type, const void **ptr, size_t *size) {
+    return baton_sd_bus_message_read_array_pointer(m, type, ptr, size);
+}
+int baton_sd_bus_message_append_array(sd_bus_message *m, char type, const void *ptr, size_t size) {
+    return baton_sd_bus_message_append_array_pointer(m, type, ptr, size);
+}
+int baton_sd_bus_message_rewind(sd_bus_message *m, int complete) { return baton_sd_bus_message_rewind_pointer(m, complete); }
+int baton_sd_bus_message_at_end(sd_bus_message *m, int complete) { return baton_sd_bus_message_at_end_pointer(m, complete); }
+
+int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd) {
+    int borrowed = -1;
+    int result = baton_sd_bus_message_read_basic_pointer(m, 'h', &borrowed);
+    if (result <= 0) return result;
+    // The message owns `borrowed` and closes it with the message: a copy of our own, close-on-exec from the start so
+    // no program the agent starts meanwhile inherits it, above the standard streams.
+    int copy = fcntl(borrowed, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) return -errno;
+    *fd = copy;
+    return result;
 }

@@ -66,4 +66,27 @@ int baton_sd_bus_message_set_expect_reply(sd_bus_message *m, int b);
 void baton_sd_bus_error_free(sd_bus_error *e);
 int baton_sd_bus_error_has_name(const sd_bus_error *e, const char *name);
 
+// The bridge between sd-bus messages and BatonDBus's DBusValue, and the agent's D-Bus interface (issue 28 item 1).
+int baton_sd_bus_get_unique_name(sd_bus *bus, const char **unique);
+/// One callback for every method call to `path` (no C vtable: the Swift side dispatches on the member).
+int baton_sd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, const char *path, sd_bus_message_handler_t callback,
+                            void *userdata);
+sd_bus_message *baton_sd_bus_message_ref(sd_bus_message *m);
+int baton_sd_bus_message_get_type(sd_bus_message *m, uint8_t *type);
+const char *baton_sd_bus_message_get_signature(sd_bus_message *m, int complete);
+const char *baton_sd_bus_message_get_path(sd_bus_message *m);
+const char *baton_sd_bus_message_get_interface(sd_bus_message *m);
+const char *baton_sd_bus_message_get_member(sd_bus_message *m);
+const char *baton_sd_bus_message_get_destination(sd_bus_message *m);
+int baton_sd_bus_message_new_method_return(sd_bus_message *call, sd_bus_message **m);
+int baton_sd_bus_reply_method_error(sd_bus_message *call, const sd_bus_error *e);
+/// An array of a fixed-size type (`ay`) in one piece: `*ptr` points into the message, valid while it lives.
+int baton_sd_bus_message_read_array(sd_bus_message *m, char type, const void **ptr, size_t *size);
+int baton_sd_bus_message_append_array(sd_bus_message *m, char type, const void *ptr, size_t size);
+int baton_sd_bus_message_rewind(sd_bus_message *m, int complete);
+int baton_sd_bus_message_at_end(sd_bus_message *m, int complete);
+/// Reads an `h`: `*fd` is a duplicate of the message's descriptor, close-on-exec, the caller's to close (the message
+/// closes its own with itself). As read_basic: 1 read, 0 at the end of the container, negative errno on failure.
+int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd);
+
 #endif
