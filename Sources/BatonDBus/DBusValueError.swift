@@ -46,6 +46,13 @@ public struct DBusValueError: Error, Sendable, Hashable, CustomStringConvertible
         public static let stringTooLong = Code("dbusStringTooLong")
         /// The whole value over ``DBusMappingLimits/maximumTotalBytes``.
         public static let tooLarge = Code("dbusTooLarge")
+
+        // Messages (BatonDBusMessages, the bridge to sd-bus).
+        /// A message's arguments are not of the signature the method takes.
+        public static let wrongSignature = Code("dbusWrongSignature")
+        /// sd-bus refused to read or build a message (its error, such as "No such device or address", in the message):
+        /// a message cut short, or one too large for sd-bus.
+        public static let messageFailed = Code("dbusMessageFailed")
     }
 
     /// What kind of failure this is.
