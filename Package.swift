@@ -148,6 +148,10 @@ let package = Package(
         // agent's D-Bus interface for apps in any language is built on. Pure and bounded, on BatonCore alone, so it is
         // fuzzed on its own (`scripts/fuzz.sh dbus-plist`) and the interface's sd-bus code stays a thin layer over it.
         .target(name: "BatonDBus", dependencies: ["BatonCore"]),
+        // The bridge between sd-bus messages and BatonDBus's values (issue 28 item 1): an incoming message's arguments read
+        // as DBusValues within BatonDBus's limits, DBusValues appended to a message being built. What the agent's D-Bus
+        // interface stands on; apart from BatonDBus so that stays pure (no CSystemd) and fuzzable on its own.
+        .target(name: "BatonDBusMessages", dependencies: ["BatonDBus", "BatonCore", "CSystemd"]),
         // On-device search (issue 15, G1-G3): the index of activities eligible for search, SQLite FTS5 through GRDB.
         .target(
             name: "BatonSearch",
@@ -267,6 +271,11 @@ let package = Package(
         .testTarget(name: "BatonFoldersTests", dependencies: ["BatonFolders"]),
         .testTarget(name: "BatonActivitySourcesTests", dependencies: ["BatonActivitySources"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonDBusTests", dependencies: ["BatonDBus", "BatonCore", "BatonTestSupport"]),
+        // Against a real dbus-daemon with dbus-python as the peer (issue 28 item 1).
+        .testTarget(
+            name: "BatonDBusMessagesTests",
+            dependencies: ["BatonDBusMessages", "BatonDBus", "BatonCore", "BatonNotifications", "CSystemd", "BatonTestSupport"]
+        ),
         .testTarget(name: "NotesKitTests", dependencies: ["NotesKit", "Baton"]),
         .testTarget(name: "BatonSearchTests", dependencies: ["BatonSearch", "BatonCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(

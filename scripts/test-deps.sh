@@ -30,6 +30,7 @@ packages=(
     "xvfb|have Xvfb && have xvfb-run|a display for Chromium where its headless mode does not load the extension (RealBrowserTests); xvfb-run's for GTK (RecentDocumentsTests, ActivitySourcesNamespaceTests)"
     "dbus-daemon|have dbus-daemon|a session bus of the test's own for desktop notifications and media players, one per host in the two-host show (NotifyCLITests, MediaSourceTests, ActivitySourcesNamespaceTests)"
     "python3-dbus|/usr/bin/python3 -c 'import dbus' >/dev/null 2>&1|the stand-in notification server and media player on that bus (NotifyCLITests, MediaSourceTests)"
+    "libsystemd0|/usr/bin/python3 -c 'import ctypes; ctypes.CDLL(\"libsystemd.so.0\")' >/dev/null 2>&1|sd-bus, which the agent loads at run time: the sd-bus message bridge's tests (DBusMessageBridgeTests)"
     "python3-gi|/usr/bin/python3 -c 'from gi.repository import GLib' >/dev/null 2>&1|its GLib main loop (NotifyCLITests)"
     "gir1.2-gtk-3.0|/usr/bin/python3 -c \"import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk\" >/dev/null 2>&1|GTK's RecentManager writing recently-used.xbel (RecentDocumentsTests, ActivitySourcesNamespaceTests)"
     "xauth|have xauth|xvfb-run's display for GTK (RecentDocumentsTests, ActivitySourcesNamespaceTests)"

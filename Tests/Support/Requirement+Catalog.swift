@@ -16,6 +16,14 @@ extension Requirement {
         return result.status == 0 ? nil : "\(python) cannot import dbus and gi: \(result.output.suffix(300))"
     }
 
+    /// libsystemd's sd-bus, which the agent loads at run time (issue 24): the sd-bus message bridge's tests (issue 28
+    /// item 1) use it directly.
+    public static let libsystemd = Requirement("libsystemd0", packages: ["libsystemd0"]) { _ in
+        guard let handle = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL) else { return "cannot load libsystemd.so.0" }
+        dlclose(handle)
+        return nil
+    }
+
     /// A session bus of the test's own, for desktop notifications (issue 16).
     public static let dbusDaemon = Requirement("dbus-daemon", programs: ["dbus-daemon"], packages: ["dbus-daemon"])
 

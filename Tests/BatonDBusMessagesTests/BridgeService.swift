@@ -1,0 +1,130 @@
+import BatonDBus
+import BatonDBusMessages
+import BatonNotifications
+import BatonTestSupport
+import CSystemd
+import Foundation
+import Testing
+
+/// Baton's side of the bridge tests (issue 28 item 1): an object at `/org/baton/Test` on a private session bus, served
+/// on the test's own thread through sd-bus, with the bridge reading each call and writing its reply.
+///
+/// - `Echo(anything)`: the arguments read as DBusValues and written back as they are; `First(anything)` the first one.
+/// - `UserInfo(a{sv})`: read, mapped to a property list with BatonDBus and back, written as the reply;
+///   `ShallowUserInfo(a{sv})` the same, read and mapped within a depth of 16.
+/// A refusal is the D-Bus error `org.baton.Test.Error.<code>` (`dbusTooManyValues`...), with the message.
+final class BridgeService {
+    static let path = "/org/baton/Test"
+    let bus: OpaquePointer
+    private var slot: OpaquePointer?
+    let reader: DBusMessageReader
+    /// Each call served: its member, the refusal's code (nil when answered), how long reading and answering took.
+    private(set) var served: [(member: String, code: String?, seconds: Double)] = []
+
+    init(address: String, limits: DBusMappingLimits = .default) throws {
+        bus = try SessionBus.open(address, purpose: "the sd-bus bridge tests")
+        reader = DBusMessageReader(limits: limits)
+        let result = baton_sd_bus_add_object(
+            bus,
+            &slot,
+            Self.path,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                return Unmanaged<BridgeService>.fromOpaque(userdata).takeUnretainedValue().handle(message)
+            },
+            Unmanaged.passUnretained(self).toOpaque()
+        )
+        try #require(result >= 0, "sd_bus_add_object: \(result)")
+    }
+
+    deinit {
+        if let slot { baton_sd_bus_slot_unref(slot) }
+        baton_sd_bus_flush_close_unref(bus)
+    }
+
+    var uniqueName: String {
+        var name: UnsafePointer<CChar>?
+        guard baton_sd_bus_get_unique_name(bus, &name) >= 0, let name else { return "" }
+        return String(cString: name)
+    }
+
+    /// A method call to nobody in particular, for building (the caller unrefs it).
+    func newCall() -> OpaquePointer? {
+        var message: OpaquePointer?
+        guard
+            baton_sd_bus_message_new_method_call(
+                bus,
+                &message,
+                "org.baton.Nobody",
+                Self.path,
+                "org.baton.Test",
+                "Nothing"
+            ) >= 0
+        else { return nil }
+        return message
+    }
+
+    /// Serves calls until `peer` exits or `seconds` pass.
+    func serve(until peer: Process, seconds: Double = 120) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while peer.isRunning, Date() < deadline {
+            while baton_sd_bus_process(bus, nil) > 0 {}
+            var descriptor = pollfd(
+                fd: baton_sd_bus_get_fd(bus),
+                events: Int16(baton_sd_bus_get_events(bus)),
+                revents: 0
+            )
+            _ = poll(&descriptor, 1, 20)
+        }
+        while baton_sd_bus_process(bus, nil) > 0 {}
+    }
+
+    private func handle(_ message: OpaquePointer) -> Int32 {
+        let header = DBusMessageHeader(message)
+        let member = header.member ?? ""
+        let started = Date()
+        do {
+            let reply: [DBusValue]
+            var descriptors: [Int32] = []
+            switch member {
+            case "Echo":
+                let arguments = try reader.arguments(of: message)
+                descriptors = (0..<UInt32(arguments.descriptors.count)).compactMap { arguments.descriptors.take($0) }
+                reply = arguments.values
+            case "First":
+                reply = try reader.nextArgument(of: message).map { [$0.0] } ?? []
+            case "UserInfo", "ShallowUserInfo":
+                let reader =
+                    member == "UserInfo" ? reader : DBusMessageReader(limits: DBusMappingLimits(maximumDepth: 16))
+                let arguments = try reader.arguments(of: message, expecting: try DBusSignature("a{sv}"))
+                let mapping = DBusPropertyListMapping(limits: reader.limits)
+                let userInfo = try mapping.userInfo(from: arguments.values[0])
+                reply = [try mapping.dbusValue(userInfo: userInfo)]
+            default:
+                return 0
+            }
+            defer { for descriptor in descriptors { close(descriptor) } }
+            var answer: OpaquePointer?
+            guard baton_sd_bus_message_new_method_return(message, &answer) >= 0, let answer else { return -ENOMEM }
+            defer { baton_sd_bus_message_unref(answer) }
+            try DBusMessageWriter().append(reply, to: answer, descriptors: descriptors)
+            served.append((member, nil, Date().timeIntervalSince(started)))
+            return baton_sd_bus_send(bus, answer, nil) >= 0 ? 1 : -EIO
+        } catch let error as DBusValueError {
+            served.append((member, error.code.name, Date().timeIntervalSince(started)))
+            return refuse(message, "org.baton.Test.Error.\(error.code.name)", error.message)
+        } catch {
+            served.append((member, "untyped", Date().timeIntervalSince(started)))
+            return refuse(message, "org.baton.Test.Error.untyped", "\(error)")
+        }
+    }
+
+    private func refuse(_ message: OpaquePointer, _ name: String, _ text: String) -> Int32 {
+        name.withCString { name in
+            String(text.prefix(1000)).withCString { text in
+                var error = sd_bus_error(name: name, message: text, _need_free: 0)
+                return baton_sd_bus_reply_method_error(message, &error) >= 0 ? 1 : -EIO
+            }
+        }
+    }
+}
