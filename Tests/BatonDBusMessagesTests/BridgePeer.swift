@@ -171,6 +171,9 @@ enum BridgePeer {
                 refused("an fd in a userInfo", "dbusUnmappable", "UserInfo", "a{sv}", Dictionary({"fd": dbus.types.UnixFd(f)}, signature="sv"))
             refused("a dictionary keyed by numbers in a userInfo", "dbusUnmappable", "UserInfo", "a{sv}", Dictionary({"m": Dictionary({Int32(1): "a"}, signature="is")}, signature="sv"))
             refused("an unknown tag", "dbusInvalidTaggedValue", "UserInfo", "a{sv}", Dictionary({"t": Struct(("when", v(Double(1))), signature="sv")}, signature="sv"))
+            refused("a 30 MiB string", "dbusStringTooLong", "Echo", "s", "y" * (30 << 20))
+            refused("30 MiB of data in a userInfo", "dbusStringTooLong", "UserInfo", "a{sv}", Dictionary({"data": dbus.ByteArray(b"z" * (30 << 20))}, signature="sv"))
+            refused("a 4M-element array", "dbusTooManyValues", "Echo", "au", Array(range(4 << 20), signature="u"))
             # After all that, the service still answers.
             check("still answering", call("Echo", "s", "alive"), String("alive"))
 

@@ -119,6 +119,13 @@ final class BridgeService {
         }
     }
 
+    /// The process's peak resident set so far, in MiB.
+    static var peakMemory: Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss / 1024
+    }
+
     private func refuse(_ message: OpaquePointer, _ name: String, _ text: String) -> Int32 {
         name.withCString { name in
             String(text.prefix(1000)).withCString { text in

@@ -40,19 +40,20 @@ struct DBusMessageBridgeTests {
     }
 
     @Test(
-        "Issue 28 item 1: hostile messages (wrong signatures, a 2 MiB string, key and data, 100k elements, variants past the reader's depth, an fd in a userInfo) are each refused with a typed error in bounded time, leaking no fd, and the service still answers",
+        "Issue 28 item 1: hostile messages (wrong signatures, 2 MiB and 30 MiB strings, keys and data, 100k and 4M elements, variants past the reader's depth, an fd in a userInfo) are each refused with a typed error in bounded time, leaking no fd, and the service still answers",
         .requires(.dbusDaemon, .pythonDBus, .libsystemd)
     )
     func hostileMessagesAreRefused() throws {
         try Self.withService { service, address, folder in
             let descriptorsBefore = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+            let memoryBefore = BridgeService.peakMemory
             let lines = try BridgePeer.run("hostile", against: service, address: address, folder: folder)
             let failures = lines.filter { $0.hasPrefix("FAIL") || !($0.hasPrefix("ok ") || $0.hasPrefix("refused ")) }
             #expect(failures.isEmpty, "\(failures)")
-            #expect(lines.filter { $0.hasPrefix("refused ") }.count == 14, "\(lines)")
+            #expect(lines.filter { $0.hasPrefix("refused ") }.count == 17, "\(lines)")
             #expect(lines.contains("ok still answering"))
             let refusals = service.served.filter { $0.code != nil }
-            #expect(refusals.count == 14)
+            #expect(refusals.count == 17)
             #expect(!refusals.contains { $0.code == "untyped" })
             for refusal in refusals {
                 print(
@@ -60,6 +61,11 @@ struct DBusMessageBridgeTests {
                 )
                 #expect(refusal.seconds < 2, "\(refusal.member) took \(refusal.seconds) s to refuse")
             }
+            // Not asserted (the figure is the whole process's, other suites may run at once): the most it grew is the
+            // largest message, which sd-bus holds whole, about 30 MiB here.
+            print(
+                "issue 28 item 1: peak memory \(memoryBefore) MiB before the hostile messages, \(BridgeService.peakMemory) MiB after"
+            )
             // The fd read from the refused userInfo was duplicated, then closed with the arguments.
             let descriptorsAfter = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
             #expect(
