@@ -27,7 +27,7 @@ enum BridgePeer {
     }
 
     static let script = #"""
-        import os, sys, tempfile, time
+        import os, random, sys, tempfile, time
         import dbus
         from dbus import (Array, Boolean, Byte, Dictionary, Double, Int16, Int32, Int64, ObjectPath, Signature,
                           String, Struct, UInt16, UInt32, UInt64)
@@ -49,11 +49,10 @@ enum BridgePeer {
             if isinstance(a, (dbus.Array, dbus.Dictionary)) and a.signature != b.signature:
                 return "%s: signature %s vs %s" % (where, a.signature, b.signature)
             if isinstance(a, dict):
-                if set(map(str, a)) != set(map(str, b)):
-                    return "%s: keys %s vs %s" % (where, sorted(map(str, a)), sorted(map(str, b)))
-                by_key = {str(k): v for k, v in b.items()}
+                if set(a) != set(b):
+                    return "%s: keys %r vs %r" % (where, sorted(a), sorted(b))
                 for k, v in a.items():
-                    diff = same(v, by_key[str(k)], "%s[%r]" % (where, k))
+                    diff = same(v, b[k], "%s[%r]" % (where, k))
                     if diff: return diff
                 return None
             if isinstance(a, (list, tuple)):
@@ -111,6 +110,8 @@ enum BridgePeer {
                 check("a file descriptor comes back as the same open file", Boolean(os.fstat(fd).st_ino == os.fstat(f.fileno()).st_ino), Boolean(True))
                 os.close(fd)
 
+            random_values(300)
+
             sent = Dictionary({
                 "name": String("Ünïcode ✓"), "count": Int32(-5), "big": UInt64(2**64 - 1), "flag": Boolean(True),
                 "ratio": Double(0.25), "data": Array([Byte(0), Byte(255)], signature="y"), "path": ObjectPath("/a/b"),
@@ -135,6 +136,61 @@ enum BridgePeer {
                 "pair": v(Array([v(Int64(1)), v(String("x"))], signature="v")),
             }, signature="sv")
             check("a userInfo of every type through the property-list mapping and back", call("UserInfo", "a{sv}", sent), expected)
+
+        def random_values(count, seed=28):
+            """`count` random values, nested up to 4 containers deep, each echoed and compared; one line for all."""
+            R = random.Random(seed)
+            texts = ["", "a", "héllo", "✓ 𝄞", "tab\there", "x" * 300, "日本語"]
+            basic = {
+                "y": lambda: Byte(R.randrange(256)), "b": lambda: Boolean(R.random() < 0.5),
+                "n": lambda: Int16(R.randrange(-2**15, 2**15)), "q": lambda: UInt16(R.randrange(2**16)),
+                "i": lambda: Int32(R.randrange(-2**31, 2**31)), "u": lambda: UInt32(R.randrange(2**32)),
+                "x": lambda: Int64(R.randrange(-2**63, 2**63)), "t": lambda: UInt64(R.randrange(2**64)),
+                "d": lambda: Double(R.uniform(-1e12, 1e12)), "s": lambda: String(R.choice(texts)),
+                "o": lambda: ObjectPath(R.choice(["/", "/a", "/org/baton/x_1/y2"])),
+                "g": lambda: Signature(R.choice(["", "i", "a{sv}", "(iav)"])),
+            }
+
+            def kind(depth):
+                roll = R.random()
+                if depth >= 4 or roll < 0.4: return R.choice(sorted(basic))
+                if roll < 0.6: return ("a", kind(depth + 1))
+                if roll < 0.75: return ("{", R.choice(sorted(basic)), kind(depth + 2))
+                if roll < 0.9: return ("(", [kind(depth + 1) for _ in range(R.randrange(1, 4))])
+                return "v"
+
+            def sig(t):
+                if isinstance(t, str): return t
+                if t[0] == "a": return "a" + sig(t[1])
+                if t[0] == "{": return "a{" + t[1] + sig(t[2]) + "}"
+                return "(" + "".join(map(sig, t[1])) + ")"
+
+            def wrapped(value, level):
+                if isinstance(value, (Array, Dictionary)): return type(value)(value, signature=value.signature, variant_level=level)
+                if isinstance(value, Struct): return Struct(value, signature=value.signature, variant_level=level)
+                return type(value)(value, variant_level=level)
+
+            def make(t, depth):
+                if t == "v":
+                    inner = make(kind(depth + 1), depth + 1)
+                    return wrapped(inner, getattr(inner, "variant_level", 0) + 1)
+                if isinstance(t, str): return basic[t]()
+                if t[0] == "a": return Array([make(t[1], depth + 1) for _ in range(R.randrange(4))], signature=sig(t[1]))
+                if t[0] == "{":
+                    return Dictionary({basic[t[1]](): make(t[2], depth + 2) for _ in range(R.randrange(4))}, signature=t[1] + sig(t[2]))
+                return Struct(tuple(make(f, depth + 1) for f in t[1]), signature="".join(map(sig, t[1])))
+
+            failures = 0
+            for n in range(count):
+                kinds = [kind(0) for _ in range(R.randrange(1, 4))]
+                values = tuple(make(t, 0) for t in kinds)
+                signature = "".join(map(sig, kinds))
+                got = call("Echo", signature, *values)
+                diff = same(tuple(got) if len(values) > 1 else (got,), values)
+                if diff:
+                    failures += 1
+                    print("FAIL random value %d (%s): %s" % (n, signature, diff), flush=True)
+            if not failures: print("ok %d random values, nested up to 4 deep" % count, flush=True)
 
         def refused(name, expected, member, signature, *args):
             started = time.monotonic()
