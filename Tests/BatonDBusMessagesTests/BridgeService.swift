@@ -20,6 +20,8 @@ final class BridgeService {
     let reader: DBusMessageReader
     /// Each call served: its member, the refusal's code (nil when answered), how long reading and answering took.
     private(set) var served: [(member: String, code: String?, seconds: Double)] = []
+    /// For each fd an `Echo` read: whether the reader's duplicate was close-on-exec.
+    private(set) var closeOnExec: [Bool] = []
 
     init(address: String, limits: DBusMappingLimits = .default) throws {
         bus = try SessionBus.open(address, purpose: "the sd-bus bridge tests")
@@ -90,6 +92,7 @@ final class BridgeService {
             case "Echo":
                 let arguments = try reader.arguments(of: message)
                 descriptors = (0..<UInt32(arguments.descriptors.count)).compactMap { arguments.descriptors.take($0) }
+                closeOnExec += descriptors.map { fcntl($0, F_GETFD) & FD_CLOEXEC != 0 }
                 reply = arguments.values
             case "First":
                 reply = try reader.nextArgument(of: message).map { [$0.0] } ?? []

@@ -36,6 +36,7 @@ struct DBusMessageBridgeTests {
             #expect(failures.isEmpty, "\(failures)")
             #expect(lines.filter { $0.hasPrefix("ok ") }.count == 18, "\(lines)")
             #expect(service.served.allSatisfy { $0.code == nil }, "\(service.served)")
+            #expect(service.closeOnExec == [true], "the fd read was not duplicated close-on-exec: \(service.closeOnExec)")
         }
     }
 
