@@ -55,7 +55,8 @@
     X(sd_bus_message_read_array, int, (sd_bus_message *, char, const void **, size_t *))                              \
     X(sd_bus_message_append_array, int, (sd_bus_message *, char, const void *, size_t))                               \
     X(sd_bus_message_rewind, int, (sd_bus_message *, int))                                                             \
-    X(sd_bus_message_at_end, int, (sd_bus_message *, int))
+    X(sd_bus_message_at_end, int, (sd_bus_message *, int))                                                             \
+    X(sd_bus_request_name, int, (sd_bus *, const char *, uint64_t))
 
 #define BATON_DECLARE_POINTER(name, result, parameters) static result(*baton_##name##_pointer) parameters;
 BATON_SD_BUS_FUNCTIONS(BATON_DECLARE_POINTER)
@@ -200,4 +201,7 @@ int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd) {
     if (copy < 0) return -errno;
     *fd = copy;
     return result;
+}
+int baton_sd_bus_request_name(sd_bus *bus, const char *name, uint64_t flags) {
+    return baton_sd_bus_request_name_pointer(bus, name, flags);
 }

@@ -14,7 +14,7 @@ enum BridgePeer {
         let handle = try FileHandle(forWritingTo: log)
         let peer = Process()
         peer.executableURL = try Requirement.pythonDBus.executable()
-        peer.arguments = ["-u", script.path, address, service.uniqueName, cases]
+        peer.arguments = ["-u", script.path, address, BridgeService.name, cases]
         peer.standardOutput = handle
         peer.standardError = handle
         try peer.run()
@@ -200,7 +200,9 @@ enum BridgePeer {
             except dbus.exceptions.DBusException as error:
                 seconds = time.monotonic() - started
                 got = error.get_dbus_name()
-                if got == "org.baton.Test.Error." + expected:
+                if len(error.get_dbus_message() or "") > 4096:
+                    print("FAIL %s: a message of %d characters" % (name, len(error.get_dbus_message())), flush=True)
+                elif got == "org.baton.Test.Error." + expected:
                     print("refused %s %s %.3f" % (name.replace(" ", "_"), got, seconds), flush=True)
                 else:
                     print("FAIL %s %s: %s" % (name, got, str(error)[:300]), flush=True)

@@ -15,6 +15,7 @@ import Testing
 /// A refusal is the D-Bus error `org.baton.Test.Error.<code>` (`dbusTooManyValues`...), with the message.
 final class BridgeService {
     static let path = "/org/baton/Test"
+    static let name = "org.baton.Test"
     let bus: OpaquePointer
     private var slot: OpaquePointer?
     let reader: DBusMessageReader
@@ -37,17 +38,13 @@ final class BridgeService {
             Unmanaged.passUnretained(self).toOpaque()
         )
         try #require(result >= 0, "sd_bus_add_object: \(result)")
+        let named = baton_sd_bus_request_name(bus, Self.name, 0)
+        try #require(named >= 0, "sd_bus_request_name: \(named)")
     }
 
     deinit {
         if let slot { baton_sd_bus_slot_unref(slot) }
         baton_sd_bus_flush_close_unref(bus)
-    }
-
-    var uniqueName: String {
-        var name: UnsafePointer<CChar>?
-        guard baton_sd_bus_get_unique_name(bus, &name) >= 0, let name else { return "" }
-        return String(cString: name)
     }
 
     /// A method call to nobody in particular, for building (the caller unrefs it).
@@ -107,18 +104,15 @@ final class BridgeService {
                 return 0
             }
             defer { for descriptor in descriptors { close(descriptor) } }
-            var answer: OpaquePointer?
-            guard baton_sd_bus_message_new_method_return(message, &answer) >= 0, let answer else { return -ENOMEM }
-            defer { baton_sd_bus_message_unref(answer) }
-            try DBusMessageWriter().append(reply, to: answer, descriptors: descriptors)
+            try DBusMethodReply.send(reply, to: message, descriptors: descriptors)
             served.append((member, nil, Date().timeIntervalSince(started)))
-            return baton_sd_bus_send(bus, answer, nil) >= 0 ? 1 : -EIO
+            return 1
         } catch let error as DBusValueError {
             served.append((member, error.code.name, Date().timeIntervalSince(started)))
-            return refuse(message, "org.baton.Test.Error.\(error.code.name)", error.message)
+            return DBusMethodReply.sendError("org.baton.Test.Error.\(error.code.name)", error.message, to: message)
         } catch {
             served.append((member, "untyped", Date().timeIntervalSince(started)))
-            return refuse(message, "org.baton.Test.Error.untyped", "\(error)")
+            return DBusMethodReply.sendError("org.baton.Test.Error.untyped", "\(error)", to: message)
         }
     }
 
@@ -127,14 +121,5 @@ final class BridgeService {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss / 1024
-    }
-
-    private func refuse(_ message: OpaquePointer, _ name: String, _ text: String) -> Int32 {
-        name.withCString { name in
-            String(text.prefix(1000)).withCString { text in
-                var error = sd_bus_error(name: name, message: text, _need_free: 0)
-                return baton_sd_bus_reply_method_error(message, &error) >= 0 ? 1 : -EIO
-            }
-        }
     }
 }

@@ -36,7 +36,10 @@ struct DBusMessageBridgeTests {
             #expect(failures.isEmpty, "\(failures)")
             #expect(lines.filter { $0.hasPrefix("ok ") }.count == 18, "\(lines)")
             #expect(service.served.allSatisfy { $0.code == nil }, "\(service.served)")
-            #expect(service.closeOnExec == [true], "the fd read was not duplicated close-on-exec: \(service.closeOnExec)")
+            #expect(
+                service.closeOnExec == [true],
+                "the fd read was not duplicated close-on-exec: \(service.closeOnExec)"
+            )
         }
     }
 

@@ -85,6 +85,9 @@ int baton_sd_bus_message_read_array(sd_bus_message *m, char type, const void **p
 int baton_sd_bus_message_append_array(sd_bus_message *m, char type, const void *ptr, size_t size);
 int baton_sd_bus_message_rewind(sd_bus_message *m, int complete);
 int baton_sd_bus_message_at_end(sd_bus_message *m, int complete);
+/// Asks the bus for a well-known name (a blocking call to the daemon); flags as sd-bus's SD_BUS_NAME_* (0: fail if
+/// another connection owns it, never queue).
+int baton_sd_bus_request_name(sd_bus *bus, const char *name, uint64_t flags);
 /// Reads an `h`: `*fd` is a duplicate of the message's descriptor, close-on-exec, the caller's to close (the message
 /// closes its own with itself). As read_basic: 1 read, 0 at the end of the container, negative errno on failure.
 int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd);
