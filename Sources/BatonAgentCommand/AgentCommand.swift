@@ -130,6 +130,9 @@ public struct AgentOptions: ParsableArguments {
     @Flag(help: "Offer nothing a media player plays (MPRIS on the session D-Bus), continue none here, and pause none (on by default where there is a session bus; issue 27).")
     var noMedia = false
 
+    @Flag(help: "Keep a player here playing when its track is continued on another device (by default it pauses, A8, and the other device starts where it stopped; issue 27).")
+    var mediaKeepsPlaying = false
+
     @Option(help: "The command that opens a web page when no app here continues it and no browser extension is connected (E1); the URL is appended; split at spaces.")
     var browserCommand = "xdg-open"
 
@@ -179,6 +182,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.desktopNotifications = !noNotify
         configuration.recentDocuments.isEnabled = !noRecentDocuments
         if noMedia { configuration.media.isEnabled = false }
+        if mediaKeepsPlaying { configuration.media.pausesWhenContinued = false }
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve
         configuration.associationRootFiles = caCertificates
