@@ -33,6 +33,17 @@ public enum DesktopFixtures {
             .write(to: applications.appendingPathComponent("\(id).desktop"))
     }
 
+    /// What the application of ``installRecordingApplication(id:name:arguments:in:script:record:)`` was asked to open,
+    /// once it has written `record` (its arguments, a line each); nil when it has not within `seconds`.
+    public static func recordedArguments(_ record: URL, within seconds: Double = 5) async -> String? {
+        let end = Date().addingTimeInterval(seconds)
+        repeat {
+            if let text = try? String(contentsOf: record, encoding: .utf8), !text.isEmpty { return text }
+            try? await Task.sleep(for: .milliseconds(10))
+        } while Date() < end
+        return nil
+    }
+
     /// GTK's own `Gtk.RecentManager` (Debian's python3-gi, under an X server of xvfb-run's) records `file` as used by
     /// the application `application` (a desktop file id), as a text/plain document, and waits (at most 5 s) until
     /// `$XDG_DATA_HOME/recently-used.xbel` exists. `environment` must give XDG_DATA_HOME and HOME. `launcher` is put

@@ -262,14 +262,8 @@ struct MediaSourceTests {
 
         let outcome = await hosts.desktop.continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome.message)")
-        var opened = ""
-        let end = Date().addingTimeInterval(10)
-        while Date() < end {
-            opened = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
-            if !opened.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(opened == hosts.desktopMusic.appendingPathComponent("Blue in Green.ogg").absoluteString + "\n", "the recorder was asked to open: \(opened)")
+        let opened = await DesktopFixtures.recordedArguments(record, within: 10)
+        #expect(opened == hosts.desktopMusic.appendingPathComponent("Blue in Green.ogg").absoluteString + "\n", "the recorder was asked to open: \(opened ?? "nothing")")
         await hosts.stop()
     }
 
@@ -292,14 +286,8 @@ struct MediaSourceTests {
         #expect(await Self.shown(on: hosts.desktop, where: Self.media("Blue in Green — Miles Davis")) != nil)
         let outcome = await hosts.desktop.continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome.message)")
-        var opened = ""
-        let end = Date().addingTimeInterval(10)
-        while Date() < end {
-            opened = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
-            if !opened.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(opened == "https://radio.example/live.ogg\n", "the browser was asked to open: \(opened)")
+        let opened = await DesktopFixtures.recordedArguments(record, within: 10)
+        #expect(opened == "https://radio.example/live.ogg\n", "the browser was asked to open: \(opened ?? "nothing")")
         await hosts.stop()
     }
 

@@ -46,11 +46,7 @@ struct OpensWithTests {
         // And that is what opens it.
         let outcome = await desktop.continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome)")
-        var opened: String?
-        for _ in 0..<500 {
-            if let text = try? String(contentsOf: world.recorded, encoding: .utf8), !text.isEmpty { opened = text; break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let opened = await DesktopFixtures.recordedArguments(world.recorded)
         #expect(opened?.hasPrefix("--view\n") == true, "the viewer opened it: \(opened ?? "nothing")")
     }
 

@@ -134,11 +134,7 @@ struct RecentDocumentsTests {
         let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome)")
         #expect(outcome.app == RecentDocumentsApp.bundleIdentifier)
-        var opened: String?
-        for _ in 0..<500 {
-            if let text = try? String(contentsOf: world.recorded, encoding: .utf8), !text.isEmpty { opened = text; break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let opened = await DesktopFixtures.recordedArguments(world.recorded)
         print("recent documents: continue on the desktop -> editor started with the document in \(Int(Date().timeIntervalSince(continued) * 1000)) ms")
         #expect(opened == world.folder("desktop").appendingPathComponent(name).path + "\n", "the editor was given the desktop's own path, as one argument")
     }
@@ -168,11 +164,7 @@ struct RecentDocumentsTests {
         #expect(await world.offeredTitle(within: 10) == "plan.txt — Baton Test Editor", "titled with the laptop's application")
         let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
         #expect(outcome.failure == nil, "\(outcome)")
-        var opened: String?
-        for _ in 0..<500 {
-            if let text = try? String(contentsOf: world.recorded, encoding: .utf8), !text.isEmpty { opened = text; break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let opened = await DesktopFixtures.recordedArguments(world.recorded)
         let url = URL(fileURLWithPath: world.folder("desktop").appendingPathComponent("plan.txt").path).absoluteString
         #expect(opened == "--view\n\(url)\n", "the viewer got the desktop's file as a URL (%U)")
     }
