@@ -128,6 +128,9 @@ let package = Package(
                 "BatonNotifications",
                 // What apps already publish (issue 27): recent documents and media players as activities.
                 "BatonActivitySources",
+                // The agent's D-Bus interface for apps in any language (issue 28 item 1; PROTOCOL.md §10, §11).
+                "BatonDBus",
+                "BatonDBusMessages",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
