@@ -9,6 +9,8 @@
 # installs `baton` and `baton-agent` into DIR/bin (default ~/.local/bin), the example apps ShopSnap.app and Notes.app
 # into $XDG_DATA_HOME/baton/apps, and the systemd user unit baton-agent.service into $XDG_CONFIG_HOME/systemd/user,
 # enabled and started with `systemctl --user enable --now` unless --no-enable, or where there is no user systemd.
+# Recipes, the example app in Python (issue 28 item 5), goes beside them in $XDG_DATA_HOME/baton/apps/Recipes, with
+# its desktop file in $XDG_DATA_HOME/applications and its D-Bus service file in $XDG_DATA_HOME/dbus-1/services.
 # A machine without an account gets one first (`baton init --name NAME`, the host name by default), so the agent has
 # an identity to start with. Every file it writes is listed in $XDG_DATA_HOME/baton/installed-files; --uninstall
 # removes those and nothing else: never the account (identity, roster, invites) or the search index in the same folder.
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --binaries) binaries="${2:?--binaries needs a folder}"; build=0; shift 2 ;;
     --uninstall) uninstall=1; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -65,6 +67,9 @@ config_home="${XDG_CONFIG_HOME:-$HOME/.config}"
 bin_dir="$prefix/bin"
 apps_dir="$data_home/baton/apps"
 unit_dir="$config_home/systemd/user"
+recipes_dir="$apps_dir/Recipes"
+desktop_dir="$data_home/applications"
+services_dir="$data_home/dbus-1/services"
 unit="$unit_dir/baton-agent.service"
 manifest="$data_home/baton/installed-files"
 
@@ -87,7 +92,7 @@ if [ "$uninstall" = 1 ]; then
     done
     rm -f -- "$manifest"
     user_systemd && systemctl --user daemon-reload || true
-    echo "Removed Baton from $bin_dir, $apps_dir and $unit_dir. Your account and search index in $data_home/baton are kept."
+    echo "Removed Baton from $bin_dir, $apps_dir, $desktop_dir, $services_dir and $unit_dir. Your account and search index in $data_home/baton are kept."
     exit 0
 fi
 
@@ -118,6 +123,20 @@ put "$release/shopsnap" "$apps_dir/ShopSnap.app/shopsnap" 755
 put "$root/Examples/Notes.app/Info.plist" "$apps_dir/Notes.app/Info.plist" 644
 put "$root/Examples/Notes.app/Notes.entitlements" "$apps_dir/Notes.app/Notes.entitlements" 644
 put "$release/notes" "$apps_dir/Notes.app/notes" 755
+# Recipes, the Python example: the script, its helper module and recipes, then its desktop file and D-Bus service file
+# naming the script where it now is (D-Bus activation and the agent's identity check want an absolute path).
+put_filled() { # put_filled TEMPLATE DESTINATION: the template with @APP_DIR@ made the folder Recipes is installed in
+    mkdir -p "$(dirname "$2")"
+    sed -e "s|@APP_DIR@|$recipes_dir|g" "$1" > "$2"
+    chmod 644 "$2"
+    installed+=("$2")
+}
+recipes="$root/Examples/Recipes"
+put "$recipes/recipes.py" "$recipes_dir/recipes.py" 755
+put "$recipes/baton_dbus.py" "$recipes_dir/baton_dbus.py" 644
+put "$recipes/recipes.json" "$recipes_dir/recipes.json" 644
+put_filled "$recipes/org.baton.Recipes.desktop.in" "$desktop_dir/org.baton.Recipes.desktop"
+put_filled "$recipes/org.baton.Recipes.service.in" "$services_dir/org.baton.Recipes.service"
 # A release tarball (scripts/package.sh) also holds manual pages and completions: under the prefix, where man, bash
 # (for ~/.local: $XDG_DATA_HOME/bash-completion), zsh (site-functions, add it to fpath) and fish look.
 if [ -d "$root/share/man/man1" ]; then
@@ -137,7 +156,8 @@ installed+=("$unit")
 mkdir -p "$(dirname "$manifest")"
 {
     printf '%s\n' "${installed[@]}"
-    printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir/Notes.app" "$apps_dir" "$unit_dir"
+    printf '%s\n' "$apps_dir/ShopSnap.app" "$apps_dir/Notes.app" "$recipes_dir" "$apps_dir" "$unit_dir" \
+        "$desktop_dir" "$services_dir" "$data_home/dbus-1"
 } | sort -u > "$manifest"
 
 # The account stays out of the manifest: an uninstall never removes it.
@@ -146,7 +166,10 @@ if [ ! -f "$data_home/baton/identity.plist" ]; then
     XDG_DATA_HOME="$data_home" "$bin_dir/baton" init --name "$name"
 fi
 
-echo "Installed baton and baton-agent in $bin_dir, ShopSnap and Notes in $apps_dir, and $unit."
+echo "Installed baton and baton-agent in $bin_dir, ShopSnap, Notes and Recipes in $apps_dir, and $unit."
+if ! /usr/bin/python3 -c "import gi; gi.require_version('Gtk', '4.0'); from gi.repository import Gtk" >/dev/null 2>&1; then
+    echo "Recipes, the example in Python, needs GTK 4 for Python: apt-get install python3-gi gir1.2-gtk-4.0"
+fi
 case ":$PATH:" in *":$bin_dir:"*) ;; *) echo "Add $bin_dir to your PATH to type \`baton\`." ;; esac
 if [ "$enable" = 1 ] && user_systemd; then
     systemctl --user daemon-reload

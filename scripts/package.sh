@@ -180,6 +180,10 @@ install -m 755 scripts/install.sh "$tree/scripts/install.sh"
 for app in ShopSnap Notes; do
     install -m 644 "Examples/$app.app/Info.plist" "Examples/$app.app/$app.entitlements" "$tree/Examples/$app.app/"
 done
+# Recipes, the example in Python (issue 28 item 5): install.sh puts it beside them.
+install -d "$tree/Examples/Recipes"
+install -m 755 Examples/Recipes/recipes.py "$tree/Examples/Recipes/"
+install -m 644 Examples/Recipes/baton_dbus.py Examples/Recipes/recipes.json Examples/Recipes/org.baton.Recipes.*.in "$tree/Examples/Recipes/"
 install -m 644 Packaging/baton-agent.service.in "$tree/Packaging/"
 printf '%s\n' '#!/bin/sh' \
     '# Installs this Baton for the current user: scripts/install.sh with the binaries in this folder (see --help).' \
