@@ -64,7 +64,7 @@ class RecipesApp(Gtk.Application):
         self.add_main_option('scroll', 0, GLib.OptionFlags.NONE, GLib.OptionArg.DOUBLE, 'Scroll to this fraction (0 to 1)', 'F')
         self.add_main_option('then-scroll', 0, GLib.OptionFlags.NONE, GLib.OptionArg.DOUBLE, 'Once shown, scroll to F as a reader would', 'F')
         self.add_main_option('print-state', 0, GLib.OptionFlags.NONE, GLib.OptionArg.NONE, 'Print a JSON line at each change', None)
-        self.add_main_option('state-file', 0, GLib.OptionFlags.NONE, GLib.OptionArg.FILENAME, 'Append those lines to FILE', 'FILE')
+        self.add_main_option('state-file', 0, GLib.OptionFlags.NONE, GLib.OptionArg.STRING, 'Append those lines to FILE', 'FILE')
         self.add_main_option('quit-after', 0, GLib.OptionFlags.NONE, GLib.OptionArg.DOUBLE, 'Quit after SECONDS', 'SECONDS')
         self.connect('handle-local-options', self.on_options)
 
@@ -82,7 +82,7 @@ class RecipesApp(Gtk.Application):
         self.then_scroll = options.get('then-scroll')
         self.print_state = 'print-state' in options
         if 'state-file' in options:
-            self.state_file = options['state-file'].decode() if isinstance(options['state-file'], bytes) else options['state-file']
+            self.state_file = options['state-file']
         if 'quit-after' in options:
             GLib.timeout_add(int(options['quit-after'] * 1000), self.quit)
         return -1  # go on and run

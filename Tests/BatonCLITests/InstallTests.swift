@@ -26,7 +26,7 @@ struct InstallTests {
     /// The binaries this build made, what install.sh installs.
     static var binaries: String { Baton.executable.deletingLastPathComponent().path }
 
-    @Test("install into a temporary prefix: baton runs, finds ShopSnap and Notes; uninstall keeps the account")
+    @Test("install into a temporary prefix: baton runs, finds ShopSnap, Notes and Recipes; uninstall keeps the account")
     func installAndUninstall() async throws {
         try await startingProcesses {
             let root = try Baton.temporaryDirectory()
@@ -50,6 +50,10 @@ struct InstallTests {
             let apps = try Baton.run(["apps", "list"], environment: environment, executable: baton)
             #expect(apps.stdout.contains("com.razeware.ShopSnap") && apps.stdout.contains(environment["XDG_DATA_HOME"]! + "/baton/apps"), "\(apps.output)")
             #expect(apps.stdout.contains("org.baton.Notes"), "the document-based example too: \(apps.output)")
+            // Recipes, the example in Python (issue 28 item 5), registered by the desktop file install.sh wrote.
+            let recipes = environment["XDG_DATA_HOME"]! + "/applications/org.baton.Recipes.desktop"
+            #expect(apps.stdout.contains("org.baton.Recipes") && apps.stdout.contains("desktop-file"), "\(apps.output)")
+            #expect(FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/dbus-1/services/org.baton.Recipes.service"))
             let devices = try Baton.run(["devices", "--offline"], environment: environment, executable: baton)
             #expect(devices.stdout.contains("installed"), "\(devices.output)")
 
@@ -57,6 +61,7 @@ struct InstallTests {
             #expect(removed.status == 0, "\(removed.output)")
             #expect(!FileManager.default.fileExists(atPath: baton.path) && !FileManager.default.fileExists(atPath: unit))
             #expect(!FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/baton/apps"))
+            #expect(!FileManager.default.fileExists(atPath: recipes) && !FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/dbus-1"))
             #expect(FileManager.default.fileExists(atPath: environment["XDG_DATA_HOME"]! + "/baton/identity.plist"), "the account is kept")
             // A second uninstall has nothing to do, and says so.
             #expect(try script(["--uninstall"]).stdout.contains("Nothing to remove"))

@@ -46,6 +46,20 @@ extension Requirement {
         return result.status == 0 ? nil : "\(python) cannot import Gtk 3 from gi: \(result.output.suffix(300))"
     }
 
+    /// GTK 4 through Debian's python3-gi: Recipes, the example app in Python (issue 28 item 5).
+    public static let gtk4 = Requirement("gir1.2-gtk-4.0", label: "python3-gi with GTK 4", programs: ["/usr/bin/python3"], packages: ["python3-gi", "gir1.2-gtk-4.0"]) {
+        python in
+        let imports = "import gi; gi.require_version('Gtk', '4.0'); from gi.repository import Gtk"
+        guard let python, let result = Requirement.run(python, ["-c", imports]) else { return "cannot run python3" }
+        return result.status == 0 ? nil : "\(python) cannot import Gtk 4 from gi: \(result.output.suffix(300))"
+    }
+
+    /// ImageMagick's `import`: a screenshot of an X display, into the test output folder.
+    public static let imagemagick = Requirement("import", label: "ImageMagick's import", programs: ["import"], packages: ["imagemagick"])
+
+    /// `xwininfo`: the windows on an X display, by title, as X itself has them.
+    public static let xwininfo = Requirement("xwininfo", programs: ["xwininfo"], packages: ["x11-utils"])
+
     /// xvfb-run: an X server of its own for the one GTK program it runs (GTK will not start without a display).
     public static let xvfbRun = Requirement("xvfb-run", programs: ["xvfb-run"], packages: ["xvfb", "xauth"])
 
