@@ -19,8 +19,9 @@ import sys
 
 import gi
 
+gi.require_version('Gdk', '4.0')
 gi.require_version('Gtk', '4.0')
-from gi.repository import Gio, GLib, Gtk  # noqa: E402
+from gi.repository import Gdk, Gio, GLib, Gtk  # noqa: E402
 
 import baton_dbus  # noqa: E402
 
@@ -263,4 +264,8 @@ class RecipesApp(Gtk.Application):
 
 
 if __name__ == '__main__':
+    if Gdk.Display.get_default() is None:
+        # Said here, not as a traceback from the window, and not status 0: whoever launched the app must see it failed.
+        print('recipes: cannot open a display (DISPLAY or WAYLAND_DISPLAY is not set, or not reachable)', file=sys.stderr)
+        sys.exit(1)
     sys.exit(RecipesApp().run(sys.argv))

@@ -107,28 +107,39 @@ final class RecipesProcess {
         return file
     }
 
-    /// The first state line whose event is `event`, within `seconds`; fails the test with the app's output when none.
+    /// The first state line whose event is `event`, within `seconds` and while it runs.
     func waitFor(_ event: String, seconds: Double = 20) async throws -> [String: Any] {
-        let end = Date().addingTimeInterval(seconds)
-        repeat {
-            let text = (try? String(contentsOf: states, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") {
-                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["event"] as? String == event {
-                    return object
-                }
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        } while Date() < end && process.isRunning
-        let errors = (try? String(contentsOf: states.deletingLastPathComponent().appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
-        let text = (try? String(contentsOf: states, encoding: .utf8)) ?? ""
-        Issue.record("Recipes said no \(event) within \(seconds) s; its states: \(text); its errors: \(errors.suffix(2000))")
-        throw CancellationError()
+        try await RecipesStates(file: states).waitFor(event, seconds: seconds) { [process] in process.isRunning }
     }
 
     /// Ends it (SIGKILL: the test runner's threads block SIGTERM, and children inherit the mask), reaped.
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+}
+
+/// The state lines a Recipes writes (`--state-file`, `RECIPES_STATE_FILE`), a JSON object each.
+struct RecipesStates {
+    let file: URL
+
+    /// The first line whose event is `event`, within `seconds` (and while `running`); fails the test with the app's
+    /// lines and errors (`stderr` beside the file) when none comes.
+    func waitFor(_ event: String, seconds: Double = 20, running: () -> Bool = { true }) async throws -> [String: Any] {
+        let end = Date().addingTimeInterval(seconds)
+        repeat {
+            let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["event"] as? String == event {
+                    return object
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        } while Date() < end && running()
+        let errors = (try? String(contentsOf: file.deletingLastPathComponent().appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        Issue.record("Recipes said no \(event) within \(seconds) s; its states: \(text); its errors: \(errors.suffix(2000))")
+        throw CancellationError()
     }
 }
 
