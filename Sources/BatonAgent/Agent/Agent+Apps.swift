@@ -131,30 +131,35 @@ extension Agent: IPCHandler {
         // The agent's own sources (issue 27) connect as their built-in apps from the agent's process alone.
         let inProcess = (configuration.trustsThisProcess || Agent.inAgentApps.contains(bundle)) && credentials.pid == getpid()
         if !inProcess {
-            let registered = app.executableURL.map(resolvedPath)
-            let running = PeerCredentials.executable(of: credentials.pid)
+            // Issue 28 item 3: the app's program (a script's interpreter and the script, or a Flatpak app's id), read
+            // from /proc at once with the start time.
+            let program = app.executableURL.map { AppProgram.of($0, searchPath: DesktopAppLoader.programSearchPath()) }
+            let image = ProcessImage.of(credentials.pid)
             // At the descriptor limit `/proc` cannot be read: say so, not that the app is an impostor (issue 25 item 7).
-            if registered != nil, running == nil || connection.process.startTime == nil, Launcher.descriptorsExhausted() {
+            if program != nil, image?.executable == nil || connection.process.startTime == nil, Launcher.descriptorsExhausted() {
                 log("\(bundle) (pid \(credentials.pid)) cannot be checked: \(Launcher.tooManyOpenFiles)")
                 connection.refuse(.launchFailed, "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
                 // The continuations waiting for this app fail now, naming the cause, not at their deadline.
                 handoff.launchedAppEnded(bundle, message: "cannot launch \(bundle): \(Launcher.tooManyOpenFiles)")
                 return nil
             }
-            guard let registered, let running, running == registered else {
-                connection.refuse(
-                    .notPermitted,
-                    "process \(credentials.pid) runs \(running ?? "an unknown executable"), not \(bundle)'s executable \(registered ?? "(none registered)")"
-                )
+            guard let image else {
+                connection.refuse(.notPermitted, "process \(credentials.pid) has ended; it cannot be checked as \(bundle)")
+                return nil
+            }
+            if let refusal = image.refusal(as: bundle, program: program) {
+                connection.refuse(.notPermitted, refusal)
                 return nil
             }
             // ISSUE 10 item 4: the process that connected must be the one that says hello, unchanged: same start time
-            // (not a recycled pid), and the registered executable already when the connection was accepted (a
-            // process that connects and then execs the app's binary, handing the socket to a child, is refused).
-            guard connection.process.isStill(running: registered), connection.process.executable == registered else {
+            // (not a recycled pid), and the same executable already when the connection was accepted (a process that
+            // connects and then execs the app's binary, handing the socket to a child, is refused).
+            guard connection.process.startTime != nil, image.startTime == connection.process.startTime,
+                connection.process.executable == image.executable
+            else {
                 connection.refuse(
                     .notPermitted,
-                    "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s executable"
+                    "process \(credentials.pid) ran \(connection.process.executable ?? "an unknown executable") when it connected, not \(bundle)'s \(program?.described ?? "program")"
                 )
                 return nil
             }
@@ -173,9 +178,15 @@ extension Agent: IPCHandler {
     func isStillTheApp(_ connection: IPCConnection) -> Bool {
         guard case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) else { return false }
         if configuration.trustsThisProcess || Agent.inAgentApps.contains(bundle), connection.process.pid == getpid() { return true }
-        guard let registered = registry.app(bundleIdentifier: bundle)?.executableURL.map(resolvedPath) else { return false }
+        guard let executable = registry.app(bundleIdentifier: bundle)?.executableURL else { return false }
+        // Issue 28 item 3: the same checks as the hello's, on the process read again now (a script's interpreter and
+        // its command line, or its Flatpak app id), with the start time it had when it connected.
+        let program = AppProgram.of(executable, searchPath: DesktopAppLoader.programSearchPath())
+        guard let image = ProcessImage.of(connection.process.pid), image.startTime == connection.process.startTime,
+            image.executable == connection.process.executable, image.refusal(as: bundle, program: program) == nil
+        else { return false }
         // Issue 25 item 8: and no other process has come to hold its connection since the hello.
-        return connection.process.isStill(running: registered) && heldElsewhere(connection) == nil
+        return heldElsewhere(connection) == nil
     }
 
     // MARK: Launching
