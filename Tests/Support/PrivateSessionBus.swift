@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// A session bus of the test's own: `dbus-daemon` with a configuration in the test's folder, no service activation.
+/// A session bus of the test's own: `dbus-daemon` with a configuration in the test's folder, service activation only
+/// from the service folder a test gives.
 /// Its socket is a path (never an abstract name), so whatever is given its address reaches it, from any namespace.
 public final class PrivateSessionBus {
     public let folder: URL
@@ -11,10 +12,11 @@ public final class PrivateSessionBus {
     /// The bus at `folder/bus`, started. `launcher` runs the daemon where the test wants it: the argument vector put
     /// before `dbus-daemon ...` (`scripts/netns.sh exec PREFIX K` starts it inside host K's network namespace); it must
     /// exec the daemon, so that killing the process started here kills the daemon. Empty: started here.
-    public init(in folder: URL, launcher: [String] = []) throws {
+    /// `serviceFolder`: where the bus finds the D-Bus service files it starts services from (issue 28 item 4).
+    public init(in folder: URL, launcher: [String] = [], serviceFolder: URL? = nil) throws {
         self.folder = folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let configuration = try Self.configuration(in: folder)
+        let configuration = try Self.configuration(in: folder, serviceFolder: serviceFolder)
         let executable = try Requirement.dbusDaemon.executable()
         let arguments = ["--config-file=\(configuration.path)", "--nofork"]
         daemon = Process()
@@ -35,8 +37,8 @@ public final class PrivateSessionBus {
     }
 
     /// Writes `folder/bus.conf`: a session bus listening at `folder/bus` (EXTERNAL authentication, everything allowed,
-    /// no service activation); returns it, for `dbus-daemon --config-file`.
-    public static func configuration(in folder: URL) throws -> URL {
+    /// service activation from `serviceFolder` alone, if given); returns it, for `dbus-daemon --config-file`.
+    public static func configuration(in folder: URL, serviceFolder: URL? = nil) throws -> URL {
         let configuration = folder.appendingPathComponent("bus.conf")
         try Data(
             """
@@ -45,7 +47,7 @@ public final class PrivateSessionBus {
             <busconfig>
               <type>session</type>
               <listen>unix:path=\(folder.path)/bus</listen>
-              <auth>EXTERNAL</auth>
+              <auth>EXTERNAL</auth>\(serviceFolder.map { "\n  <servicedir>\($0.path)</servicedir>" } ?? "")
               <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
             </busconfig>
             """.utf8

@@ -1,3 +1,6 @@
+import BatonNotifications
+import BatonRegistry
+import CSystemd
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -98,5 +101,95 @@ enum Launcher {
         case ENOEXEC: "the file is not an executable this system can run"
         default: String(cString: strerror(code))
         }
+    }
+}
+
+// MARK: Starting an app (issue 28 item 4)
+
+extension Launcher {
+    /// How an app was started.
+    enum Started: Sendable, Hashable {
+        /// The session bus started it (D-Bus activation): it runs, and owns its name on the bus.
+        case activated
+        /// Its command was spawned here: the child `pid`; `note` says why when D-Bus activation was asked for and not
+        /// used (the log shows it).
+        case spawned(pid_t, note: String?)
+        /// It could not be started, and why.
+        case failed(String)
+    }
+
+    /// The argument vector that starts `app`: a desktop-file app's `Exec` line (``AppRecord/launchCommand``), else its
+    /// executable alone; nil when it has neither.
+    static func command(for app: AppRecord) -> [String]? {
+        if let command = app.launchCommand, !command.isEmpty { return command }
+        guard let executable = app.executableURL, FileManager.default.isExecutableFile(atPath: executable.path) else { return nil }
+        return [executable.path]
+    }
+
+    /// Starts `app`: an app whose desktop file says `DBusActivatable=true` by the session bus at `busAddress`
+    /// (`StartServiceByName`), falling back to its `Exec` line when the bus has no service for it (or there is no
+    /// bus); any other by its command, with `environment`, no shell. Blocks while the bus starts the app (at most
+    /// `timeoutMicroseconds`): call it off the event loop for an activatable app.
+    static func start(_ app: AppRecord, environment: [String: String], busAddress: String?, timeoutMicroseconds: UInt64) -> Started {
+        let id = app.bundleIdentifier
+        var note: String?
+        if app.isDBusActivatable {
+            if let busAddress {
+                switch activate(id, busAddress: busAddress, timeoutMicroseconds: timeoutMicroseconds) {
+                case .success: return .activated
+                case .failure(.noService(let why)): note = "the session bus has no service for \(id) (\(why)); launched by its Exec line instead"
+                case .failure(.failed(let why)): return .failed("the session bus could not start \(id): \(why)")
+                }
+            } else {
+                note = "no session bus to start \(id) by D-Bus activation; launched by its Exec line instead"
+            }
+        }
+        guard let command = command(for: app), let program = command.first else {
+            return .failed("\(id) is not running and has no executable to launch")
+        }
+        do {
+            return .spawned(try spawn(program, arguments: Array(command.dropFirst()), environment: environment), note: note)
+        } catch {
+            return .failed((error as? BatonAgentError)?.message ?? "\(error)")
+        }
+    }
+
+    /// Why the bus did not start a service.
+    enum ActivationFailure: Error, Sendable, Hashable {
+        /// The bus has no service file for the name (`org.freedesktop.DBus.Error.ServiceUnknown`).
+        case noService(String)
+        /// Anything else: no bus, the service's program failed, no answer in time.
+        case failed(String)
+    }
+
+    /// Asks the session bus at `busAddress` to start the service `name` (`org.freedesktop.DBus.StartServiceByName(name,
+    /// 0)`) on a connection of its own, closed after; returns once the service owns its name (or it already ran).
+    static func activate(_ name: String, busAddress: String, timeoutMicroseconds: UInt64) -> Result<Void, ActivationFailure> {
+        let bus: OpaquePointer
+        do {
+            bus = try SessionBus.open(busAddress, purpose: "starting apps by D-Bus activation")
+        } catch {
+            return .failure(.failed(error.message))
+        }
+        defer { baton_sd_bus_flush_close_unref(bus) }
+        var message: OpaquePointer?
+        var result = baton_sd_bus_message_new_method_call(
+            bus, &message, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "StartServiceByName"
+        )
+        guard result >= 0, let message else { return .failure(.failed("cannot make the call (\(String(cString: strerror(-result))))")) }
+        defer { baton_sd_bus_message_unref(message) }
+        result = name.withCString { baton_sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+        var flags: UInt32 = 0
+        if result >= 0 { result = baton_sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &flags) }
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        defer { baton_sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        if result >= 0 { result = baton_sd_bus_call(bus, message, timeoutMicroseconds, &error, &reply) }
+        if let reply { baton_sd_bus_message_unref(reply) }
+        guard result < 0 else { return .success(()) }
+        let errorName = error.name.map { String(cString: $0) }
+        let why = [errorName, error.message.map { String(cString: $0) }].compactMap { $0 }.joined(separator: ": ")
+        let described = why.isEmpty ? String(cString: strerror(-result)) : why
+        return errorName == "org.freedesktop.DBus.Error.ServiceUnknown" ? .failure(.noService(described)) : .failure(.failed(described))
     }
 }

@@ -1,5 +1,7 @@
 import BatonCore
+import BatonNotifications
 import BatonRegistry
+import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -56,7 +58,7 @@ extension HandoffCoordinator {
             // Issue 14: the built-in browser is the `baton` binary, not something to launch.
             return broker { $0.launchFailed(id, message: "the browser extension's host disconnected; open the page again") }
         }
-        guard let app = host?.installedApp(bundle), let executable = app.executableURL, FileManager.default.isExecutableFile(atPath: executable.path) else {
+        guard let app = host?.installedApp(bundle), app.isDBusActivatable || Launcher.command(for: app) != nil else {
             return broker { $0.launchFailed(id, message: "\(bundle) is not running and has no executable to launch") }
         }
         let alreadyLaunched = withState { $0.launched[bundle].map(Launcher.isRunning) ?? false }
@@ -65,20 +67,40 @@ extension HandoffCoordinator {
             environment["BATON_AGENT_SOCKET"] = socketPath
             environment["BATON_BUNDLE_IDENTIFIER"] = bundle
             environment["BATON_LAUNCHED"] = "1"
-            do {
-                let pid = try Launcher.spawn(executable.path, environment: environment)
-                withState { $0.launched[bundle] = pid }
-                childrenChanged()
-                // An app that ends at once can be reaped before it is recorded above, its SIGCHLD spent: look again,
-                // so the broker hears "ended before it connected" now, not at the launch deadline.
-                appWork.childStarted()
-                log("launched \(bundle) (pid \(pid))")
-            } catch {
-                log("cannot launch \(bundle): \(error)")
-                return broker { $0.launchFailed(id, message: (error as? BatonAgentError)?.message ?? "\(error)") }
+            if app.isDBusActivatable {
+                // Issue 28 item 4: the session bus starts it, which blocks until the app owns its name: off the loop, on
+                // a connection of its own, for at most the launch deadline (C5) the broker times from now.
+                let address = NotificationServer.sessionBusAddress(environment: environment) { FileManager.default.fileExists(atPath: $0) }
+                let timeout = withState { $0.broker.deadlines.launchMilliseconds } * 1000
+                DispatchQueue.global().async { [self, environment] in
+                    let started = Launcher.start(app, environment: environment, busAddress: address, timeoutMicroseconds: timeout)
+                    onLoop { [self] in launched(id, bundle: bundle, started) }
+                }
+            } else {
+                launched(id, bundle: bundle, Launcher.start(app, environment: environment, busAddress: nil, timeoutMicroseconds: 0))
             }
         }
         broker { $0.launchStarted(id, now: clock.uptime()) }
+    }
+
+    /// What starting `bundle` for continuation `id` gave: a child is kept (and reaped) as the agent's, a failure ends
+    /// the continuation naming it (C8).
+    private func launched(_ id: HandoffBroker.ContinuationID, bundle: String, _ started: Launcher.Started) {
+        switch started {
+        case .activated:
+            log("the session bus started \(bundle) (D-Bus activation)")
+        case .spawned(let pid, let note):
+            if let note { log(note) }
+            withState { $0.launched[bundle] = pid }
+            childrenChanged()
+            // An app that ends at once can be reaped before it is recorded above, its SIGCHLD spent: look again,
+            // so the broker hears "ended before it connected" now, not at the launch deadline.
+            appWork.childStarted()
+            log("launched \(bundle) (pid \(pid))")
+        case .failed(let message):
+            log("cannot launch \(bundle): \(message)")
+            broker { $0.launchFailed(id, message: message) }
+        }
     }
 
     /// Fetches the state of continuation `id` from its device (C4); the broker hears the answer. No task: over a

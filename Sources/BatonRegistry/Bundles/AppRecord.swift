@@ -51,6 +51,13 @@ public struct AppRecord: Sendable, Hashable {
     /// `Resources`); nil without one. For a desktop-file app its `Icon`: a theme's icon name or an absolute file.
     /// Desktop notifications show it (issue 16).
     public let iconFile: String?
+    /// The argument vector that starts a desktop-file app (issue 28 item 4): its `Exec` line's, the program found on
+    /// `PATH` (an absolute path), `%f %F %u %U` dropped (no document is opened) and `%i %c %k` expanded, run without a
+    /// shell. Nil for a bundle (its executable alone is run) or when `Exec` is missing, invalid or not installed.
+    public let launchCommand: [String]?
+    /// Whether the desktop file says `DBusActivatable=true`: the app is started by the session bus (its D-Bus service
+    /// file), `Exec` being the fallback when the bus has no service for it (issue 28 item 4).
+    public let isDBusActivatable: Bool
 
     /// Every activity type the app can continue (SEMANTICS D1, B5).
     public var claimedActivityTypes: Set<String> {
@@ -80,7 +87,9 @@ public struct AppRecord: Sendable, Hashable {
         warnings: [AppBundleWarning],
         isIdentityResolved: Bool,
         iconFile: String? = nil,
-        kind: Kind = .bundle
+        kind: Kind = .bundle,
+        launchCommand: [String]? = nil,
+        isDBusActivatable: Bool = false
     ) {
         self.bundleURL = bundleURL
         self.bundleIdentifier = bundleIdentifier
@@ -94,6 +103,8 @@ public struct AppRecord: Sendable, Hashable {
         self.isIdentityResolved = isIdentityResolved
         self.iconFile = iconFile
         self.kind = kind
+        self.launchCommand = launchCommand
+        self.isDBusActivatable = isDBusActivatable
     }
 }
 

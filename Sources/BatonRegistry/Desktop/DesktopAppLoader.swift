@@ -36,6 +36,8 @@ public enum DesktopAppLoader {
     static let activityTypesKey = "X-Baton-ActivityTypes"
     static let documentTypeKey = "X-Baton-DocumentActivityType"
     static let domainsKey = "X-Baton-AssociatedDomains"
+    /// The Desktop Entry specification's key for an app the session bus starts (issue 28 item 4).
+    static let dbusActivatableKey = "DBusActivatable"
     /// The longest team identifier taken: Apple's are 10 characters, and the app listing carries at most 64 bytes.
     static let maximumTeamLength = 64
 
@@ -98,6 +100,15 @@ public enum DesktopAppLoader {
         }
         let domains = fields.list(domainsKey, warnings: &warnings).compactMap { AppBundleLoader.associatedDomain($0, key: domainsKey, warnings: &warnings) }
         let executable = try Self.executable(of: entry, searchPath: programSearchPath, warnings: &warnings, refuse: refuse)
+        let launchCommand = Self.launchCommand(of: entry, file: file, searchPath: programSearchPath)
+        if launchCommand == nil, entry.tryExec?.isEmpty == false, entry.exec != nil {
+            // Without TryExec, `executable(of:)` has said already what is wrong with Exec.
+            warnings.append(AppBundleWarning(key: "Exec", "is invalid or its program is not installed; the app cannot be launched"))
+        }
+        let activatable = try? entry.keyFile.bool(dbusActivatableKey, in: DesktopEntry.group)
+        if activatable == nil, entry.keyFile.raw(dbusActivatableKey, in: DesktopEntry.group) != nil {
+            warnings.append(AppBundleWarning(key: dbusActivatableKey, "is neither true nor false; the app is launched by its Exec line"))
+        }
         if team == nil, !warnings.contains(where: { $0.key == teamKey }) {
             warnings.append(AppBundleWarning(key: teamKey, "missing: the app continues no activity"))
         }
@@ -114,8 +125,21 @@ public enum DesktopAppLoader {
             isIdentityResolved: team != nil,
             // `Icon`: a theme's icon name or an absolute file, for the desktop notification of an offer (issue 16).
             iconFile: entry.icon.map { $0.trimmingWhitespace() }.flatMap { $0.isEmpty ? nil : $0 },
-            kind: .desktopFile
+            kind: .desktopFile,
+            launchCommand: launchCommand,
+            isDBusActivatable: activatable ?? false
         )
+    }
+
+    /// The argument vector that starts the app (issue 28 item 4): the `Exec` line's with no document (`%f %F %u %U`
+    /// dropped, `%i %c %k` expanded as the Desktop Entry specification says), its program resolved to an absolute
+    /// path as ``resolve(_:searchPath:)`` finds it; nil when `Exec` is missing, invalid or its program not installed.
+    static func launchCommand(of entry: DesktopEntry, file: URL, searchPath: [String]) -> [String]? {
+        let context = ExecLine.Context(icon: entry.icon, name: entry.name, location: file.path)
+        guard let line = try? entry.execLine(), let argv = try? line.commands(opening: [], context: context).first,
+            let first = argv.first, let program = resolve(first, searchPath: searchPath)
+        else { return nil }
+        return [program.path] + argv.dropFirst()
     }
 
     /// The program Baton checks a process against: `TryExec` (which must be installed, or the entry is not: the
