@@ -156,14 +156,19 @@ class RecipesApp(Gtk.Application):
 
     def on_layout(self, adjustment):
         """Scrolls to the position asked for as the text is laid out: GTK lays a long text out in steps, each changing
-        the room to scroll, so the position is set again at each step and counts as shown once none came for 300 ms."""
+        the room to scroll, so the position is set again at each step, and counts as shown once there is room and no
+        step came for 500 ms (or after 3 s, for a text too short to scroll)."""
         if self.pending_scroll is None:
             return
         room = adjustment.get_upper() - adjustment.get_page_size()
-        adjustment.set_value(self.pending_scroll * max(room, 0))
+        if room <= 0 and self.pending_scroll > 0:
+            if not self.settle:
+                self.settle = GLib.timeout_add(3000, self.on_settled)
+            return
+        adjustment.set_value(self.pending_scroll * room)
         if self.settle:
             GLib.source_remove(self.settle)
-        self.settle = GLib.timeout_add(300, self.on_settled)
+        self.settle = GLib.timeout_add(500, self.on_settled)
 
     def on_settled(self):
         self.settle = 0

@@ -40,6 +40,30 @@ struct RecipesAppTests {
         #expect(service.contains("Exec=\(Self.app.path)/recipes.py --gapplication-service"), "\(service)")
     }
 
+    /// PROTOCOL §10's example, as the Python helper writes it, and every row of the table read back as what was written.
+    static let mappingCheck = """
+        import datetime, sys, uuid
+        sys.path.insert(0, sys.argv[1])
+        import baton_dbus as b
+        opened = datetime.datetime(2025, 11, 26, 18, tzinfo=datetime.timezone.utc)
+        example = {'recipe': 'Tarte Tatin', 'step': 3, 'scroll': 0.5, 'opened': opened, 'tags': {'apple'}}
+        print(b.to_variant(example).print_(True))
+        rows = {'s': 'x', 'x': -5, 't': 2**64 - 1, 'd': 0.5, 'b': True, 'ay': b'\\x89PNG', 'av': ['a', 2], 'dict': {'k': [{'y': 1.5}]},
+                'date': opened, 'url': b.URL('https://example.com/r/42'), 'uuid': uuid.UUID('e621e1f8-c36c-495a-93fc-0c247a3e6e5f'),
+                'set': {'apple'}, 'null': None}
+        back = b.from_variant(b.to_variant(rows))
+        print('same' if back == rows and all(type(back[k]) is type(v) for k, v in rows.items()) else f'differs: {back!r}')
+        """
+
+    @Test("baton_dbus writes PROTOCOL §10's example as the protocol prints it, and reads every row of the table back as it was (dates, URLs, UUIDs, sets, null as tagged structures)", .requires(.gtk4))
+    func helperMapsAsPROTOCOLSays() throws {
+        let result = try DesktopFixtures.run(try Requirement.gtk4.executable(), ["-c", Self.mappingCheck, Self.app.path])
+        try #require(result.status == 0, "\(result.output)")
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "{'opened': <('date', <785872800.0>)>, 'recipe': <'Tarte Tatin'>, 'scroll': <0.5>, 'step': <int64 3>, 'tags': <('set', <[<'apple'>]>)>}", "\(result.output)")
+        #expect(lines.last == "same", "\(result.output)")
+    }
+
     @Test(
         "under Xvfb it shows its window titled by the first recipe, and a recipe asked for at the place asked for (X's window list, its own state line, a screenshot)",
         .requires(.gtk4, .xvfb, .dbusDaemon, .xwininfo, .imagemagick), .timeLimit(.minutes(1))
