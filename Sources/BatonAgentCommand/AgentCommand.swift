@@ -130,6 +130,9 @@ public struct AgentOptions: ParsableArguments {
     @Flag(help: "Offer nothing a media player plays (MPRIS on the session D-Bus), continue none here, and pause none (on by default where there is a session bus; issue 27).")
     var noMedia = false
 
+    @Flag(name: .customLong("no-dbus-apps"), help: "Serve no apps on the session D-Bus (org.baton.Agent, for apps in any language; on by default where there is a session bus; issue 28).")
+    var noDBusApps = false
+
     @Flag(help: "Keep a player here playing when its track is continued on another device (by default it pauses, A8, and the other device starts where it stopped; issue 27).")
     var mediaKeepsPlaying = false
 
@@ -182,6 +185,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.desktopNotifications = !noNotify
         configuration.recentDocuments.isEnabled = !noRecentDocuments
         if noMedia { configuration.media.isEnabled = false }
+        if noDBusApps { configuration.dbusApps.isEnabled = false }
         if mediaKeepsPlaying { configuration.media.pausesWhenContinued = false }
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve

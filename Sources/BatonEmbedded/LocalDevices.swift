@@ -166,6 +166,8 @@ public final class LocalDevices: Sendable {
                 configuration.recentDocuments.isEnabled = false
                 // Nor what the machine's media players play (issue 27 item 1).
                 configuration.media.isEnabled = false
+                // Nor serve apps on the session bus (issue 28 item 1): a test turns it on, with a bus of its own.
+                configuration.dbusApps.isEnabled = false
                 configuration.logger = Logger(label: "baton.agent", factory: { _ in SwiftLogNoOpLogHandler() })
                 configure(&configuration)
                 running.append(Running(try await Agent.build(configuration)))

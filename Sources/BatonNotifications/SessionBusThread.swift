@@ -94,6 +94,24 @@ package final class SessionBusThread<Command: Sendable>: Sendable {
         _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
     }
 
+    /// On the thread, as its whole body: the commands queued, in order (`perform`), then what the bus has (`process`),
+    /// then a wait on the bus `bus()` names, until ``finish()``; then `close` and ``ended()``. Once finishing, what is
+    /// still queued is dropped: nothing is worth doing once the owner stops.
+    package func run(perform: (Command) -> Void, process: () -> Void, bus: () -> OpaquePointer?, close: () -> Void) {
+        while true {
+            let (commands, finishing) = take()
+            if finishing {
+                while !shouldEnd() { _ = take() }
+                break
+            }
+            for command in commands { perform(command) }
+            process()
+            waitForWork(bus: bus())
+        }
+        close()
+        ended()
+    }
+
     /// On the thread: sleeps until `bus` has something to read (or a timeout of its own, at most a minute) or a
     /// command is queued.
     package func waitForWork(bus: OpaquePointer?) {

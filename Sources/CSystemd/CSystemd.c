@@ -56,7 +56,9 @@
     X(sd_bus_message_append_array, int, (sd_bus_message *, char, const void *, size_t))                               \
     X(sd_bus_message_rewind, int, (sd_bus_message *, int))                                                             \
     X(sd_bus_message_at_end, int, (sd_bus_message *, int))                                                             \
-    X(sd_bus_request_name, int, (sd_bus *, const char *, uint64_t))
+    X(sd_bus_request_name, int, (sd_bus *, const char *, uint64_t))                                               \
+    X(sd_bus_call_async, int, (sd_bus *, sd_bus_slot **, sd_bus_message *, sd_bus_message_handler_t, void *, uint64_t)) \
+    X(sd_bus_message_get_error, const sd_bus_error *, (sd_bus_message *))
 
 #define BATON_DECLARE_POINTER(name, result, parameters) static result(*baton_##name##_pointer) parameters;
 BATON_SD_BUS_FUNCTIONS(BATON_DECLARE_POINTER)
@@ -205,3 +207,8 @@ int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd) {
 int baton_sd_bus_request_name(sd_bus *bus, const char *name, uint64_t flags) {
     return baton_sd_bus_request_name_pointer(bus, name, flags);
 }
+int baton_sd_bus_call_async(sd_bus *bus, sd_bus_slot **slot, sd_bus_message *m, sd_bus_message_handler_t callback,
+                            void *userdata, uint64_t usec) {
+    return baton_sd_bus_call_async_pointer(bus, slot, m, callback, userdata, usec);
+}
+const sd_bus_error *baton_sd_bus_message_get_error(sd_bus_message *m) { return baton_sd_bus_message_get_error_pointer(m); }

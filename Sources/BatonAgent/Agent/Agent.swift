@@ -203,6 +203,8 @@ public final class Agent: Sendable {
         // After the app socket and advertising, so it stops before them: its document is resigned first (issue 27).
         if configuration.recentDocuments.isEnabled { services.append(agent.recentDocumentsSource()) }
         if let media = agent.mediaSource() { services.append(media) }
+        // Apps on the session bus (issue 28 item 1): closed before advertising stops, as the socket's apps are.
+        if let dbusApps = agent.dbusAppService() { services.append(dbusApps) }
         // Last, so it stops first: the notifications are withdrawn while the offers are still known (issue 16).
         if configuration.desktopNotifications { services.append(NotificationService(agent: agent)) }
         return AgentServices(agent: agent, services: services)

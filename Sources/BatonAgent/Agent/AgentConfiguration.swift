@@ -92,6 +92,10 @@ public struct AgentConfiguration: Sendable {
     /// Whether what the session bus's media players (MPRIS) play is offered, and on which bus: on where there is one.
     public var media = MediaSettings()
 
+    // Apps in any language (issue 28 item 1; docs/PROTOCOL.md §11).
+    /// Whether apps on the session bus are served (`org.baton.Agent`), and on which bus: on where there is one.
+    public var dbusApps = DBusAppSettings()
+
     // On-device search (issue 15; SEMANTICS G1).
     /// The search index's bounds (entries, bytes, per-field sizes; the oldest saved leave first).
     public var searchLimits = SearchLimits.default

@@ -25,6 +25,12 @@ final class PinnedProcess: Sendable {
 
     deinit { close(descriptor) }
 
+    /// The process behind `descriptor`, a pidfd the caller had and now hands over: the one the session bus gave for
+    /// an app registering over D-Bus (`ProcessFD`, issue 28 item 1).
+    static func adopting(_ descriptor: Int32, pid: Int32) -> PinnedProcess {
+        PinnedProcess(pid: pid, descriptor: descriptor)
+    }
+
     /// The pidfd of the process connected to `channel`, or nil where the kernel has none to give (before Linux 6.5,
     /// or at the descriptor limit): the process's start time then stands in (ISSUE 10 item 4).
     static func of(_ channel: Channel, pid: Int32) -> EventLoopFuture<PinnedProcess?> {

@@ -91,5 +91,12 @@ int baton_sd_bus_request_name(sd_bus *bus, const char *name, uint64_t flags);
 /// Reads an `h`: `*fd` is a duplicate of the message's descriptor, close-on-exec, the caller's to close (the message
 /// closes its own with itself). As read_basic: 1 read, 0 at the end of the container, negative errno on failure.
 int baton_sd_bus_message_read_fd(sd_bus_message *m, int *fd);
+/// Calls a method without blocking (the agent's D-Bus interface calling an app, issue 28 item 1): `callback` gets the
+/// reply, or an error message sd-bus makes when none comes within `usec` (0: sd-bus's default of 25 s). With a NULL
+/// `slot` the call's slot is the bus's own, freed after the callback.
+int baton_sd_bus_call_async(sd_bus *bus, sd_bus_slot **slot, sd_bus_message *m, sd_bus_message_handler_t callback,
+                            void *userdata, uint64_t usec);
+/// The error an error reply carries (its name and message), or NULL for any other message.
+const sd_bus_error *baton_sd_bus_message_get_error(sd_bus_message *m);
 
 #endif

@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+
+/// An app on the session bus played by Python (dbus-python, GLib's main loop), against the agent's D-Bus interface
+/// (issue 28 item 1; docs/PROTOCOL.md §11): it registers, and in one of a few modes offers a recipe, receives one, or
+/// sends hostile calls, saying what happened one line at a time on standard output (written to a file the test reads).
+final class DBusAppPeer {
+    let process = Process()
+    let output: URL
+
+    /// `python3 app.py ADDRESS MODE APP_ID`, started; its lines go to `folder/NAME.out`.
+    init(_ mode: String, app: String, address: String, folder: URL, name: String) throws {
+        let script = folder.appendingPathComponent("app.py")
+        if !FileManager.default.fileExists(atPath: script.path) { try Data(Self.script.utf8).write(to: script) }
+        output = folder.appendingPathComponent("\(name).out")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = [script.path, address, mode, app]
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+    }
+
+    deinit { stop() }
+
+    /// What /proc/PID/exe of the Python process is: the program a desktop file must name for it (§11 "Identity").
+    static let python = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
+
+    var lines: [String] {
+        ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// The first line starting with `prefix`, within `seconds`.
+    func line(_ prefix: String, within seconds: Double = 15) async -> String? {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            if let found = lines.first(where: { $0.hasPrefix(prefix) }) { return found }
+            if !process.isRunning, let found = lines.first(where: { $0.hasPrefix(prefix) }) { return found }
+            if !process.isRunning { return nil }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    /// Waits for the process to end, at most `seconds`.
+    func finished(within seconds: Double = 30) async -> Bool {
+        let until = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < until { try? await Task.sleep(for: .milliseconds(50)) }
+        return !process.isRunning
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    static let script = #"""
+        import json, sys, time
+        import dbus, dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        address, mode, app_id = sys.argv[1], sys.argv[2], sys.argv[3]
+        bus = dbus.bus.BusConnection(address)
+        loop = GLib.MainLoop()
+
+        def say(*words):
+            print(*words, flush=True)
+
+        def plain(value):
+            if isinstance(value, dict):
+                return {str(k): plain(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [plain(v) for v in value]
+            if isinstance(value, (dbus.String, dbus.ObjectPath, dbus.Signature)):
+                return str(value)
+            if isinstance(value, dbus.Boolean):
+                return bool(value)
+            if isinstance(value, (dbus.Double,)):
+                return float(value)
+            if isinstance(value, (dbus.Byte, dbus.Int16, dbus.UInt16, dbus.Int32, dbus.UInt32, dbus.Int64, dbus.UInt64)):
+                return int(value)
+            return value
+
+        def props(**entries):
+            return dbus.Dictionary(entries, signature='sv')
+
+        def quit_soon():
+            GLib.timeout_add(200, loop.quit)
+
+        for _ in range(300):
+            if bus.name_has_owner('org.baton.Agent'):
+                break
+            time.sleep(0.05)
+        agent = dbus.Interface(bus.get_object('org.baton.Agent', '/org/baton/Agent1', introspect=False), 'org.baton.Agent1')
+
+        class App(dbus.service.Object):
+            @dbus.service.method('org.baton.App1', in_signature='tt', out_signature='a{sv}')
+            def Save(self, activity, deadline):
+                say('save', int(activity), int(deadline))
+                return props(userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(4)), title='Tarte Tatin')
+
+            @dbus.service.method('org.baton.App1', in_signature='t')
+            def WasContinued(self, activity):
+                say('wasContinued', int(activity))
+                quit_soon()
+
+            @dbus.service.method('org.baton.App1', in_signature='t')
+            def NotCurrent(self, activity):
+                say('notCurrent', int(activity))
+
+            @dbus.service.method('org.baton.App1', in_signature='ts')
+            def WillContinue(self, continuation, activity_type):
+                say('will', activity_type)
+
+            @dbus.service.method('org.baton.App1', in_signature='ta{sv}', out_signature='b')
+            def Continue(self, continuation, activity):
+                say('continue', json.dumps(plain(activity), sort_keys=True))
+                quit_soon()
+                return True
+
+            @dbus.service.method('org.baton.App1', in_signature='tsss')
+            def DidFail(self, continuation, activity_type, error_name, message):
+                say('didFail', error_name, message)
+                quit_soon()
+
+        App(bus, '/org/baton/App1')
+
+        def error_name(call):
+            try:
+                call()
+                return 'none'
+            except dbus.exceptions.DBusException as error:
+                return error.get_dbus_name()
+
+        if mode == 'introspect':
+            xml = bus.call_blocking('org.baton.Agent', '/org/baton/Agent1', 'org.freedesktop.DBus.Introspectable', 'Introspect', '', ())
+            say('introspected', 'org.baton.Agent1' in xml, all(m in xml for m in ('Register', 'CreateActivity', 'UpdateActivity', 'BecomeCurrent', 'ResignCurrent', 'Invalidate', 'SetNeedsSave', 'OpenStream', 'Save', 'WasContinued', 'NotCurrent', 'WillContinue', 'Continue', 'DidFail', 'AcceptStream', 'StreamReset')))
+            sys.exit(0)
+
+        try:
+            device, name = agent.Register(app_id, props())
+        except dbus.exceptions.DBusException as error:
+            say('refused', error.get_dbus_name(), error.get_dbus_message())
+            sys.exit(0)
+        say('registered', device, name)
+
+        if mode == 'offer':
+            activity = agent.CreateActivity('org.example.recipe', props(
+                title='Tarte Tatin', userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(3)), needsSave=True))
+            agent.BecomeCurrent(activity)
+            say('current', int(activity))
+        elif mode == 'receive':
+            say('waiting')
+        elif mode == 'hostile':
+            create = lambda properties: agent.CreateActivity('org.example.recipe', properties)
+            raw = lambda member, signature, args: bus.call_blocking('org.baton.Agent', '/org/baton/Agent1', 'org.baton.Agent1', member, signature, args)
+            say('wrongSignature', error_name(lambda: raw('CreateActivity', 'ss', ('a', 'b'))))
+            say('unknownMethod', error_name(lambda: raw('Explode', '', ())))
+            say('bigString', error_name(lambda: create(props(userInfo=props(big='x' * ((1 << 20) + 16))))))
+            say('bigArray', error_name(lambda: create(props(userInfo=props(list=dbus.Array([dbus.Int64(1)] * 100000, signature='x'))))))
+            deep = dbus.String('bottom', variant_level=58)
+            say('deepVariants', error_name(lambda: create(props(userInfo=props(deep=deep)))))
+            say('badURL', error_name(lambda: create(props(webpageURL='file:///etc/passwd'))))
+            say('unknownKey', error_name(lambda: create(props(colour='red'))))
+            other = dbus.bus.BusConnection(address)
+            say('notRegistered', error_name(lambda: other.call_blocking('org.baton.Agent', '/org/baton/Agent1', 'org.baton.Agent1', 'BecomeCurrent', 't', (1,))))
+            say('stillAnswering', error_name(lambda: create(props(title='fine'))))
+            sys.exit(0)
+
+        GLib.timeout_add_seconds(60, loop.quit)
+        loop.run()
+        """#
+}

@@ -1,0 +1,158 @@
+import BatonEmbedded
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The agent's D-Bus interface for apps (issue 28 item 1; docs/PROTOCOL.md §11) between two real agents on loopback,
+/// each with a session bus of its own (dbus-daemon), the app on each side played by Python (``DBusAppPeer``),
+/// registered by a desktop file naming the Python interpreter as its program.
+@Suite("Issue 28 item 1: apps on the session bus hand off through the agent's D-Bus interface", .serialized)
+struct DBusAppTests {
+    static let team = "TEAMR"
+
+    /// The world: two buses, two agents (laptop on bus 1, desktop on bus 2) knowing `org.example.Recipes` (the Python
+    /// interpreter's desktop file) and `org.example.Other` (another program's).
+    final class World {
+        let root: URL
+        let buses: [PrivateSessionBus]
+        let devices: LocalDevices
+
+        init() async throws {
+            root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-dbus-apps-\(UUID().uuidString.prefix(8))")
+            let applications = root.appendingPathComponent("applications")
+            try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+            try Data(
+                """
+                [Desktop Entry]
+                Type=Application
+                Name=Recipes
+                Exec=\(DBusAppPeer.python) %u
+                TryExec=\(DBusAppPeer.python)
+                X-Baton-TeamIdentifier=\(DBusAppTests.team)
+                X-Baton-ActivityTypes=org.example.recipe;
+
+                """.utf8
+            ).write(to: applications.appendingPathComponent("org.example.Recipes.desktop"))
+            try Data(
+                """
+                [Desktop Entry]
+                Type=Application
+                Name=Other
+                Exec=/usr/bin/true
+                X-Baton-TeamIdentifier=\(DBusAppTests.team)
+                X-Baton-ActivityTypes=org.example.other;
+
+                """.utf8
+            ).write(to: applications.appendingPathComponent("org.example.Other.desktop"))
+            let buses = [
+                try PrivateSessionBus(in: root.appendingPathComponent("bus-laptop")),
+                try PrivateSessionBus(in: root.appendingPathComponent("bus-desktop")),
+            ]
+            self.buses = buses
+            let addresses = ["laptop": buses[0].address, "desktop": buses[1].address]
+            devices = try await LocalDevices.start(names: ["laptop", "desktop"], appFolders: []) { configuration in
+                configuration.apps = nil
+                configuration.appFolders = [applications]
+                configuration.dbusApps.isEnabled = true
+                configuration.dbusApps.busAddress = addresses[configuration.store.folder.lastPathComponent]
+            }
+        }
+
+        func stop() async {
+            await devices.shutdown()
+            for bus in buses { bus.stop() }
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+
+    @Test(
+        "C5, C7, A6, A7, A8: a Python app's recipe, offered through org.baton.Agent1 on one device, continues in the Python app on another: Save called for needsSave, WillContinue then Continue with the userInfo, WasContinued at home; Introspect names every method",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func handoffBetweenTwoAgents() async throws {
+        let world = try await World()
+        let laptop = world.devices.agents[0]
+        let desktop = world.devices.agents[1]
+        do {
+            let introspect = try DBusAppPeer("introspect", app: "", address: world.buses[0].address, folder: world.root, name: "introspect")
+            #expect(await introspect.line("introspected") == "introspected True True", "\(introspect.lines)")
+
+            let receiver = try DBusAppPeer("receive", app: "org.example.Recipes", address: world.buses[1].address, folder: world.root, name: "receiver")
+            let registered = await receiver.line("registered")
+            #expect(registered?.hasPrefix("registered \(desktop.identity.id.description)") == true, "\(receiver.lines)")
+            let offerer = try DBusAppPeer("offer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
+            #expect(await offerer.line("current") != nil, "\(offerer.lines)")
+
+            var offered = false
+            for _ in 0..<200 where !offered {
+                offered = await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
+                if !offered { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(offered, "the desktop never listed the laptop's recipe")
+            let started = ContinuousClock.now
+            let outcome = await desktop.continueNearby(device: "laptop")
+            print("issue 28 item 1: continued over D-Bus in \(ContinuousClock.now - started) (\(outcome.microseconds) µs by the agent)")
+            #expect(outcome.failure == nil && outcome.app == "org.example.Recipes", "\(outcome)")
+
+            #expect(await receiver.line("will") == "will org.example.recipe", "\(receiver.lines)")
+            let continued = try #require(await receiver.line("continue "), "\(receiver.lines)")
+            let activity = try JSONSerialization.jsonObject(with: Data(continued.dropFirst("continue ".count).utf8)) as? [String: Any]
+            #expect(activity?["activityType"] as? String == "org.example.recipe")
+            #expect(activity?["title"] as? String == "Tarte Tatin")
+            // Step 4 is what the app's Save answered: needsSave made the agent ask (A6, A7).
+            #expect((activity?["userInfo"] as? [String: Any])?["step"] as? Int == 4, "\(continued)")
+            #expect(await offerer.line("save") != nil, "\(offerer.lines)")
+            #expect(await offerer.line("wasContinued") != nil, "\(offerer.lines)")
+            print("issue 28 item 1: the offering app heard \(offerer.lines); the continuing app \(receiver.lines)")
+            let receiverEnded = await receiver.finished()
+            let offererEnded = await offerer.finished()
+            #expect(receiverEnded && offererEnded)
+            _ = laptop
+        }
+        await world.stop()
+    }
+
+    @Test(
+        "§11 Identity: Register is refused UnknownApp for an app id nobody registered and AccessDenied for a process that is not the app's program; nothing is delivered",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func registerRefusals() async throws {
+        let world = try await World()
+        let unknown = try DBusAppPeer("receive", app: "org.example.Nobody", address: world.buses[0].address, folder: world.root, name: "unknown")
+        #expect(await unknown.line("refused")?.hasPrefix("refused org.baton.Error.UnknownApp") == true, "\(unknown.lines)")
+        let impostor = try DBusAppPeer("receive", app: "org.example.Other", address: world.buses[0].address, folder: world.root, name: "impostor")
+        #expect(await impostor.line("refused")?.hasPrefix("refused org.freedesktop.DBus.Error.AccessDenied") == true, "\(impostor.lines)")
+        // The app itself still registers after both.
+        let app = try DBusAppPeer("hostile", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "app")
+        #expect(await app.line("registered") != nil, "\(app.lines)")
+        await world.stop()
+    }
+
+    @Test(
+        "Hostile calls (wrong signature, unknown method, a 1 MiB string and a 100k-element array in userInfo, variants 58 deep, a file: webpageURL, an unknown key, a sender not registered) each get a typed D-Bus error, and the agent still answers",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func hostileCalls() async throws {
+        let world = try await World()
+        let app = try DBusAppPeer("hostile", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "hostile")
+        #expect(await app.finished(), "\(app.lines)")
+        let lines = app.lines
+        print("issue 28 item 1: hostile calls answered: \(lines.joined(separator: "; "))")
+        func answer(_ key: String) -> String? {
+            lines.first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        #expect(answer("wrongSignature") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
+        #expect(answer("unknownMethod") == "org.freedesktop.DBus.Error.UnknownMethod", "\(lines)")
+        #expect(answer("bigString") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
+        #expect(answer("bigArray") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
+        #expect(["none", "org.freedesktop.DBus.Error.InvalidArgs"].contains(answer("deepVariants")), "\(lines)")
+        #expect(answer("badURL") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
+        #expect(answer("unknownKey") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
+        #expect(answer("notRegistered") == "org.freedesktop.DBus.Error.AccessDenied", "\(lines)")
+        #expect(answer("stillAnswering") == "none", "\(lines)")
+        await world.stop()
+    }
+}
