@@ -17,7 +17,8 @@ struct DBusAppTests {
         let buses: [PrivateSessionBus]
         let devices: LocalDevices
 
-        init() async throws {
+        /// With `sharedBus`, both agents are given bus 1: the second finds `org.baton.Agent` owned and runs without it.
+        init(sharedBus: Bool = false) async throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-dbus-apps-\(UUID().uuidString.prefix(8))")
             let applications = root.appendingPathComponent("applications")
             try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
@@ -49,7 +50,7 @@ struct DBusAppTests {
                 try PrivateSessionBus(in: root.appendingPathComponent("bus-desktop")),
             ]
             self.buses = buses
-            let addresses = ["laptop": buses[0].address, "desktop": buses[1].address]
+            let addresses = ["laptop": buses[0].address, "desktop": buses[sharedBus ? 0 : 1].address]
             devices = try await LocalDevices.start(names: ["laptop", "desktop"], appFolders: []) { configuration in
                 configuration.apps = nil
                 configuration.appFolders = [applications]
@@ -153,6 +154,54 @@ struct DBusAppTests {
         #expect(answer("unknownKey") == "org.freedesktop.DBus.Error.InvalidArgs", "\(lines)")
         #expect(answer("notRegistered") == "org.freedesktop.DBus.Error.AccessDenied", "\(lines)")
         #expect(answer("stillAnswering") == "none", "\(lines)")
+        await world.stop()
+    }
+
+    @Test(
+        "A9: an app that leaves the bus (killed) has left the agent: its current activity is no longer offered to the other device",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func appLeavingTheBus() async throws {
+        let world = try await World()
+        let desktop = world.devices.agents[1]
+        let offerer = try DBusAppPeer("offer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
+        #expect(await offerer.line("current") != nil, "\(offerer.lines)")
+        var offered = false
+        for _ in 0..<200 where !offered {
+            offered = await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
+            if !offered { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(offered, "the desktop never listed the laptop's recipe")
+        // While the app is on the bus its recipe stays offered (adverts every second).
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" })
+        let left = ContinuousClock.now
+        offerer.stop()
+        var gone = false
+        for _ in 0..<200 where !gone {
+            gone = await !desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
+            if !gone { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(gone, "the recipe of an app that left the bus was still offered")
+        print("issue 28 item 1: an app that left the bus stopped being offered nearby within \(ContinuousClock.now - left)")
+        await world.stop()
+    }
+
+    @Test(
+        "A second agent on a bus where org.baton.Agent is owned runs without the interface; apps register with the first",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func nameOwnedAlready() async throws {
+        let world = try await World(sharedBus: true)
+        let app = try DBusAppPeer("receive", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "app")
+        let registered = try #require(await app.line("registered"), "\(app.lines)")
+        let ids = world.devices.agents.map { $0.identity.id.description }
+        #expect(ids.contains { registered.hasPrefix("registered \($0)") }, "\(registered)")
+        // Both agents still answer.
+        for agent in world.devices.agents { _ = await agent.nearbyItems() }
+        app.stop()
         await world.stop()
     }
 }
