@@ -138,6 +138,8 @@ final class DBusAppPeer {
             say('introspected', 'org.baton.Agent1' in xml, all(m in xml for m in ('Register', 'CreateActivity', 'UpdateActivity', 'BecomeCurrent', 'ResignCurrent', 'Invalidate', 'SetNeedsSave', 'OpenStream', 'Save', 'WasContinued', 'NotCurrent', 'WillContinue', 'Continue', 'DidFail', 'AcceptStream', 'StreamReset')))
             sys.exit(0)
 
+        if mode == 'retry':
+            say('first', error_name(lambda: agent.Register('org.example.Nobody', props())))
         try:
             device, name = agent.Register(app_id, props())
         except dbus.exceptions.DBusException as error:
@@ -150,7 +152,7 @@ final class DBusAppPeer {
                 title='Tarte Tatin', userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(3)), needsSave=True))
             agent.BecomeCurrent(activity)
             say('current', int(activity))
-        elif mode == 'receive':
+        elif mode in ('receive', 'retry'):
             say('waiting')
         elif mode == 'hostile':
             create = lambda properties: agent.CreateActivity('org.example.recipe', properties)

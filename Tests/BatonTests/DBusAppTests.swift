@@ -125,9 +125,11 @@ struct DBusAppTests {
         #expect(await unknown.line("refused")?.hasPrefix("refused org.baton.Error.UnknownApp") == true, "\(unknown.lines)")
         let impostor = try DBusAppPeer("receive", app: "org.example.Other", address: world.buses[0].address, folder: world.root, name: "impostor")
         #expect(await impostor.line("refused")?.hasPrefix("refused org.freedesktop.DBus.Error.AccessDenied") == true, "\(impostor.lines)")
-        // The app itself still registers after both.
-        let app = try DBusAppPeer("hostile", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "app")
+        // The app itself still registers after both, on a connection whose first Register was refused (a new hello).
+        let app = try DBusAppPeer("retry", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "app")
         #expect(await app.line("registered") != nil, "\(app.lines)")
+        #expect(app.lines.first == "first org.baton.Error.UnknownApp", "\(app.lines)")
+        app.stop()
         await world.stop()
     }
 

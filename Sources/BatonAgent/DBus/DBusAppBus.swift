@@ -196,7 +196,8 @@ final class DBusAppBus: @unchecked Sendable {
             return
         }
         let conduit: DBusAppConduit
-        if let known = clients[sender] {
+        // A connection the agent closed (a refused Register) whose `forget` is still queued is not this sender's any more.
+        if let known = clients[sender], known.isActive {
             conduit = known
         } else {
             guard member == "Register" else {
