@@ -178,10 +178,10 @@ extension Agent: IPCHandler {
     func isStillTheApp(_ connection: IPCConnection) -> Bool {
         guard case .app(let bundle, _) = connection.identity.withLockedValue({ $0 }) else { return false }
         if configuration.trustsThisProcess || Agent.inAgentApps.contains(bundle), connection.process.pid == getpid() { return true }
-        guard let executable = registry.app(bundleIdentifier: bundle)?.executableURL else { return false }
+        guard let app = registry.app(bundleIdentifier: bundle) else { return false }
         // Issue 28 item 3: the same checks as the hello's, on the process read again now (a script's interpreter and
         // its command line, or its Flatpak app id), with the start time it had when it connected.
-        let program = AppProgram.of(executable, searchPath: DesktopAppLoader.programSearchPath())
+        let program = app.executableURL.map { AppProgram.of($0, searchPath: DesktopAppLoader.programSearchPath()) }
         guard let image = ProcessImage.of(connection.process.pid), image.startTime == connection.process.startTime,
             image.executable == connection.process.executable, image.refusal(as: bundle, program: program) == nil
         else { return false }
