@@ -98,6 +98,8 @@ final class DBusAppPeer {
             @dbus.service.method('org.baton.App1', in_signature='tt', out_signature='a{sv}')
             def Save(self, activity, deadline):
                 say('save', int(activity), int(deadline))
+                if mode == 'slowOffer':
+                    time.sleep(deadline / 1000 + 1.5)
                 return props(userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(4)), title='Tarte Tatin')
 
             @dbus.service.method('org.baton.App1', in_signature='t')
@@ -147,7 +149,7 @@ final class DBusAppPeer {
             sys.exit(0)
         say('registered', device, name)
 
-        if mode == 'offer':
+        if mode in ('offer', 'slowOffer'):
             activity = agent.CreateActivity('org.example.recipe', props(
                 title='Tarte Tatin', userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(3)), needsSave=True))
             agent.BecomeCurrent(activity)

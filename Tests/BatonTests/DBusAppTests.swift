@@ -59,6 +59,15 @@ struct DBusAppTests {
             }
         }
 
+        /// Whether `agent` comes to list (or, `is` false, no longer lists) the recipe app's offer within 10 s.
+        func recipeListed(on agent: Agent, is listed: Bool = true) async throws -> Bool {
+            for _ in 0..<200 {
+                if await agent.nearbyItems().contains(where: { $0.app == "org.example.Recipes" }) == listed { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+
         func stop() async {
             await devices.shutdown()
             for bus in buses { bus.stop() }
@@ -85,12 +94,7 @@ struct DBusAppTests {
             let offerer = try DBusAppPeer("offer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
             #expect(await offerer.line("current") != nil, "\(offerer.lines)")
 
-            var offered = false
-            for _ in 0..<200 where !offered {
-                offered = await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
-                if !offered { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(offered, "the desktop never listed the laptop's recipe")
+            #expect(try await world.recipeListed(on: desktop), "the desktop never listed the laptop's recipe")
             let started = ContinuousClock.now
             let outcome = await desktop.continueNearby(device: "laptop")
             print("issue 28 item 1: continued over D-Bus in \(ContinuousClock.now - started) (\(outcome.microseconds) µs by the agent)")
@@ -169,23 +173,13 @@ struct DBusAppTests {
         let desktop = world.devices.agents[1]
         let offerer = try DBusAppPeer("offer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
         #expect(await offerer.line("current") != nil, "\(offerer.lines)")
-        var offered = false
-        for _ in 0..<200 where !offered {
-            offered = await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
-            if !offered { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(offered, "the desktop never listed the laptop's recipe")
+        #expect(try await world.recipeListed(on: desktop), "the desktop never listed the laptop's recipe")
         // While the app is on the bus its recipe stays offered (adverts every second).
         try await Task.sleep(for: .milliseconds(1_500))
         #expect(await desktop.nearbyItems().contains { $0.app == "org.example.Recipes" })
         let left = ContinuousClock.now
         offerer.stop()
-        var gone = false
-        for _ in 0..<200 where !gone {
-            gone = await !desktop.nearbyItems().contains { $0.app == "org.example.Recipes" }
-            if !gone { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(gone, "the recipe of an app that left the bus was still offered")
+        #expect(try await world.recipeListed(on: desktop, is: false), "the recipe of an app that left the bus was still offered")
         print("issue 28 item 1: an app that left the bus stopped being offered nearby within \(ContinuousClock.now - left)")
         await world.stop()
     }
@@ -204,6 +198,33 @@ struct DBusAppTests {
         // Both agents still answer.
         for agent in world.devices.agents { _ = await agent.nearbyItems() }
         app.stop()
+        await world.stop()
+    }
+
+    @Test(
+        "A7, C5, C8: an app whose Save does not answer within the deadline fails the continuation; the continuing app gets DidFail, not Continue",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func saveNotAnswered() async throws {
+        let world = try await World()
+        let desktop = world.devices.agents[1]
+        let receiver = try DBusAppPeer("receive", app: "org.example.Recipes", address: world.buses[1].address, folder: world.root, name: "receiver")
+        #expect(await receiver.line("registered") != nil, "\(receiver.lines)")
+        let offerer = try DBusAppPeer("slowOffer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
+        #expect(await offerer.line("current") != nil, "\(offerer.lines)")
+        #expect(try await world.recipeListed(on: desktop), "the desktop never listed the laptop's recipe")
+        let outcome = await desktop.continueNearby(device: "laptop")
+        #expect(outcome.failure != nil, "\(outcome)")
+        let failed = await receiver.line("didFail")
+        #expect(
+            failed?.hasPrefix("didFail org.baton.Error.SaveFailed") == true || failed?.hasPrefix("didFail org.baton.Error.AppNotAnswering") == true,
+            "\(receiver.lines)"
+        )
+        #expect(!receiver.lines.contains { $0.hasPrefix("continue ") })
+        print("issue 28 item 1: a Save not answered in time: \(outcome.failure.map { "\($0)" } ?? "none"); the continuing app heard \(failed ?? "nothing")")
+        receiver.stop()
+        offerer.stop()
         await world.stop()
     }
 }

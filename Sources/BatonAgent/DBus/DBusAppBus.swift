@@ -27,11 +27,14 @@ import NIOCore
 final class DBusAppBus: @unchecked Sendable {
     enum Command: Sendable {
         case connect
-        /// Answer the app's call `call` (kept referenced until now).
-        case reply(call: UInt64, [DBusValue])
+        /// Answer the app's call `call` (kept referenced until now). `descriptors` are what the values' `h` index
+        /// (a stream's ends, F2): sd-bus sends duplicates, and the bus thread closes these once sent (or not).
+        case reply(call: UInt64, [DBusValue], descriptors: [Int32] = [])
         case error(call: UInt64, name: String, message: String)
-        /// Call `member` of `org.baton.App1` at `destination` (a unique name).
-        case callApp(destination: String, member: String, arguments: [DBusValue], expecting: UInt64?, timeoutMilliseconds: UInt64)
+        /// Call `member` of `org.baton.App1` at `destination` (a unique name); `descriptors` as for ``reply``.
+        case callApp(
+            destination: String, member: String, arguments: [DBusValue], expecting: UInt64?, timeoutMilliseconds: UInt64, descriptors: [Int32] = []
+        )
         /// The agent closed the connection of `sender` made by that conduit: its next Register makes a new one.
         case forget(sender: String, conduit: ObjectIdentifier)
     }
@@ -92,11 +95,12 @@ final class DBusAppBus: @unchecked Sendable {
         switch command {
         case .connect:
             connect()
-        case .reply(let call, let values):
+        case .reply(let call, let values, let descriptors):
+            defer { for descriptor in descriptors { close(descriptor) } }
             guard let (message, _) = calls.removeValue(forKey: call) else { return }
             defer { baton_sd_bus_message_unref(message) }
             do {
-                try DBusMethodReply.send(values, to: message)
+                try DBusMethodReply.send(values, to: message, descriptors: descriptors)
             } catch {
                 DBusMethodReply.sendError(DBusAppInterface.Error.failed, "the answer cannot be written: \(error)", to: message)
             }
@@ -104,8 +108,9 @@ final class DBusAppBus: @unchecked Sendable {
             guard let (message, _) = calls.removeValue(forKey: call) else { return }
             DBusMethodReply.sendError(name, text, to: message)
             baton_sd_bus_message_unref(message)
-        case .callApp(let destination, let member, let arguments, let expecting, let timeout):
-            callApp(destination, member, arguments, expecting: expecting, timeoutMilliseconds: timeout)
+        case .callApp(let destination, let member, let arguments, let expecting, let timeout, let descriptors):
+            defer { for descriptor in descriptors { close(descriptor) } }
+            callApp(destination, member, arguments, expecting: expecting, timeoutMilliseconds: timeout, descriptors: descriptors)
         case .forget(let sender, let conduit):
             if let client = clients[sender], ObjectIdentifier(client) == conduit { clients[sender] = nil }
         }
@@ -268,7 +273,9 @@ final class DBusAppBus: @unchecked Sendable {
 
     // MARK: Calls on an app (on the bus thread)
 
-    private func callApp(_ destination: String, _ member: String, _ arguments: [DBusValue], expecting: UInt64?, timeoutMilliseconds: UInt64) {
+    private func callApp(
+        _ destination: String, _ member: String, _ arguments: [DBusValue], expecting: UInt64?, timeoutMilliseconds: UInt64, descriptors: [Int32]
+    ) {
         let failed: @Sendable (String, String) -> Void = { [weak self] name, text in
             guard let expecting, let client = self?.clients[destination] else { return }
             client.input(.answerFailed(expecting, name: name, message: text))
@@ -279,7 +286,7 @@ final class DBusAppBus: @unchecked Sendable {
         guard made >= 0, let message else { return failed(DBusAppInterface.Error.failed, "cannot make the call \(member): \(String(cString: strerror(-made)))") }
         defer { baton_sd_bus_message_unref(message) }
         do {
-            try DBusMessageWriter().append(arguments, to: message)
+            try DBusMessageWriter().append(arguments, to: message, descriptors: descriptors)
         } catch {
             return failed(DBusAppInterface.Error.failed, "cannot write \(member)'s arguments: \(error)")
         }

@@ -21,8 +21,9 @@ final class DBusAppConduit: AppConduit {
     let eventLoop: EventLoop
     let closeFuture: EventLoopFuture<Void>
     private let closing: EventLoopPromise<Void>
-    /// Where bus work goes: the bus thread's queue.
-    private let bus: @Sendable (DBusAppBus.Command) -> Void
+    /// Where bus work goes: the bus thread's queue (streams, F2 and F3, send their answers and calls with descriptors
+    /// here).
+    let bus: @Sendable (DBusAppBus.Command) -> Void
     private let session = NIOLockedValueBox(DBusAppSession())
     private let state = NIOLockedValueBox<(sink: MessageSink?, closed: Bool)>((nil, false))
 
