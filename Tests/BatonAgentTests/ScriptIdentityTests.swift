@@ -94,12 +94,12 @@ struct ScriptIdentityTests {
         let scripts = try Scripts()
         let recipes = try scripts.program("org.example.Recipes")
         let byInterpreter = try scripts.run("/usr/bin/python3", ["-u", scripts.path("recipes.py")], until: Self.python)
-        #expect(byInterpreter.refusal(as: "org.example.Recipes", program: recipes) == nil)
+        #expect(byInterpreter.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil) == nil)
         let direct = try scripts.run(scripts.path("recipes.py"), [], until: Self.python)
-        #expect(direct.refusal(as: "org.example.Recipes", program: recipes) == nil)
+        #expect(direct.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil) == nil)
         // `#!/usr/bin/env python3`, run directly: env finds python3 on the PATH and execs it on the script.
         let viaEnv = try scripts.run(scripts.path("recipes-env.py"), [], until: Self.python)
-        #expect(viaEnv.refusal(as: "org.example.RecipesEnv", program: try scripts.program("org.example.RecipesEnv")) == nil)
+        #expect(viaEnv.refusal(as: "org.example.RecipesEnv", program: try scripts.program("org.example.RecipesEnv"), flatpakID: nil) == nil)
     }
 
     @Test("another python3 program of the same user claiming the app's id is refused, naming what it runs", .requires(.python3))
@@ -107,17 +107,17 @@ struct ScriptIdentityTests {
         let scripts = try Scripts()
         let recipes = try scripts.program("org.example.Recipes")
         let other = try scripts.run("/usr/bin/python3", [scripts.path("other.py")], until: Self.python)
-        let refusal = other.refusal(as: "org.example.Recipes", program: recipes)
+        let refusal = other.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil)
         #expect(refusal?.contains("other.py") == true, "\(refusal ?? "accepted")")
         // Code given on the command line, the script's path after it as its first argument: the code is the program.
         let inline = try scripts.run("/usr/bin/python3", ["-c", "import time; time.sleep(30)", scripts.path("recipes.py")], until: Self.python)
-        #expect(inline.refusal(as: "org.example.Recipes", program: recipes) != nil)
+        #expect(inline.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil) != nil)
         // The other desktop app's script is not this one's either.
         let sibling = try scripts.run(scripts.path("recipes-env.py"), [], until: Self.python)
-        #expect(sibling.refusal(as: "org.example.Recipes", program: recipes) != nil)
+        #expect(sibling.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil) != nil)
         // A program that is not the interpreter at all.
         let sleeper = try scripts.run("/bin/sleep", ["30"], until: resolvedPath(URL(fileURLWithPath: "/bin/sleep")))
-        let notPython = sleeper.refusal(as: "org.example.Recipes", program: recipes)
+        let notPython = sleeper.refusal(as: "org.example.Recipes", program: recipes, flatpakID: nil)
         #expect(notPython?.contains("interpreter") == true, "\(notPython ?? "accepted")")
     }
 
@@ -132,7 +132,7 @@ struct ScriptIdentityTests {
         #expect(ProcessImage.of(image.pid) == nil)
     }
 
-    @Test("a Flatpak app is its app id from .flatpak-info, whatever it runs; another id or an unreadable file is refused")
+    @Test("a Flatpak app (X-Flatpak) is its app id from .flatpak-info, whatever it runs; another id, a sandbox claiming a non-Flatpak app or an unreadable file is refused")
     func flatpakIdentity() throws {
         let proc = FileManager.default.temporaryDirectory.appendingPathComponent("baton-fake-proc-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: proc) }
@@ -154,13 +154,30 @@ struct ScriptIdentityTests {
             Issue.record("a .flatpak-info over the bound was taken")
         }
 
-        // The app id decides; the executable (inside the sandbox) is not checked.
-        let program = AppProgram.executable("/usr/bin/recipes")
+        // The app id decides, for an app whose desktop file Flatpak exported (X-Flatpak); the executable (inside the
+        // sandbox) is not checked.
+        let exported = """
+            [Desktop Entry]
+            Type=Application
+            Name=Recipes
+            Exec=/usr/bin/flatpak run --branch=stable --arch=x86_64 --command=recipes org.example.Recipes
+            X-Flatpak=org.example.Recipes
+            X-Baton-TeamIdentifier=TEAMR
+            X-Baton-ActivityTypes=org.example.recipes.view;
+
+            """
+        try Data(exported.utf8).write(to: proc.appendingPathComponent("org.example.Recipes.desktop"))
+        let record = try #require(try DesktopAppLoader.load(proc.appendingPathComponent("org.example.Recipes.desktop"), id: "org.example.Recipes.desktop"))
+        #expect(record.flatpakID == "org.example.Recipes")
+        let program = AppProgram.executable("/usr/bin/flatpak")
         var image = ProcessImage(pid: 10, startTime: 1, executable: "/app/bin/recipes", arguments: [], workingFolder: nil, flatpak: ProcessImage.flatpak(of: 10, proc: proc.path))
-        #expect(image.refusal(as: "org.example.Recipes", program: program) == nil)
-        #expect(image.refusal(as: "org.example.Notes", program: program)?.contains("Flatpak app org.example.Recipes") == true)
+        #expect(image.refusal(as: "org.example.Recipes", program: program, flatpakID: record.flatpakID) == nil)
+        // Another Flatpak app claiming it, or a sandbox (a namespace of the same user's own making, say) claiming an app
+        // that is no Flatpak app, is refused.
+        #expect(image.refusal(as: "org.example.Notes", program: program, flatpakID: "org.example.Notes")?.contains("Flatpak app org.example.Recipes") == true)
+        #expect(image.refusal(as: "org.example.Recipes", program: program, flatpakID: nil)?.contains("no Flatpak app") == true)
         image.flatpak = ProcessImage.flatpak(of: 12, proc: proc.path)
-        #expect(image.refusal(as: "org.example.Recipes", program: program) != nil)
+        #expect(image.refusal(as: "org.example.Recipes", program: program, flatpakID: record.flatpakID) != nil)
         // This test's own process is no Flatpak app.
         #expect(ProcessImage.of(getpid())?.flatpak == ProcessImage.Flatpak.none)
     }

@@ -147,7 +147,7 @@ extension Agent: IPCHandler {
                 connection.refuse(.notPermitted, "process \(credentials.pid) has ended; it cannot be checked as \(bundle)")
                 return nil
             }
-            if let refusal = image.refusal(as: bundle, program: program) {
+            if let refusal = image.refusal(as: bundle, program: program, flatpakID: app.flatpakID) {
                 connection.refuse(.notPermitted, refusal)
                 return nil
             }
@@ -183,7 +183,7 @@ extension Agent: IPCHandler {
         // its command line, or its Flatpak app id), with the start time it had when it connected.
         let program = app.executableURL.map { AppProgram.of($0, searchPath: DesktopAppLoader.programSearchPath()) }
         guard let image = ProcessImage.of(connection.process.pid), image.startTime == connection.process.startTime,
-            image.executable == connection.process.executable, image.refusal(as: bundle, program: program) == nil
+            image.executable == connection.process.executable, image.refusal(as: bundle, program: program, flatpakID: app.flatpakID) == nil
         else { return false }
         // Issue 25 item 8: and no other process has come to hold its connection since the hello.
         return heldElsewhere(connection) == nil

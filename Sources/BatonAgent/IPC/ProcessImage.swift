@@ -59,11 +59,14 @@ struct ProcessImage: Sendable, Hashable {
     }
 
     /// Why this process is not app `appID` whose registered program is `program`, or nil when it is. A Flatpak app is
-    /// its Flatpak app id (its executable is then not checked: it lies inside the sandbox); any other process runs
-    /// the program as ``AppProgram`` says.
-    func refusal(as appID: String, program: AppProgram?) -> String? {
+    /// its Flatpak app id (its executable is then not checked: it lies inside the sandbox), for an app whose desktop
+    /// file Flatpak exported (`flatpakID`, its `X-Flatpak`) only: a process of the same user can make a mount
+    /// namespace with a `.flatpak-info` of its own, and must not pass for an app that is no Flatpak app that way. Any
+    /// other process runs the program as ``AppProgram`` says.
+    func refusal(as appID: String, program: AppProgram?, flatpakID: String?) -> String? {
         switch flatpak {
         case .app(let id):
+            guard flatpakID == appID else { return "process \(pid) is in a Flatpak sandbox (as \(id)), and \(appID) is no Flatpak app (its desktop file has no X-Flatpak=\(appID))" }
             return id == appID ? nil : "process \(pid) is the Flatpak app \(id), not \(appID)"
         case .unreadable(let why):
             return "process \(pid) is in a Flatpak sandbox whose app id cannot be read (\(why))"

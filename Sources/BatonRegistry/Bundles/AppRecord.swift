@@ -58,6 +58,9 @@ public struct AppRecord: Sendable, Hashable {
     /// Whether the desktop file says `DBusActivatable=true`: the app is started by the session bus (its D-Bus service
     /// file), `Exec` being the fallback when the bus has no service for it (issue 28 item 4).
     public let isDBusActivatable: Bool
+    /// The Flatpak app id a desktop file exported by Flatpak names (`X-Flatpak=`): only then is a sandboxed process
+    /// taken for this app by its Flatpak app id (issue 28 item 3). Nil for any other app.
+    public let flatpakID: String?
 
     /// Every activity type the app can continue (SEMANTICS D1, B5).
     public var claimedActivityTypes: Set<String> {
@@ -89,7 +92,8 @@ public struct AppRecord: Sendable, Hashable {
         iconFile: String? = nil,
         kind: Kind = .bundle,
         launchCommand: [String]? = nil,
-        isDBusActivatable: Bool = false
+        isDBusActivatable: Bool = false,
+        flatpakID: String? = nil
     ) {
         self.bundleURL = bundleURL
         self.bundleIdentifier = bundleIdentifier
@@ -105,6 +109,7 @@ public struct AppRecord: Sendable, Hashable {
         self.kind = kind
         self.launchCommand = launchCommand
         self.isDBusActivatable = isDBusActivatable
+        self.flatpakID = flatpakID
     }
 }
 

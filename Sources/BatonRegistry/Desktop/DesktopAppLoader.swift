@@ -38,6 +38,8 @@ public enum DesktopAppLoader {
     static let domainsKey = "X-Baton-AssociatedDomains"
     /// The Desktop Entry specification's key for an app the session bus starts (issue 28 item 4).
     static let dbusActivatableKey = "DBusActivatable"
+    /// What Flatpak writes into the desktop files it exports: the app's Flatpak id (issue 28 item 3).
+    static let flatpakKey = "X-Flatpak"
     /// The longest team identifier taken: Apple's are 10 characters, and the app listing carries at most 64 bytes.
     static let maximumTeamLength = 64
 
@@ -127,7 +129,8 @@ public enum DesktopAppLoader {
             iconFile: entry.icon.map { $0.trimmingWhitespace() }.flatMap { $0.isEmpty ? nil : $0 },
             kind: .desktopFile,
             launchCommand: launchCommand,
-            isDBusActivatable: activatable ?? false
+            isDBusActivatable: activatable ?? false,
+            flatpakID: entry.keyFile.raw(flatpakKey, in: DesktopEntry.group)?.trimmingWhitespace()
         )
     }
 
