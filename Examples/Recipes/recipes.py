@@ -19,6 +19,8 @@ import sys
 
 import gi
 
+# No __pycache__ beside the script: installed, its folder holds only what install.sh put there (and uninstall removes).
+sys.dont_write_bytecode = True
 gi.require_version('Gdk', '4.0')
 gi.require_version('Gtk', '4.0')
 from gi.repository import Gdk, Gio, GLib, Gtk  # noqa: E402
@@ -123,9 +125,12 @@ class RecipesApp(Gtk.Application):
             self.list.append(Gtk.Label(label=recipe['name'], xalign=0, margin_start=12, margin_end=12,
                                        margin_top=8, margin_bottom=8))
         self.list.connect('row-selected', self.on_row_selected)
-        self.text = Gtk.TextView(editable=False, cursor_visible=False, wrap_mode=Gtk.WrapMode.WORD,
-                                 left_margin=16, right_margin=16, top_margin=12, bottom_margin=12)
-        self.scroller = Gtk.ScrolledWindow(child=self.text, hexpand=True, vexpand=True)
+        # A label, not a TextView: a TextView lays a long text out lazily and corrects its height for seconds after,
+        # so a fraction of it would name another place by the time the other device asks; a label's height is exact.
+        self.text = Gtk.Label(wrap=True, xalign=0, yalign=0, margin_start=16, margin_end=16, margin_top=12, margin_bottom=12)
+        page = Gtk.Box(css_classes=['view'])  # the theme's background for text, behind the margins too
+        page.append(self.text)
+        self.scroller = Gtk.ScrolledWindow(child=page, hexpand=True, vexpand=True)
         self.adjustment = self.scroller.get_vadjustment()
         self.adjustment.connect('value-changed', self.on_scrolled)
         self.adjustment.connect('changed', self.on_layout)
@@ -142,7 +147,7 @@ class RecipesApp(Gtk.Application):
         row = self.list.get_row_at_index(self.recipes.index(recipe))
         if self.list.get_selected_row() is not row:
             self.list.select_row(row)
-        self.text.get_buffer().set_text(recipe_text(recipe))
+        self.text.set_text(recipe_text(recipe))
         self.on_layout(self.adjustment)
         self.publish()
 
@@ -155,9 +160,9 @@ class RecipesApp(Gtk.Application):
         return round(self.adjustment.get_value() / room, 4) if room > 0 else 0.0
 
     def on_layout(self, adjustment):
-        """Scrolls to the position asked for as the text is laid out: GTK lays a long text out in steps, each changing
-        the room to scroll, so the position is set again at each step, and counts as shown once there is room and no
-        step came for 500 ms (or after 3 s, for a text too short to scroll)."""
+        """Scrolls to the position asked for once the text is laid out: the room to scroll changes as the window is
+        sized, so the position is set again at each change, and counts as shown once there is room and no change came
+        for 500 ms (or after 3 s, for a text too short to scroll)."""
         if self.pending_scroll is None:
             return
         room = adjustment.get_upper() - adjustment.get_page_size()
@@ -165,13 +170,21 @@ class RecipesApp(Gtk.Application):
             if not self.settle:
                 self.settle = GLib.timeout_add(3000, self.on_settled)
             return
-        adjustment.set_value(self.pending_scroll * room)
+        # Not here: 'changed' comes while the view is being sized, and a value set then is not where the view draws.
+        GLib.idle_add(self.apply_scroll)
         if self.settle:
             GLib.source_remove(self.settle)
         self.settle = GLib.timeout_add(500, self.on_settled)
 
+    def apply_scroll(self):
+        if self.pending_scroll is not None:
+            room = self.adjustment.get_upper() - self.adjustment.get_page_size()
+            self.adjustment.set_value(self.pending_scroll * max(room, 0))
+        return GLib.SOURCE_REMOVE
+
     def on_settled(self):
         self.settle = 0
+        self.apply_scroll()
         self.pending_scroll = None
         self.report('shown', recipe=self.current['id'], title=self.current['name'],
                     window_title=self.window.get_title(), scroll=self.scroll_fraction())

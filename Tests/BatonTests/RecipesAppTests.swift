@@ -47,7 +47,7 @@ struct RecipesAppTests {
 
     @Test("baton_dbus writes PROTOCOL §10's example as the protocol prints it, and reads every row of the table back as it was (dates, URLs, UUIDs, sets, null as tagged structures)", .requires(.gtk4))
     func helperMapsAsPROTOCOLSays() throws {
-        let result = try DesktopFixtures.run(try Requirement.gtk4.executable(), ["-c", Self.mappingCheck, Self.app.path])
+        let result = try DesktopFixtures.run(try Requirement.gtk4.executable(), ["-B", "-c", Self.mappingCheck, Self.app.path])
         try #require(result.status == 0, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines.first == "{'opened': <('date', <785872800.0>)>, 'recipe': <'Tarte Tatin'>, 'scroll': <0.5>, 'step': <int64 3>, 'tags': <('set', <[<'apple'>]>)>}", "\(result.output)")

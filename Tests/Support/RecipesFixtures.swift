@@ -124,14 +124,23 @@ public final class XvfbDisplay {
         return result.output
     }
 
-    /// The whole display as a PNG at `file` (ImageMagick's `import`), a second after the app said what it shows, so
-    /// GTK has drawn it (its scrollbar fades in).
+    /// The whole display as a PNG at `file` (ImageMagick's `import`), once GTK has drawn the window: the app says what
+    /// it shows when the window is laid out, and on a loaded machine the first frame can come seconds later (a black
+    /// screen is a PNG of a few hundred bytes), so it is taken again every half second for at most 10 s. Written
+    /// beside `file` first and renamed, so two test runs at once each check their own picture and leave a whole one.
     public func screenshot(to file: URL) throws {
-        Thread.sleep(forTimeInterval: 1)
-        let result = try DesktopFixtures.run(try Requirement.imagemagick.executable(), ["-display", name, "-window", "root", file.path])
-        try #require(result.status == 0, "import: \(result.output)")
-        let bytes = try Data(contentsOf: file)
+        let taking = file.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).png")
+        defer { try? FileManager.default.removeItem(at: taking) }
+        var bytes = Data()
+        for _ in 0..<20 {
+            Thread.sleep(forTimeInterval: 0.5)
+            let result = try DesktopFixtures.run(try Requirement.imagemagick.executable(), ["-display", name, "-window", "root", taking.path])
+            try #require(result.status == 0, "import: \(result.output)")
+            bytes = try Data(contentsOf: taking)
+            if bytes.count > 10_000 { break }
+        }
         #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) && bytes.count > 10_000, "\(file.path): \(bytes.count) bytes, not a picture of a window")
+        guard rename(taking.path, file.path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path]) }
     }
 
     public func stop() {
