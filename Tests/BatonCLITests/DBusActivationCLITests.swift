@@ -5,16 +5,18 @@ import Testing
 /// Issue 28 items 3 and 4 through real agents: ShopSnap's list on the laptop is continued on the desktop in an app
 /// that is a Python script registered by its desktop file with `DBusActivatable=true`. The desktop's agent asks its
 /// session bus (a dbus-daemon of the test's own, with a service folder) to start the app, which takes its name, says
-/// hello as a script (its interpreter running it) and is delivered the state within the launch deadline (C5).
+/// hello as a script (its interpreter running it) and is delivered the state within the launch deadline (C5). Without
+/// a service file the agent logs that the bus has none and runs the desktop file's `Exec` line, with the same end.
 @Suite("Issue 28 items 3 and 4: a continuation starts a Python app by D-Bus activation", .serialized)
 struct DBusActivationCLITests {
     static let app = Baton.packageRoot.appendingPathComponent("Tests/BatonCLITests/Fixtures/script-app-hello.py")
 
     @Test(
-        "continue starts the DBusActivatable script app through the session bus, and it is welcomed and given the state (C5)",
-        .requires(.python3, .pythonDBus, .dbusDaemon, .libsystemd)
+        "continue starts the DBusActivatable script app through the session bus (or, with no service file, by Exec, saying so), and it is welcomed and given the state (C5)",
+        .requires(.python3, .pythonDBus, .dbusDaemon, .libsystemd),
+        arguments: [true, false]
     )
-    func continuationActivatesTheApp() async throws {
+    func continuationActivatesTheApp(serviceFile: Bool) async throws {
         try await startingProcesses {
             let world = try HandoffWorld()
             for name in ["laptop", "desktop"] { try world.device(name) }
@@ -27,7 +29,7 @@ struct DBusActivationCLITests {
             try FileManager.default.copyItem(at: Self.app, to: script)
             chmod(script.path, 0o755)
             let output = world.root.appendingPathComponent("lists.out")
-            // Exec would run the script without the bus: only D-Bus activation writes `output`.
+            // Exec runs the script writing `output`-exec; the bus, from the service file, writing `output`.
             try Data(
                 """
                 [Desktop Entry]
@@ -41,9 +43,11 @@ struct DBusActivationCLITests {
 
                 """.utf8
             ).write(to: apps.appendingPathComponent("org.example.Lists.desktop"))
-            try Data(
-                "[D-BUS Service]\nName=org.example.Lists\nExec=/usr/bin/python3 \(script.path) \(world.state("desktop")) org.example.Lists \(output.path)\n".utf8
-            ).write(to: services.appendingPathComponent("org.example.Lists.service"))
+            if serviceFile {
+                try Data(
+                    "[D-BUS Service]\nName=org.example.Lists\nExec=/usr/bin/python3 \(script.path) \(world.state("desktop")) org.example.Lists \(output.path)\n".utf8
+                ).write(to: services.appendingPathComponent("org.example.Lists.service"))
+            }
             let bus = try PrivateSessionBus(in: world.root.appendingPathComponent("bus"), serviceFolder: services)
             defer { bus.stop() }
 
@@ -55,12 +59,20 @@ struct DBusActivationCLITests {
             let continued = try Baton.run("continue", "--state", world.state("desktop"))
             #expect(continued.status == 0, "\(continued.output)")
             let desktop = try #require(world.agents["desktop"])
-            #expect(desktop.waitFor("the session bus started org.example.Lists") != nil, "\(desktop.output.suffix(2_000))")
-            #expect(eventually(timeout: 10) { (try? String(contentsOf: output, encoding: .utf8))?.contains("deliver") == true })
-            let lines = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            // Started by the bus, or by Exec after the bus said it has no service for the app.
+            let started = serviceFile ? output : URL(fileURLWithPath: output.path + "-exec")
+            let notStarted = serviceFile ? URL(fileURLWithPath: output.path + "-exec") : output
+            if serviceFile {
+                #expect(desktop.waitFor("the session bus started org.example.Lists") != nil, "\(desktop.output.suffix(2_000))")
+            } else {
+                #expect(desktop.waitFor("has no service for org.example.Lists") != nil, "\(desktop.output.suffix(2_000))")
+                #expect(desktop.output.contains("launched by its Exec line instead"), "\(desktop.output.suffix(2_000))")
+            }
+            #expect(eventually(timeout: 10) { (try? String(contentsOf: started, encoding: .utf8))?.contains("deliver") == true })
+            let lines = (try? String(contentsOf: started, encoding: .utf8)) ?? ""
             #expect(lines.hasPrefix("welcome"), "the script app was welcomed as itself: \(lines)")
             #expect(lines.contains("will com.razeware.shopsnap."), "\(lines)")
-            #expect(!FileManager.default.fileExists(atPath: output.path + "-exec"), "Exec ran too")
+            #expect(!FileManager.default.fileExists(atPath: notStarted.path), "the app was started twice")
         }
     }
 }
