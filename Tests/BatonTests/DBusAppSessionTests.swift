@@ -214,11 +214,24 @@ struct DBusAppSessionTests {
         }
     }
 
-    @Test("F2, F3: until streams cross the bus, OpenStream is NoStreams and an incoming stream is declined")
-    func streamsNotYet() {
+    @Test("F2, F3: OpenStream is opened outside the machine; an incoming stream is offered with AcceptStream, whose answer takes or declines it")
+    func streams() {
         var session = Self.registered()
-        #expect(session.handle(.call(2, member: "OpenStream", arguments: [.uint64(1)])) == [.error(2, name: "org.baton.Error.NoStreams", message: Session.noStreamsYet)])
+        #expect(session.handle(.call(2, member: "OpenStream", arguments: [.uint64(1)])) == [.openStream(2, continuation: 1)])
         let token = Data(repeating: 7, count: 16)
-        #expect(session.handle(.agent(.incomingStream(activity: 1, token: token))) == [.toAgent(.declineStream(token: token, message: Session.noStreamsYet))])
+        let offered = session.handle(.agent(.incomingStream(activity: 1, token: token)))
+        guard case .offerStream(1, token, let outgoing)? = offered.first, offered.count == 1 else {
+            Issue.record("not offered: \(offered)"); return
+        }
+        #expect(session.handle(.answered(outgoing, values: [])) == [.streamAnswered(token: token, accepted: true, message: "")])
+        // Answered once: a second answer under the same number is nobody's.
+        #expect(session.handle(.answered(outgoing, values: [])).isEmpty)
+        guard case .offerStream(_, _, let second)? = session.handle(.agent(.incomingStream(activity: 1, token: token))).first else {
+            Issue.record("not offered again"); return
+        }
+        #expect(
+            session.handle(.answerFailed(second, name: "org.example.Error.Busy", message: "later"))
+                == [.streamAnswered(token: token, accepted: false, message: "org.example.Error.Busy: later")]
+        )
     }
 }

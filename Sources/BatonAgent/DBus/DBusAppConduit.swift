@@ -2,6 +2,11 @@ import BatonClient
 import BatonCore
 import BatonDBus
 import BatonProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -25,6 +30,8 @@ final class DBusAppConduit: AppConduit {
     /// here).
     let bus: @Sendable (DBusAppBus.Command) -> Void
     private let session = NIOLockedValueBox(DBusAppSession())
+    /// Streams offered to the app with `AcceptStream` and not yet answered, by token (``DBusStreamCalls``, F3).
+    let offeredStreams = NIOLockedValueBox<[Data: DBusStream]>([:])
     private let state = NIOLockedValueBox<(sink: MessageSink?, closed: Bool)>((nil, false))
 
     init(sender: String, credentials: PeerCredentials, eventLoop: EventLoop, bus: @escaping @Sendable (DBusAppBus.Command) -> Void) {
@@ -48,6 +55,11 @@ final class DBusAppConduit: AppConduit {
 
     func attach(_ sink: MessageSink) {
         state.withLockedValue { $0.sink = sink }
+    }
+
+    /// The agent's connection for this app, while open (its identity says which app it registered as).
+    var connection: IPCConnection? {
+        state.withLockedValue { $0.closed ? nil : $0.sink as? IPCConnection }
     }
 
     /// A message from the agent to the app.
@@ -97,6 +109,12 @@ final class DBusAppConduit: AppConduit {
             bus(.error(call: call, name: name, message: message))
         case .callApp(let member, let arguments, let expecting, let timeout):
             bus(.callApp(destination: sender, member: member, arguments: arguments, expecting: expecting, timeoutMilliseconds: timeout))
+        case .openStream(let call, let continuation):
+            openBusStream(call: call, continuation: continuation)
+        case .offerStream(let activity, let token, let outgoing):
+            offerBusStream(activity: activity, token: token, outgoing: outgoing)
+        case .streamAnswered(let token, let accepted, let message):
+            busStreamAnswered(token: token, accepted: accepted, message: message)
         }
     }
 
@@ -109,6 +127,7 @@ final class DBusAppConduit: AppConduit {
         }
         guard first else { return false }
         input(.closed)
+        closeOfferedStreams()
         eventLoop.execute { [self] in
             let sink = state.withLockedValue { state in
                 defer { state.sink = nil }

@@ -45,6 +45,12 @@ struct DBusAppSession: Sendable {
         /// Call `member` of `org.baton.App1` on the app; `expecting` an answer (within `timeoutMilliseconds`) under that
         /// number, or none (NO_REPLY_EXPECTED).
         case callApp(member: String, arguments: [DBusValue], expecting: OutgoingID?, timeoutMilliseconds: UInt64)
+        /// Open a stream for the app's `OpenStream` call (F2) and answer it (``DBusAppConduit/openBusStream(call:continuation:)``).
+        case openStream(CallID, continuation: UInt64)
+        /// Offer the app the stream announced with `token` (F3): `AcceptStream`, its answer expected as `expecting`.
+        case offerStream(activity: UInt64, token: Data, expecting: OutgoingID)
+        /// The app answered `AcceptStream` for the stream offered under `token`: take it, or decline it with `message`.
+        case streamAnswered(token: Data, accepted: Bool, message: String)
     }
 
     /// What the agent holds of one activity the app created.
@@ -59,15 +65,14 @@ struct DBusAppSession: Sendable {
         case save(request: UInt64, activity: UInt64)
         /// `Continue`'s `handled`, which nothing waits on: the answer is dropped.
         case continued
+        /// `AcceptStream` for the stream announced with `token` (F3).
+        case acceptStream(token: Data)
     }
 
     /// The most activities an app may hold at once: each may hold a payload of up to 1 MiB (A11).
     static let maximumActivities = 64
     /// How long the app may take to answer `Continue`.
     static let continueTimeoutMilliseconds: UInt64 = 10_000
-    /// What streams over the bus answer until they are built (F2, F3; helper 52 replaces ``openStream(_:continuation:)``
-    /// and ``incomingStream(activity:token:)``).
-    static let noStreamsYet = "streams over D-Bus are not built yet"
 
     let mapping: DBusPropertyListMapping
     /// The `Register` waiting for the agent's `welcome` or `refused`.
@@ -187,9 +192,9 @@ struct DBusAppSession: Sendable {
         return actions + [.reply(call, [])]
     }
 
-    /// The app's `OpenStream` (F2): not over the bus yet. The one place streams are refused; helper 52 replaces it.
+    /// The app's `OpenStream` (F2): the stream is opened outside the machine (its pipes, the agent's checks).
     private func openStream(_ call: CallID, continuation: UInt64) -> [Action] {
-        [.error(call, name: DBusAppInterface.Error.noStreams, message: Self.noStreamsYet)]
+        [.openStream(call, continuation: continuation)]
     }
 
     /// The app's `properties` (an `a{sv}`) applied to `payload` as §11's table says, or nothing changed.
@@ -268,10 +273,9 @@ struct DBusAppSession: Sendable {
         }
     }
 
-    /// Another device's app asks for a stream to `activity` (F3): declined until streams cross the bus. The one place;
-    /// helper 52 replaces it.
-    private func incomingStream(activity: UInt64, token: Data) -> [Action] {
-        [.toAgent(.declineStream(token: token, message: Self.noStreamsYet))]
+    /// Another device's app asks for a stream to `activity` (F3): offered to the app with `AcceptStream`.
+    private mutating func incomingStream(activity: UInt64, token: Data) -> [Action] {
+        [.offerStream(activity: activity, token: token, expecting: expect(.acceptStream(token: token)))]
     }
 
     /// A7: the state of `activity` now: what is held, unless the app must be asked first (`needsSave`, A6).
@@ -298,6 +302,13 @@ struct DBusAppSession: Sendable {
 
     private mutating func answered(_ outgoing: OutgoingID, _ result: Result<[DBusValue], Refusal>) -> [Action] {
         guard let what = waiting.removeValue(forKey: outgoing) else { return [] }
+        if case .acceptStream(let token) = what {
+            // F3: any answer takes the stream; an error (or none in time) declines it.
+            switch result {
+            case .success: return [.streamAnswered(token: token, accepted: true, message: "")]
+            case .failure(let error): return [.streamAnswered(token: token, accepted: false, message: "\(error.name): \(error.message)")]
+            }
+        }
         guard case .save(let request, let activity) = what else { return [] }
         guard var held = activities[activity] else {
             return [.toAgent(.saveFailed(request: request, message: "the activity was invalidated while it was saved"))]

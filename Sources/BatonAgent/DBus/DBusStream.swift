@@ -58,6 +58,16 @@ final class DBusStream: Sendable {
         conduit.whenReset(handler)
     }
 
+    /// The app's ends, `[input, output]`, now the caller's to close (the bus thread closes what it sent); nil when
+    /// they were taken or closed already.
+    func takeAppEnds() -> [Int32]? {
+        let open = appEndsOpen.withLockedValue { open in
+            defer { open = false }
+            return open
+        }
+        return open ? [appInput, appOutput] : nil
+    }
+
     /// Closes the agent's copies of the app's ends (once): after they were sent, or when they cannot be.
     func closeAppEnds() {
         let open = appEndsOpen.withLockedValue { open in
