@@ -8,14 +8,16 @@ final class DBusAppPeer {
     let process = Process()
     let output: URL
 
-    /// `python3 app.py ADDRESS MODE APP_ID`, started; its lines go to `folder/NAME.out`.
-    init(_ mode: String, app: String, address: String, folder: URL, name: String) throws {
+    /// `python3 app.py ADDRESS MODE APP_ID`, started (after `launcher`, the argument vector that runs it: `setpriv ...`
+    /// as another user); its lines go to `folder/NAME.out`.
+    init(_ mode: String, app: String, address: String, folder: URL, name: String, launcher: [String] = []) throws {
         let script = folder.appendingPathComponent("app.py")
         if !FileManager.default.fileExists(atPath: script.path) { try Data(Self.script.utf8).write(to: script) }
         output = folder.appendingPathComponent("\(name).out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [script.path, address, mode, app]
+        let command = launcher + [Self.python, script.path, address, mode, app]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = process.standardOutput
         try process.run()

@@ -227,4 +227,50 @@ struct DBusAppTests {
         offerer.stop()
         await world.stop()
     }
+
+    @Test(
+        "§11 Identity 1: a process of another user, on a bus that lets it in, is refused AccessDenied by the bus's own credentials for it",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "runs the app as another user: needs root and setpriv"),
+        .timeLimit(.minutes(2))
+    )
+    func anotherUser() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-dbus-uid-\(UUID().uuidString.prefix(8))")
+        let applications = root.appendingPathComponent("applications")
+        try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Data(
+            """
+            [Desktop Entry]
+            Type=Application
+            Name=Recipes
+            Exec=\(DBusAppPeer.python)
+            X-Baton-TeamIdentifier=\(Self.team)
+            X-Baton-ActivityTypes=org.example.recipe;
+
+            """.utf8
+        ).write(to: applications.appendingPathComponent("org.example.Recipes.desktop"))
+        // A bus any user may connect to (the test's usual one lets in its own user only).
+        let bus = try PrivateSessionBus(in: root.appendingPathComponent("bus"), anyUser: true)
+        defer { bus.stop() }
+        let address = bus.address
+        let devices = try await LocalDevices.start(names: ["laptop"], appFolders: []) { configuration in
+            configuration.apps = nil
+            configuration.appFolders = [applications]
+            configuration.dbusApps.isEnabled = true
+            configuration.dbusApps.busAddress = address
+        }
+        let stranger = try DBusAppPeer(
+            "receive", app: "org.example.Recipes", address: address, folder: root, name: "stranger",
+            launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        )
+        let refused = await stranger.line("refused")
+        #expect(refused?.hasPrefix("refused org.freedesktop.DBus.Error.AccessDenied") == true, "\(stranger.lines)")
+        print("issue 28 item 1: another user's Register: \(refused ?? "no answer")")
+        // The same program as this user registers.
+        let own = try DBusAppPeer("receive", app: "org.example.Recipes", address: address, folder: root, name: "own")
+        #expect(await own.line("registered") != nil, "\(own.lines)")
+        own.stop()
+        await devices.shutdown()
+    }
 }

@@ -13,10 +13,12 @@ public final class PrivateSessionBus {
     /// before `dbus-daemon ...` (`scripts/netns.sh exec PREFIX K` starts it inside host K's network namespace); it must
     /// exec the daemon, so that killing the process started here kills the daemon. Empty: started here.
     /// `serviceFolder`: where the bus finds the D-Bus service files it starts services from (issue 28 item 4).
-    public init(in folder: URL, launcher: [String] = [], serviceFolder: URL? = nil) throws {
+    /// `anyUser`: processes of every user may connect, not only this one's (issue 28 item 1: another user refused by
+    /// the agent itself).
+    public init(in folder: URL, launcher: [String] = [], serviceFolder: URL? = nil, anyUser: Bool = false) throws {
         self.folder = folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let configuration = try Self.configuration(in: folder, serviceFolder: serviceFolder)
+        let configuration = try Self.configuration(in: folder, serviceFolder: serviceFolder, anyUser: anyUser)
         let executable = try Requirement.dbusDaemon.executable()
         let arguments = ["--config-file=\(configuration.path)", "--nofork"]
         daemon = Process()
@@ -38,7 +40,7 @@ public final class PrivateSessionBus {
 
     /// Writes `folder/bus.conf`: a session bus listening at `folder/bus` (EXTERNAL authentication, everything allowed,
     /// service activation from `serviceFolder` alone, if given); returns it, for `dbus-daemon --config-file`.
-    public static func configuration(in folder: URL, serviceFolder: URL? = nil) throws -> URL {
+    public static func configuration(in folder: URL, serviceFolder: URL? = nil, anyUser: Bool = false) throws -> URL {
         let configuration = folder.appendingPathComponent("bus.conf")
         try Data(
             """
@@ -48,7 +50,7 @@ public final class PrivateSessionBus {
               <type>session</type>
               <listen>unix:path=\(folder.path)/bus</listen>
               <auth>EXTERNAL</auth>\(serviceFolder.map { "\n  <servicedir>\($0.path)</servicedir>" } ?? "")
-              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
+              <policy context="default">\(anyUser ? "<allow user=\"*\"/>" : "")<allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
             </busconfig>
             """.utf8
         ).write(to: configuration)
