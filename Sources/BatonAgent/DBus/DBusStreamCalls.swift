@@ -55,7 +55,9 @@ extension DBusAppConduit {
             guard let ends = stream.takeAppEnds() else { return }
             bus(.callApp(
                 destination: sender, member: "AcceptStream", arguments: [.uint64(activity), .uint64(stream.number), .unixFD(0), .unixFD(1)],
-                expecting: outgoing, timeoutMilliseconds: StreamLimits.acceptMilliseconds, descriptors: ends
+                // A second past the coordinator's own deadline: an app that never answers is `appNotAnswering` (§8),
+                // not a decline.
+                expecting: outgoing, timeoutMilliseconds: StreamLimits.acceptMilliseconds + 1_000, descriptors: ends
             ))
         }
     }
