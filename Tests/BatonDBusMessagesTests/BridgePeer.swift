@@ -225,7 +225,7 @@ enum BridgePeer {
                   Dictionary({"deep": v(Int64(1))}, signature="sv"))
             check("variants nested 64 deep come back as they are", call("Echo", "v", Int32(1, variant_level=64)), Int32(1, variant_level=64))
             refused("variants nested 20 deep, the reader limited to 16", "dbusTooDeep", "ShallowUserInfo", "a{sv}", Dictionary({"deep": Int32(1, variant_level=20)}, signature="sv"))
-            with tempfile.TemporaryFile() as f:
+            with tempfile.NamedTemporaryFile(prefix="baton-hostile-fd-") as f:
                 refused("an fd in a userInfo", "dbusUnmappable", "UserInfo", "a{sv}", Dictionary({"fd": dbus.types.UnixFd(f)}, signature="sv"))
             refused("a dictionary keyed by numbers in a userInfo", "dbusUnmappable", "UserInfo", "a{sv}", Dictionary({"m": Dictionary({Int32(1): "a"}, signature="is")}, signature="sv"))
             refused("an unknown tag", "dbusInvalidTaggedValue", "UserInfo", "a{sv}", Dictionary({"t": Struct(("when", v(Double(1))), signature="sv")}, signature="sv"))
