@@ -47,6 +47,35 @@ struct DBusStreamBusTests {
         await world.stop()
     }
 
+    @Test(
+        "F3, §8 Reset: the originating Python app quits with the stream open: the continuing app is called StreamReset with org.baton.Error.AppGone and reads its input's end",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(2))
+    )
+    func appQuitsMidStream() async throws {
+        let world = try await DBusAppTests.World()
+        do {
+            let folder = world.root.appendingPathComponent("streams")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data(Self.script.utf8).write(to: folder.appendingPathComponent("app.py"))
+            let opener = try DBusAppPeer("open", app: "org.example.Recipes", address: world.buses[1].address, folder: folder, name: "opener")
+            #expect(await opener.line("registered") != nil, "\(opener.lines)")
+            let acceptor = try DBusAppPeer("acceptThenQuit", app: "org.example.Recipes", address: world.buses[0].address, folder: folder, name: "acceptor")
+            #expect(await acceptor.line("current") != nil, "\(acceptor.lines)")
+            #expect(try await world.recipeListed(on: world.devices.agents[1]), "the desktop never listed the laptop's recipe")
+            let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
+            #expect(outcome.failure == nil, "\(outcome)")
+            let opened = try #require(await opener.line("opened ", within: 30), "\(opener.lines)")
+            let reset = try #require(await opener.line("reset ", within: 30), "\(opener.lines) \(acceptor.lines)")
+            // StreamReset names the stream OpenStream answered, with the reason's error name.
+            #expect(reset.hasPrefix("reset \(opened.dropFirst("opened ".count)) org.baton.Error.AppGone"), "\(reset)")
+            #expect(await opener.line("got ", within: 30) != nil, "\(opener.lines)")
+            #expect(await acceptor.finished())
+            print("issue 28 item 1: the continuing app, its stream's other end gone: \(opener.lines.filter { !$0.hasPrefix("registered") })")
+        }
+        await world.stop()
+    }
+
     static let script = #"""
         import hashlib, os, sys, threading, time
         import dbus, dbus.service, dbus.mainloop.glib
@@ -71,10 +100,14 @@ struct DBusStreamBusTests {
         def run_stream(input_fd, output_fd, seed):
             data = pattern(seed)
             def write():
-                with os.fdopen(output_fd, 'wb', buffering=0) as out:
-                    view = memoryview(data)
-                    while view:
-                        view = view[out.write(view):]
+                try:
+                    with os.fdopen(output_fd, 'wb', buffering=0) as out:
+                        view = memoryview(data)
+                        while view:
+                            view = view[out.write(view):]
+                except BrokenPipeError:
+                    say('brokenPipe', len(data) - len(view))
+                    return
                 say('sent', len(data), hashlib.sha256(data).hexdigest())
             def read():
                 digest, total = hashlib.sha256(), 0
@@ -135,6 +168,11 @@ struct DBusStreamBusTests {
             @dbus.service.method('org.baton.App1', in_signature='tthh')
             def AcceptStream(self, activity, stream, input_fd, output_fd):
                 say('accept', int(activity), int(stream))
+                if mode == 'acceptThenQuit':
+                    # Takes the stream, then the process ends with it open (after the answer has gone out).
+                    kept = (input_fd.take(), output_fd.take())
+                    GLib.timeout_add(300, lambda: os._exit(0))
+                    return
                 threading.Thread(target=run_stream, args=(input_fd.take(), output_fd.take(), 13)).start()
 
             @dbus.service.method('org.baton.App1', in_signature='tss')
@@ -144,7 +182,7 @@ struct DBusStreamBusTests {
         App(bus, '/org/baton/App1')
         device, name = agent.Register(app_id, props())
         say('registered', device)
-        if mode == 'accept':
+        if mode in ('accept', 'acceptThenQuit'):
             activity = agent.CreateActivity('org.example.recipe', props(
                 title='Tarte Tatin', userInfo=props(recipe='Tarte Tatin'), supportsContinuationStreams=True))
             agent.BecomeCurrent(activity)
