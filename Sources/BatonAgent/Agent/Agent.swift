@@ -147,6 +147,7 @@ public final class Agent: Sendable {
             discovery: discovery,
             appWork: appWork,
             socketPath: socketPath,
+            sessionBus: configuration.dbusApps.busAddress,
             browserCommand: configuration.browserCommand,
             device: identity.id,
             streamRelease: .milliseconds(Int64(configuration.streamRelease * 1000)),

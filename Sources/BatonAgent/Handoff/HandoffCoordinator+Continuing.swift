@@ -67,10 +67,11 @@ extension HandoffCoordinator {
             environment["BATON_AGENT_SOCKET"] = socketPath
             environment["BATON_BUNDLE_IDENTIFIER"] = bundle
             environment["BATON_LAUNCHED"] = "1"
-            if app.isDBusActivatable {
+            // Issue 28: a program started here talks to the bus the agent serves apps on (a test's bus, or the session's).
+            if let sessionBus { environment["DBUS_SESSION_BUS_ADDRESS"] = sessionBus }
+            if app.isDBusActivatable, let address = sessionBus {
                 // Issue 28 item 4: the session bus starts it, which blocks until the app owns its name: off the loop, on
                 // a connection of its own, for at most the launch deadline (C5) the broker times from now.
-                let address = NotificationServer.sessionBusAddress(environment: environment) { FileManager.default.fileExists(atPath: $0) }
                 let timeout = withState { $0.broker.deadlines.launchMilliseconds } * 1000
                 DispatchQueue.global().async { [self, environment] in
                     let started = Launcher.start(app, environment: environment, busAddress: address, timeoutMicroseconds: timeout)

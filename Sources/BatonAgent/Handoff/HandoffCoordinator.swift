@@ -42,6 +42,9 @@ final class HandoffCoordinator: Sendable {
     let appWork: AppSocketService.Work
     /// The app socket a launched app is told to connect to.
     let socketPath: String
+    /// The session bus the agent serves apps on (issue 28): where a `DBusActivatable` app is started, and the bus a
+    /// launched app is given; nil when the agent has none.
+    let sessionBus: String?
     /// How the default browser is run for a page no app continues (E1).
     let browserCommand: [String]
     /// This device's name, for what peers and apps are told.
@@ -96,6 +99,7 @@ final class HandoffCoordinator: Sendable {
         discovery: Discovery,
         appWork: AppSocketService.Work,
         socketPath: String,
+        sessionBus: String? = nil,
         browserCommand: [String],
         device: DeviceID,
         streamRelease: TimeAmount,
@@ -108,6 +112,7 @@ final class HandoffCoordinator: Sendable {
         self.discovery = discovery
         self.appWork = appWork
         self.socketPath = socketPath
+        self.sessionBus = sessionBus
         self.browserCommand = browserCommand
         deviceName = broker.deviceName
         welcome = .welcome(device: device.description, deviceName: broker.deviceName)
