@@ -18,19 +18,8 @@ struct DBusStreamBusTests {
     )
     func mebibyteEachWay() async throws {
         let world = try await DBusAppTests.World()
-        let desktop = world.devices.agents[1]
         do {
-            // DBusAppPeer runs the folder's app.py, written here first: this one's.
-            let folder = world.root.appendingPathComponent("streams")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try Data(Self.script.utf8).write(to: folder.appendingPathComponent("app.py"))
-            let opener = try DBusAppPeer("open", app: "org.example.Recipes", address: world.buses[1].address, folder: folder, name: "opener")
-            #expect(await opener.line("registered") != nil, "\(opener.lines)")
-            let acceptor = try DBusAppPeer("accept", app: "org.example.Recipes", address: world.buses[0].address, folder: folder, name: "acceptor")
-            #expect(await acceptor.line("current") != nil, "\(acceptor.lines)")
-            #expect(try await world.recipeListed(on: desktop), "the desktop never listed the laptop's recipe")
-            let outcome = await desktop.continueNearby(device: "laptop")
-            #expect(outcome.failure == nil && outcome.app == "org.example.Recipes", "\(outcome)")
+            let (opener, acceptor) = try await Self.continued(world, acceptor: "accept")
             let started = ContinuousClock.now
             let openerGot = try #require(await opener.line("got ", within: 30), "\(opener.lines)")
             let acceptorGot = try #require(await acceptor.line("got ", within: 30), "\(acceptor.lines)")
@@ -55,16 +44,7 @@ struct DBusStreamBusTests {
     func appQuitsMidStream() async throws {
         let world = try await DBusAppTests.World()
         do {
-            let folder = world.root.appendingPathComponent("streams")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try Data(Self.script.utf8).write(to: folder.appendingPathComponent("app.py"))
-            let opener = try DBusAppPeer("open", app: "org.example.Recipes", address: world.buses[1].address, folder: folder, name: "opener")
-            #expect(await opener.line("registered") != nil, "\(opener.lines)")
-            let acceptor = try DBusAppPeer("acceptThenQuit", app: "org.example.Recipes", address: world.buses[0].address, folder: folder, name: "acceptor")
-            #expect(await acceptor.line("current") != nil, "\(acceptor.lines)")
-            #expect(try await world.recipeListed(on: world.devices.agents[1]), "the desktop never listed the laptop's recipe")
-            let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
-            #expect(outcome.failure == nil, "\(outcome)")
+            let (opener, acceptor) = try await Self.continued(world, acceptor: "acceptThenQuit")
             let opened = try #require(await opener.line("opened ", within: 30), "\(opener.lines)")
             let reset = try #require(await opener.line("reset ", within: 30), "\(opener.lines) \(acceptor.lines)")
             // StreamReset names the stream OpenStream answered, with the reason's error name.
@@ -74,6 +54,23 @@ struct DBusStreamBusTests {
             print("issue 28 item 1: the continuing app, its stream's other end gone: \(opener.lines.filter { !$0.hasPrefix("registered") })")
         }
         await world.stop()
+    }
+
+    /// The desktop's app (mode `open`: OpenStream from Continue) continues the laptop's (mode `acceptor`), which offered
+    /// a recipe with streams: both apps, once the continuation has ended.
+    static func continued(_ world: DBusAppTests.World, acceptor mode: String) async throws -> (opener: DBusAppPeer, acceptor: DBusAppPeer) {
+        // DBusAppPeer runs the folder's app.py, written here first: this one's.
+        let folder = world.root.appendingPathComponent("streams")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(script.utf8).write(to: folder.appendingPathComponent("app.py"))
+        let opener = try DBusAppPeer("open", app: "org.example.Recipes", address: world.buses[1].address, folder: folder, name: "opener")
+        #expect(await opener.line("registered") != nil, "\(opener.lines)")
+        let acceptor = try DBusAppPeer(mode, app: "org.example.Recipes", address: world.buses[0].address, folder: folder, name: "acceptor")
+        #expect(await acceptor.line("current") != nil, "\(acceptor.lines)")
+        #expect(try await world.recipeListed(on: world.devices.agents[1]), "the desktop never listed the laptop's recipe")
+        let outcome = await world.devices.agents[1].continueNearby(device: "laptop")
+        #expect(outcome.failure == nil && outcome.app == "org.example.Recipes", "\(outcome)")
+        return (opener, acceptor)
     }
 
     static let script = #"""
