@@ -244,6 +244,8 @@ struct DBusStreamConduitTests {
         try await conduit.closeFuture.get()
         #expect(heard.withLockedValue { $0 } == [DBusStreamReset(reason: "peerGone", message: "the other device went away")])
         #expect(heard.withLockedValue { $0.first?.errorName } == "org.baton.Error.PeerGone")
+        // A reason another device sent is untrusted text: the error name stays a valid D-Bus name.
+        #expect(DBusStreamReset(reason: "peer.gone /x", message: "").errorName == "org.baton.Error.Peergonex")
         // The app reads its end of file, and its writes find no reader.
         #expect(await AppPipeEnd.readToEnd(input).isEmpty)
         #expect(await AppPipeEnd.write(output, [1, 2, 3]) == false)

@@ -25,7 +25,7 @@ extension DBusAppConduit {
     /// or with why not.
     func openBusStream(call: DBusAppSession.CallID, continuation: UInt64) {
         guard let (agent, bundle) = registeredApp else {
-            return bus(.error(call: call, name: DBusStreamRefusal.errorName(for: FetchFailure.appGone.rawValue), message: "this app is not registered"))
+            return bus(.error(call: call, name: DBusAppInterface.errorName(for: FetchFailure.appGone.rawValue), message: "this app is not registered"))
         }
         agent.openBusStream(bundle: bundle, credentials: credentials, continuation: continuation).whenComplete { [self] result in
             switch result {
@@ -48,7 +48,7 @@ extension DBusAppConduit {
             guard case .success(let stream) = result else {
                 // No pipes to offer: the app cannot take it (the coordinator answers the other device at its deadline,
                 // or at once through this decline).
-                return input(.answerFailed(outgoing, name: DBusStreamRefusal.errorName(for: FetchFailure.tooManyStreams.rawValue), message: "no pipes"))
+                return input(.answerFailed(outgoing, name: DBusAppInterface.errorName(for: FetchFailure.tooManyStreams.rawValue), message: "no pipes"))
             }
             offeredStreams.withLockedValue { $0[token] = stream }
             watchResets(of: stream)

@@ -12,15 +12,8 @@ struct DBusStreamRefusal: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    /// The D-Bus error name of docs/PROTOCOL.md §11 "Errors".
-    var errorName: String { Self.errorName(for: code.rawValue) }
+    /// The D-Bus error name of docs/PROTOCOL.md §11 "Errors" (`notContinued` → `org.baton.Error.NotContinued`).
+    var errorName: String { DBusAppInterface.errorName(for: code.rawValue) }
 
     var description: String { "\(errorName): \(message)" }
-
-    /// `org.baton.Error.` + `code` with its first letter in upper case; `notPermitted` is D-Bus's own `AccessDenied`
-    /// (§11 "Errors").
-    static func errorName(for code: String) -> String {
-        if code == IPCRefusal.notPermitted.rawValue { return "org.freedesktop.DBus.Error.AccessDenied" }
-        return "org.baton.Error." + code.prefix(1).uppercased() + code.dropFirst()
-    }
 }

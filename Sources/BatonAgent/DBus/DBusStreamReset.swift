@@ -5,6 +5,7 @@ struct DBusStreamReset: Sendable, Hashable {
     var reason: String
     var message: String
 
-    /// `StreamReset`'s `error_name`: `org.baton.Error.PeerGone` for `peerGone` (§11 "Errors").
-    var errorName: String { DBusStreamRefusal.errorName(for: reason) }
+    /// `StreamReset`'s `error_name`: `org.baton.Error.PeerGone` for `peerGone` (§11 "Errors"; a reason from another
+    /// device that is no name's element is `org.baton.Error.Failed`).
+    var errorName: String { DBusAppInterface.errorName(for: reason) }
 }
