@@ -37,6 +37,7 @@ targets=(
     "xbel|GTK's recently-used.xbel, desktop files and their Exec lines, KDE's RecentDocuments (Fuzz/XbelFuzzer.swift)"
     "mpris-metadata|a media player's MPRIS metadata, status, position and rate, and the position now (Fuzz/MPRISMetadataFuzzer.swift)"
     "dbus-plist|D-Bus values from apps as property lists and back: a userInfo's a{sv}, signatures (Fuzz/DBusPlistFuzzer.swift)"
+    "dbus-activity|an activity's properties from a D-Bus app (CreateActivity, UpdateActivity, Save), applied and sent back as Continue's (Fuzz/DBusActivityFuzzer.swift)"
     "desktop-apps|apps registered by desktop file: X-Baton- keys, team, types, domains, TryExec/Exec program (Fuzz/DesktopAppFuzzer.swift)"
 )
 names=()
@@ -138,6 +139,23 @@ build() {
         mkdir -p "$work"
         sed '/^import BatonDBus$/d' "$root/Tests/BatonDBusTests/DBusValueBuilder.swift" > "$work/DBusValueBuilder.swift"
         sources=("${core[@]}" "$root"/Sources/BatonDBus/*.swift "$work/DBusValueBuilder.swift" "$root/Fuzz/DBusPlistFuzzer.swift")
+        ;;
+    dbus-activity)
+        # The agent's reading of an activity's properties (issue 28 item 1): pure over BatonCore and BatonDBus; the two
+        # names it takes from DBusAppSession (which needs BatonProtocol and NIO) stand in, from the same declarations.
+        mkdir -p "$work"
+        sed '/^import BatonDBus$/d' "$root/Tests/BatonDBusTests/DBusValueBuilder.swift" > "$work/DBusValueBuilder.swift"
+        sed '/^import Baton/d' "$root/Sources/BatonAgent/DBus/DBusActivityProperties.swift" > "$work/DBusActivityProperties.swift"
+        {
+            echo 'enum DBusAppSession {'
+            sed -n '/^    \/\/\/ A refusal of a call/,/^    }$/p' "$root/Sources/BatonAgent/DBus/DBusAppSession.swift"
+            echo '}'
+            echo 'enum DBusAppInterface {'
+            sed -n '/^    enum Error {/,/^    }$/p' "$root/Sources/BatonAgent/DBus/DBusAppInterface.swift"
+            echo '}'
+        } > "$work/Session.swift"
+        sources=("${core[@]}" "$root"/Sources/BatonDBus/*.swift "$work/DBusValueBuilder.swift" "$work/DBusActivityProperties.swift"
+            "$work/Session.swift" "$root/Fuzz/DBusActivityFuzzer.swift")
         ;;
     desktop-apps)
         # The desktop-file loader (issue 28 item 2) and what it reads with: BatonActivitySources' key-file reader and the
