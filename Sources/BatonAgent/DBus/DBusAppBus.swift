@@ -22,8 +22,8 @@ import NIOCore
 /// to its unique name: without a reply (NO_REPLY_EXPECTED), or asynchronously (`Save`, `Continue`), the answer handed
 /// back to its conduit.
 ///
-/// `@unchecked Sendable`: `bus`, `slots`, `clients`, `calls` and `received` are touched only on the bus thread; the
-/// queue is the ``SessionBusThread``'s; the rest is set in `init`.
+/// `@unchecked Sendable`: `bus`, `slots`, `clients`, `calls`, `received` and `awaited` are touched only on the bus
+/// thread; the queue is the ``SessionBusThread``'s; the rest is set in `init`.
 final class DBusAppBus: @unchecked Sendable {
     enum Command: Sendable {
         case connect
@@ -61,6 +61,9 @@ final class DBusAppBus: @unchecked Sendable {
     private var nextCall: UInt64 = 1
     /// Method calls to `/org/baton/Agent1` taken from sd-bus's callback, handled after it returns.
     private var received: [OpaquePointer] = []
+    /// The answers awaited (each an ``Answer`` retained for sd-bus): released by ``answered``, or at ``disconnect()``,
+    /// where sd-bus frees its pending calls without calling back.
+    private var awaited = Set<UnsafeMutableRawPointer>()
 
     /// An adapter for the bus at `address` whose apps are `handler`'s connections on `loop`; nothing happens before
     /// ``start()``.
@@ -160,6 +163,8 @@ final class DBusAppBus: @unchecked Sendable {
         slots = []
         if let bus { baton_sd_bus_flush_close_unref(bus) }
         bus = nil
+        for answer in awaited { Unmanaged<Answer>.fromOpaque(answer).release() }
+        awaited = []
     }
 
     private func processIncoming() {
@@ -297,7 +302,9 @@ final class DBusAppBus: @unchecked Sendable {
         }
         let answer = Unmanaged.passRetained(Answer(bus: self, sender: destination, outgoing: expecting)).toOpaque()
         let sent = baton_sd_bus_call_async(bus, nil, message, Self.answered, answer, max(timeoutMilliseconds, 1) * 1_000)
-        if sent < 0 {
+        if sent >= 0 {
+            awaited.insert(answer)
+        } else {
             Unmanaged<Answer>.fromOpaque(answer).release()
             failed(DBusAppInterface.Error.failed, "cannot call \(member): \(String(cString: strerror(-sent)))")
         }
@@ -320,6 +327,7 @@ final class DBusAppBus: @unchecked Sendable {
     private static let answered: sd_bus_message_handler_t = { message, userdata, _ in
         guard let userdata else { return 0 }
         let answer = Unmanaged<Answer>.fromOpaque(userdata).takeRetainedValue()
+        answer.bus.awaited.remove(userdata)
         guard let message, let client = answer.bus.clients[answer.sender] else { return 0 }
         if let error = baton_sd_bus_message_get_error(message) {
             let name = error.pointee.name.map { String(cString: $0) } ?? DBusAppInterface.Error.failed
