@@ -122,10 +122,10 @@ extension Agent {
 }
 
 extension Agent {
-    /// Logs a local process refused on the app socket, once per kind: another user's process, an impostor of an app
-    /// or an unknown app (`notPermitted`, `unknownApp`), or a client breaking the protocol (an unreadable or oversize
-    /// frame, a message not allowed for it, an unknown version). Refusals that are an app's ordinary answers (a stream
-    /// that expired, too many streams, an app already connected) are not logged here.
+    /// Logs a local process refused on the app socket or the session bus, once per kind: another user's process, an
+    /// impostor of an app or an unknown app (`notPermitted`, `unknownApp`), or a client breaking the protocol (an
+    /// unreadable or oversize frame, a message not allowed for it, an unknown version). Refusals that are an app's
+    /// ordinary answers (a stream that expired, too many streams, an app already connected) are not logged here.
     func ipcRefused(_ connection: IPCConnection, code: IPCRefusal, message: String) {
         let kind: RefusalLog.Kind
         switch code {
@@ -134,6 +134,8 @@ extension Agent {
         default: return
         }
         let credentials = connection.credentials
-        refusals.refused(kind) { "a client on the app socket (pid \(credentials.pid), uid \(credentials.uid)): \(message) [\(code)]" }
+        // Issue 28: the same checks refuse callers on the session bus; the line says which way the client came.
+        let way = connection.conduit is DBusAppConduit || connection.conduit is DBusStreamConduit ? "on the session bus" : "on the app socket"
+        refusals.refused(kind) { "a client \(way) (pid \(credentials.pid), uid \(credentials.uid)): \(message) [\(code)]" }
     }
 }
