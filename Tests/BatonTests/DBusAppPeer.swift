@@ -8,14 +8,18 @@ final class DBusAppPeer {
     let process = Process()
     let output: URL
 
-    /// `python3 app.py ADDRESS MODE APP_ID`, started (after `launcher`, the argument vector that runs it: `setpriv ...`
-    /// as another user); its lines go to `folder/NAME.out`.
-    init(_ mode: String, app: String, address: String, folder: URL, name: String, launcher: [String] = []) throws {
-        let script = folder.appendingPathComponent("app.py")
-        if !FileManager.default.fileExists(atPath: script.path) { try Data(Self.script.utf8).write(to: script) }
+    /// `python3 SCRIPT ADDRESS MODE APP_ID` (SCRIPT `folder/app.py` unless `script` names another file of the same
+    /// code; with `inline`, `python3 -c CODE` running that file's code, which names no script), started (after
+    /// `launcher`, the argument vector that runs it: `setpriv ...` as another user); its lines go to `folder/NAME.out`.
+    init(
+        _ mode: String, app: String, address: String, folder: URL, name: String, launcher: [String] = [], script scriptName: String = "app.py",
+        inline: Bool = false
+    ) throws {
+        let script = try Self.install(in: folder, as: scriptName)
         output = folder.appendingPathComponent("\(name).out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
-        let command = launcher + [Self.python, script.path, address, mode, app]
+        let program = inline ? [Self.python, "-c", "exec(open(\(String(reflecting: script.path))).read())"] : [Self.python, script.path]
+        let command = launcher + program + [address, mode, app]
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.standardOutput = try FileHandle(forWritingTo: output)
@@ -24,6 +28,17 @@ final class DBusAppPeer {
     }
 
     deinit { stop() }
+
+    /// Writes the app's code to `folder/NAME`, unless a file is there, as a script the kernel would run (a `#!` line
+    /// naming Python, executable): what a desktop file's `TryExec`/`Exec` names for a script app (§11 Identity 3).
+    @discardableResult
+    static func install(in folder: URL, as name: String = "app.py") throws -> URL {
+        let script = folder.appendingPathComponent(name)
+        guard !FileManager.default.fileExists(atPath: script.path) else { return script }
+        try Data("#!\(python)\n\(Self.script)".utf8).write(to: script)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        return script
+    }
 
     /// What /proc/PID/exe of the Python process is: the program a desktop file must name for it (§11 "Identity").
     static let python = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
@@ -102,6 +117,8 @@ final class DBusAppPeer {
                 say('save', int(activity), int(deadline))
                 if mode == 'slowOffer':
                     time.sleep(deadline / 1000 + 1.5)
+                if mode == 'heldOffer':
+                    time.sleep(3)
                 return props(userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(4)), title='Tarte Tatin')
 
             @dbus.service.method('org.baton.App1', in_signature='t')
@@ -144,19 +161,29 @@ final class DBusAppPeer {
 
         if mode == 'retry':
             say('first', error_name(lambda: agent.Register('org.example.Nobody', props())))
+        if mode == 'holder':
+            # As a GApplication would: the app id as a well-known name another may take over.
+            say('owns', bus.request_name(app_id, dbus.bus.NAME_FLAG_ALLOW_REPLACEMENT | dbus.bus.NAME_FLAG_DO_NOT_QUEUE))
+        if mode == 'takeover':
+            say('took', bus.request_name(app_id, dbus.bus.NAME_FLAG_REPLACE_EXISTING | dbus.bus.NAME_FLAG_DO_NOT_QUEUE))
         try:
             device, name = agent.Register(app_id, props())
         except dbus.exceptions.DBusException as error:
             say('refused', error.get_dbus_name(), error.get_dbus_message())
+            if mode not in ('claim', 'takeover'):
+                sys.exit(0)
+            # A refused impostor stays on the bus, its org.baton.App1 exported, saying any call it gets.
+            GLib.timeout_add_seconds(60, loop.quit)
+            loop.run()
             sys.exit(0)
         say('registered', device, name)
 
-        if mode in ('offer', 'slowOffer'):
+        if mode in ('offer', 'slowOffer', 'heldOffer'):
             activity = agent.CreateActivity('org.example.recipe', props(
                 title='Tarte Tatin', userInfo=props(recipe='Tarte Tatin', step=dbus.Int64(3)), needsSave=True))
             agent.BecomeCurrent(activity)
             say('current', int(activity))
-        elif mode in ('receive', 'retry'):
+        elif mode in ('receive', 'retry', 'holder'):
             say('waiting')
         elif mode == 'hostile':
             create = lambda properties: agent.CreateActivity('org.example.recipe', properties)

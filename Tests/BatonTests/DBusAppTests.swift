@@ -5,7 +5,8 @@ import Testing
 
 /// The agent's D-Bus interface for apps (issue 28 item 1; docs/PROTOCOL.md §11) between two real agents on loopback,
 /// each with a session bus of its own (dbus-daemon), the app on each side played by Python (``DBusAppPeer``),
-/// registered by a desktop file naming the Python interpreter as its program.
+/// registered by a desktop file naming its script (`World(script: true)`: only the interpreter running that script is
+/// the app, §11 Identity 3; the stream suites' World names the interpreter, so any Python program passes there).
 @Suite("Issue 28 item 1: apps on the session bus hand off through the agent's D-Bus interface", .serialized)
 struct DBusAppTests {
     static let team = "TEAMR"
@@ -18,17 +19,22 @@ struct DBusAppTests {
         let devices: LocalDevices
 
         /// With `sharedBus`, both agents are given bus 1: the second finds `org.baton.Agent` owned and runs without it.
-        init(sharedBus: Bool = false) async throws {
+        /// With `script`, the recipe app is the script `ROOT/app.py` (``DBusAppPeer/install(in:as:)``), named by its
+        /// desktop file's `TryExec`/`Exec` as an installed Python app's is: only the interpreter running that script is
+        /// the app (§11 Identity 3), not any Python program.
+        /// `saveDeadline` (seconds) is both agents' (the default's 1 s otherwise).
+        init(sharedBus: Bool = false, script: Bool = false, saveDeadline: Double? = nil) async throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("baton-dbus-apps-\(UUID().uuidString.prefix(8))")
             let applications = root.appendingPathComponent("applications")
             try FileManager.default.createDirectory(at: applications, withIntermediateDirectories: true)
+            let program = script ? try DBusAppPeer.install(in: root).path : DBusAppPeer.python
             try Data(
                 """
                 [Desktop Entry]
                 Type=Application
                 Name=Recipes
-                Exec=\(DBusAppPeer.python) %u
-                TryExec=\(DBusAppPeer.python)
+                Exec=\(program) %u
+                TryExec=\(program)
                 X-Baton-TeamIdentifier=\(DBusAppTests.team)
                 X-Baton-ActivityTypes=org.example.recipe;
 
@@ -56,6 +62,7 @@ struct DBusAppTests {
                 configuration.appFolders = [applications]
                 configuration.dbusApps.isEnabled = true
                 configuration.dbusApps.busAddress = addresses[configuration.store.folder.lastPathComponent]
+                if let saveDeadline { configuration.saveDeadline = saveDeadline }
             }
         }
 
@@ -81,7 +88,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func handoffBetweenTwoAgents() async throws {
-        let world = try await World()
+        let world = try await World(script: true)
         let laptop = world.devices.agents[0]
         let desktop = world.devices.agents[1]
         do {
@@ -124,7 +131,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func registerRefusals() async throws {
-        let world = try await World()
+        let world = try await World(script: true)
         let unknown = try DBusAppPeer("receive", app: "org.example.Nobody", address: world.buses[0].address, folder: world.root, name: "unknown")
         #expect(await unknown.line("refused")?.hasPrefix("refused org.baton.Error.UnknownApp") == true, "\(unknown.lines)")
         let impostor = try DBusAppPeer("receive", app: "org.example.Other", address: world.buses[0].address, folder: world.root, name: "impostor")
@@ -143,7 +150,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func hostileCalls() async throws {
-        let world = try await World()
+        let world = try await World(script: true)
         let app = try DBusAppPeer("hostile", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "hostile")
         #expect(await app.finished(), "\(app.lines)")
         let lines = app.lines
@@ -169,7 +176,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func appLeavingTheBus() async throws {
-        let world = try await World()
+        let world = try await World(script: true)
         let desktop = world.devices.agents[1]
         let offerer = try DBusAppPeer("offer", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "offerer")
         #expect(await offerer.line("current") != nil, "\(offerer.lines)")
@@ -190,7 +197,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func nameOwnedAlready() async throws {
-        let world = try await World(sharedBus: true)
+        let world = try await World(sharedBus: true, script: true)
         let app = try DBusAppPeer("receive", app: "org.example.Recipes", address: world.buses[0].address, folder: world.root, name: "app")
         let registered = try #require(await app.line("registered"), "\(app.lines)")
         let ids = world.devices.agents.map { $0.identity.id.description }
@@ -207,7 +214,7 @@ struct DBusAppTests {
         .timeLimit(.minutes(2))
     )
     func saveNotAnswered() async throws {
-        let world = try await World()
+        let world = try await World(script: true)
         let desktop = world.devices.agents[1]
         let receiver = try DBusAppPeer("receive", app: "org.example.Recipes", address: world.buses[1].address, folder: world.root, name: "receiver")
         #expect(await receiver.line("registered") != nil, "\(receiver.lines)")
