@@ -15,8 +15,13 @@ final class DesktopHosts {
     private(set) var agents: [Background] = []
 
     /// The LAN, the account, and on each host its bus, folders, `folder` (the synced folder `id`, at another path on
-    /// each host), what `prepare` puts there (given the host), and its agent.
-    init(tag: String, folder id: String, prepare: (Int, DesktopHosts) throws -> Void) throws {
+    /// each host), what `prepare` puts there (given the host), and its agent. `session` gives a host's bus its service
+    /// folder and what it adds to the environment of the services it starts (issue 28: an app started by D-Bus
+    /// activation, on the host's display); it is asked before the bus starts.
+    init(
+        tag: String, folder id: String, session: (Int, DesktopHosts) throws -> (services: URL?, environment: [String: String]) = { _, _ in (nil, [:]) },
+        prepare: (Int, DesktopHosts) throws -> Void
+    ) throws {
         world = try NamespaceWorld()
         do {
             lan = try NamespaceLAN(prefix: NamespaceLAN.prefix(tag), hosts: 2)
@@ -27,7 +32,11 @@ final class DesktopHosts {
         do {
             states = try world.account(Self.names)
             for host in 1...2 {
-                buses.append(try PrivateSessionBus(in: world.root.appendingPathComponent("bus-h\(host)"), launcher: launcher(host)))
+                let options = try session(host, self)
+                buses.append(
+                    try PrivateSessionBus(
+                        in: world.root.appendingPathComponent("bus-h\(host)"), launcher: launcher(host), serviceFolder: options.services,
+                        environment: options.environment))
                 for folder in [dataHome(host), home(host).appendingPathComponent(".config"), synced(host)] {
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 }
@@ -36,7 +45,9 @@ final class DesktopHosts {
                 try prepare(host, self)
             }
             for host in 1...2 {
-                agents.append(try world.agent(lan, host, state: states[host - 1], environment: try environment(host)))
+                // The host's own applications folder is among the agent's app folders (its `--apps` are the only
+                // ones searched): apps registered by desktop file there (issue 28) are the host's.
+                agents.append(try world.agent(lan, host, state: states[host - 1], ["--apps", applications(host).path], environment: try environment(host)))
             }
         } catch {
             down()

@@ -14,21 +14,16 @@ public final class PrivateSessionBus {
     /// exec the daemon, so that killing the process started here kills the daemon. Empty: started here.
     /// `serviceFolder`: where the bus finds the D-Bus service files it starts services from (issue 28 item 4).
     /// `anyUser`: processes of every user may connect, not only this one's (issue 28 item 1: another user refused by
-    /// the agent itself).
-    public init(in folder: URL, launcher: [String] = [], serviceFolder: URL? = nil, anyUser: Bool = false) throws {
+    /// the agent itself). `environment`: added to the daemon's own, which the services it starts inherit (an X display).
+    public init(in folder: URL, launcher: [String] = [], serviceFolder: URL? = nil, anyUser: Bool = false, environment: [String: String] = [:]) throws {
         self.folder = folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let configuration = try Self.configuration(in: folder, serviceFolder: serviceFolder, anyUser: anyUser)
         let executable = try Requirement.dbusDaemon.executable()
         let arguments = ["--config-file=\(configuration.path)", "--nofork"]
         daemon = Process()
-        if let first = launcher.first {
-            daemon.executableURL = URL(fileURLWithPath: first)
-            daemon.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
-        } else {
-            daemon.executableURL = executable
-            daemon.arguments = arguments
-        }
+        daemon.runs(executable, arguments, launcher: launcher)
+        if !environment.isEmpty { daemon.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         daemon.standardOutput = FileHandle.nullDevice
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
@@ -64,4 +59,18 @@ public final class PrivateSessionBus {
     }
 
     deinit { stop() }
+}
+
+extension Process {
+    /// Makes it run `executable` with `arguments`, put after `launcher` when there is one (`scripts/netns.sh exec
+    /// PREFIX K`: inside host K's network namespace; it must exec the program, so that killing this process kills it).
+    public func runs(_ executable: URL, _ arguments: [String], launcher: [String]) {
+        if let first = launcher.first {
+            executableURL = URL(fileURLWithPath: first)
+            self.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
+        } else {
+            executableURL = executable
+            self.arguments = arguments
+        }
+    }
 }

@@ -31,13 +31,15 @@ public final class RecipesProcess {
         self.states = states
     }
 
-    public static func start(arguments: [String], display: String, bus: String, in folder: URL) async throws -> RecipesProcess {
+    /// `launcher` runs it where the test wants it, as ``PrivateSessionBus``'s (`scripts/netns.sh exec PREFIX K`: inside
+    /// host K's network namespace); it must exec the app, so that killing the process started here kills the app.
+    public static func start(arguments: [String], display: String, bus: String, in folder: URL, launcher: [String] = []) async throws -> RecipesProcess {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let states = folder.appendingPathComponent("states.jsonl")
         let process = Process()
-        process.executableURL = RecipesFixtures.app.appendingPathComponent("recipes.py")
         // --quit-after: whatever happens to the test, the app ends.
-        process.arguments = arguments + ["--state-file", states.path, "--quit-after", "50"]
+        process.runs(
+            RecipesFixtures.app.appendingPathComponent("recipes.py"), arguments + ["--state-file", states.path, "--quit-after", "50"], launcher: launcher)
         process.environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": folder.path,
             "DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": bus,
