@@ -6,9 +6,10 @@ import Testing
 /// (dbus-daemon started inside the host; the desktop's starts Recipes by D-Bus activation, from Recipes' own service
 /// file) and an X server of its own (Xvfb, run in the root namespace: clients reach it by its socket's path, which every
 /// namespace sees), and `baton agent` in the host. Recipes, the example app in Python, runs inside the laptop's
-/// namespace on the laptop's bus and display; what the person types is the real CLI in the desktop's namespace. Needs
-/// root for the namespaces, GTK 4 and the X tools; skipped naming the packages where they are missing (a failure
-/// under BATON_TEST_REQUIRE_ALL=1).
+/// namespace on the laptop's bus and display; what the person types is the real CLI in the desktop's namespace. The
+/// third test (Swift and Python continuing each other, D1) runs on loopback with two agents, as the suite's others of
+/// ShopSnap do. Needs root for the namespaces, GTK 4 and the X tools; skipped naming the packages where they are
+/// missing (a failure under BATON_TEST_REQUIRE_ALL=1).
 @Suite("Issue 28's show: a Python app continued between two hosts over their D-Bus interfaces", .serialized, .requires(.networkNamespaces, .dbusDaemon))
 struct DBusAppsNamespaceTests {
     static func seconds(_ interval: Double) -> String { String(format: "%.3f", interval) }
@@ -136,6 +137,72 @@ struct DBusAppsNamespaceTests {
             #expect(refused.status != 0 && refused.output.contains("[noApp]"), "\(refused.output)")
             #expect(hosts.agents[1].lines(containing: "launched").isEmpty, "ShopSnap is never launched: \(hosts.agents[1].output)")
             #expect(hosts.agents[1].lines(containing: "D-Bus activation").isEmpty, "\(hosts.agents[1].output)")
+        }
+    }
+
+    /// The events a test Python app wrote (shopsnap-lists-dbus.py's EVENTS_FILE): the first whose event is `event`,
+    /// within 10 s.
+    static func event(_ event: String, in file: URL) async throws -> [String: Any] {
+        try await RecipesStates(file: file).waitFor(event, seconds: 10)
+    }
+
+    /// On loopback (two `baton agent` processes, as RecipesHandoffCLITests): the laptop has ShopSnap (the Swift example,
+    /// by bundle), the desktop a Python app of ShopSnap's team declaring its types (shopsnap-lists-dbus.py, over
+    /// baton_dbus.py), registered by desktop file whose TryExec is the script, on a session bus of the desktop's own.
+    @Test(
+        "ShopSnap's list (Swift) is continued on the other device by a Python app of team RAZEWARE01 declaring ShopSnap's types, which is given the list's userInfo; the list it offers back in ShopSnap's format is continued by ShopSnap on the first, which restores it (D1, C5, A8)",
+        .requires(.python3, .pythonDBus, .libsystemd), .timeLimit(.minutes(2))
+    )
+    func swiftAndPythonContinueEachOther() async throws {
+        try await withTaskExecutorPreference(ProcessThreads.shared) {
+            let world = try HandoffWorld()
+            for name in ["laptop", "desktop"] { try world.device(name) }
+            try world.pair("laptop", "desktop")
+            let script = Baton.packageRoot.appendingPathComponent("Tests/BatonCLITests/Fixtures/shopsnap-lists-dbus.py")
+            let events = world.root.appendingPathComponent("lists-events.jsonl")
+            let apps = world.root.appendingPathComponent("apps-desktop")
+            try FileManager.default.createDirectory(at: apps, withIntermediateDirectories: true)
+            try Data(
+                """
+                [Desktop Entry]
+                Type=Application
+                Name=Lists
+                TryExec=\(script.path)
+                Exec=\(script.path) \(RecipesFixtures.app.path) \(events.path)
+                X-Baton-TeamIdentifier=RAZEWARE01
+                X-Baton-ActivityTypes=com.razeware.shopsnap.view;
+
+                """.utf8
+            ).write(to: apps.appendingPathComponent("org.example.Lists.desktop"))
+            let bus = try PrivateSessionBus(in: world.root.appendingPathComponent("bus"))
+            defer { bus.stop() }
+            try world.agent("laptop", apps: try world.apps("laptop"))
+            try world.agent("desktop", peers: ["laptop"], apps: apps.path, environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+            let agents = { world.agents.values.map(\.output).joined(separator: "\n") }
+
+            // Swift to Python: the laptop's ShopSnap offers Milk and Eggs; the desktop's Python app continues them.
+            let list = try world.shopSnap(on: "laptop", ["list", "Milk", "Eggs"])
+            #expect(try eventually(timeout: 10) { try world.nearby("desktop").stdout.contains("Shopping list") }, "\(agents())")
+            let toPython = try Baton.run("continue", "laptop", "--state", world.state("desktop"))
+            #expect(toPython.status == 0 && toPython.stdout.contains("continued in org.example.Lists"), "\(toPython.output)\n\(agents())")
+            let continued = try await Self.event("continued", in: events)
+            #expect(continued["activityType"] as? String == "com.razeware.shopsnap.view")
+            let userInfo = continued["userInfo"] as? [String: Any]
+            #expect(userInfo?["shopsnap.items.key"] as? [String] == ["Milk", "Eggs"], "\(continued)")
+            #expect(list.waitFor("was continued on another device") != nil, "A8 on the laptop: \(list.output)")
+
+            // Python to Swift: the Python app's list, in ShopSnap's userInfo format, continued by ShopSnap on the laptop.
+            _ = try await Self.event("offered", in: events)
+            #expect(try eventually(timeout: 10) { try world.nearby("laptop").stdout.contains("Shopping list (3 items)") }, "\(agents())")
+            let toSwift = try Baton.run("continue", "desktop", "--state", world.state("laptop"))
+            #expect(toSwift.status == 0 && toSwift.stdout.contains("continued in com.razeware.ShopSnap"), "\(toSwift.output)\n\(agents())")
+            // The ShopSnap still running on the laptop (its list went to the desktop) takes it, or one the agent launches
+            // (whose output is the agent's): either says what it restored.
+            let laptop = try #require(world.agents["laptop"])
+            #expect(
+                eventually(timeout: 10) { (list.output + laptop.output).contains("continued list: Milk, Eggs, Butter") },
+                "ShopSnap restored the Python app's list: \(list.output)\n\(laptop.output)")
+            _ = try await Self.event("was_continued", in: events)
         }
     }
 }
