@@ -123,5 +123,54 @@ struct DBusAppIdentityTests {
         }
     }
 
+    @Test(
+        "Issue 28 item 3, §11 Identity 3 (known gap): a process that connects to the bus, forks, and has its parent exec the app's script keeps a connection the bus says is the app's pid, and registers as the app",
+        .requires(.dbusDaemon, .pythonDBus, .libsystemd),
+        .timeLimit(.minutes(1))
+    )
+    func connectionKeptAcrossExec() async throws {
+        let world = try await World(script: true)
+        let script = try DBusAppPeer.install(in: world.root)
+        let answer = world.root.appendingPathComponent("forked.out")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: DBusAppPeer.python)
+        process.arguments = ["-c", Self.forked, world.buses[0].address, script.path, answer.path]
+        try process.run()
+        var said = ""
+        for _ in 0..<200 where said.isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+            said = (try? String(contentsOf: answer, encoding: .utf8)) ?? ""
+        }
+        print("issue 28 item 3: a bus connection kept across its process's exec of the app's script: \(said)")
+        // The bus's credentials are the connection's at connect time (SO_PEERCRED): its pid is now the real app's
+        // process, start time and all; a ProcessFD would pin the same process. On the socket, the holder check (issue
+        // 25 item 8) refuses this; over the bus nothing here can see who holds the connection. See ARCHITECTURE.
+        withKnownIssue("the bus says which process connected, not which holds the connection now") {
+            #expect(said.hasPrefix("refused org.freedesktop.DBus.Error.AccessDenied"), "\(said)")
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        await world.stop()
+    }
+
+    /// `python3 -c FORKED ADDRESS SCRIPT OUT`: connects to the bus, forks; the parent execs the app's script (as an
+    /// app of no registered id, so it stays on the bus without registering); the child, another program, calls Register
+    /// as the app on the connection made before the exec and writes what it was answered to OUT.
+    static let forked = #"""
+        import os, sys, time, dbus
+        address, script, out = sys.argv[1], sys.argv[2], sys.argv[3]
+        bus = dbus.bus.BusConnection(address)
+        if os.fork() != 0:
+            os.execv(sys.executable, [sys.executable, script, address, 'claim', 'org.example.Nobody'])
+        time.sleep(1.5)
+        agent = dbus.Interface(bus.get_object('org.baton.Agent', '/org/baton/Agent1', introspect=False), 'org.baton.Agent1')
+        try:
+            said = 'registered %s %s' % tuple(agent.Register('org.example.Recipes', dbus.Dictionary({}, signature='sv')))
+        except dbus.exceptions.DBusException as error:
+            said = 'refused %s %s' % (error.get_dbus_name(), error.get_dbus_message())
+        open(out + '.part', 'w').write(said + '\n')
+        os.rename(out + '.part', out)
+        """#
+
     typealias World = DBusAppTests.World
 }
