@@ -6,9 +6,9 @@ import Testing
 /// Continuation streams between two Python apps on two agents' session buses (issue 28 item 1; F1–F3;
 /// docs/PROTOCOL.md §11 "Streams"): the continuing app calls `OpenStream`, the originating app is called
 /// `AcceptStream`, and each writes a mebibyte into its `output` while it reads its `input` to the end, on real
-/// dbus-daemons, with the descriptors passed as `h`. The world is ``DBusAppTests/World``'s, the apps ``DBusAppPeer``s
-/// running a script of their own (an app of the interface: its `App1` methods are the other script's, plus the
-/// streams').
+/// dbus-daemons, with the descriptors passed as `h`. The world is ``DBusAppTests/World``'s with its app a script, the
+/// apps ``DBusAppPeer``s running that script with this suite's code (an app of the interface: its `App1` methods are
+/// the other script's, plus the streams').
 @Suite("Issue 28 item 1: continuation streams between Python apps over the agents' D-Bus interface", .serialized)
 struct DBusStreamBusTests {
     @Test(
@@ -17,7 +17,7 @@ struct DBusStreamBusTests {
         .timeLimit(.minutes(2))
     )
     func mebibyteEachWay() async throws {
-        let world = try await DBusAppTests.World()
+        let world = try await DBusAppTests.World(script: true)
         do {
             let (opener, acceptor) = try await Self.continued(world, acceptor: "accept")
             let started = ContinuousClock.now
@@ -42,7 +42,7 @@ struct DBusStreamBusTests {
         .timeLimit(.minutes(2))
     )
     func appQuitsMidStream() async throws {
-        let world = try await DBusAppTests.World()
+        let world = try await DBusAppTests.World(script: true)
         do {
             let (opener, acceptor) = try await Self.continued(world, acceptor: "acceptThenQuit")
             let opened = try #require(await opener.line("opened ", within: 30), "\(opener.lines)")
@@ -59,10 +59,10 @@ struct DBusStreamBusTests {
     /// The desktop's app (mode `open`: OpenStream from Continue) continues the laptop's (mode `acceptor`), which offered
     /// a recipe with streams: both apps, once the continuation has ended.
     static func continued(_ world: DBusAppTests.World, acceptor mode: String) async throws -> (opener: DBusAppPeer, acceptor: DBusAppPeer) {
-        // DBusAppPeer runs the folder's app.py, written here first: this one's.
-        let folder = world.root.appendingPathComponent("streams")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data(script.utf8).write(to: folder.appendingPathComponent("app.py"))
+        // The world's app is the script its desktop file names (ROOT/app.py, §11 Identity 3): this one's code, put there
+        // in its place, so only the interpreter running that script passes the agent's check.
+        let folder = world.root
+        try Data("#!\(DBusAppPeer.python)\n\(script)".utf8).write(to: folder.appendingPathComponent("app.py"))
         let opener = try DBusAppPeer("open", app: "org.example.Recipes", address: world.buses[1].address, folder: folder, name: "opener")
         #expect(await opener.line("registered") != nil, "\(opener.lines)")
         let acceptor = try DBusAppPeer(mode, app: "org.example.Recipes", address: world.buses[0].address, folder: folder, name: "acceptor")
