@@ -60,7 +60,7 @@ struct DBusAppsNamespaceTests {
 
     @Test(
         "the laptop's Recipes offers Kanelbullar scrolled to 0.7 (A6, A7); `baton continue` on the desktop has the desktop's bus start Recipes by D-Bus activation, which shows Kanelbullar at 0.7 titled so (C5, D1); the laptop's Recipes hears it was continued (A8)",
-        .requires(.gtk4, .xvfb, .xwininfo, .imagemagick, .libsystemd), .timeLimit(.minutes(2))
+        .requires(.gtk4, .xvfb, .xwininfo, .imagemagick, .libsystemd), .timeLimit(.minutes(5))
     )
     func recipesContinued() async throws {
         // On the threads of tests that start processes (ProcessThreads), with waits that are async (the apps' lines).
@@ -117,7 +117,7 @@ struct DBusAppsNamespaceTests {
 
     @Test(
         "Recipes' activity (team BATONEXMPL) is offered to a desktop whose only app is ShopSnap (team RAZEWARE01): `baton continue` there fails naming no app, and nothing is launched (D3)",
-        .requires(.gtk4, .xvfb, .libsystemd), .timeLimit(.minutes(2))
+        .requires(.gtk4, .xvfb, .libsystemd), .timeLimit(.minutes(5))
     )
     func otherTeamsAppDoesNotContinue() async throws {
         try await withTaskExecutorPreference(ProcessThreads.shared) {
@@ -151,7 +151,7 @@ struct DBusAppsNamespaceTests {
     /// baton_dbus.py), registered by desktop file whose TryExec is the script, on a session bus of the desktop's own.
     @Test(
         "ShopSnap's list (Swift) is continued on the other device by a Python app of team RAZEWARE01 declaring ShopSnap's types, which is given the list's userInfo; the list it offers back in ShopSnap's format is continued by ShopSnap on the first, which restores it (D1, C5, A8)",
-        .requires(.python3, .pythonDBus, .libsystemd), .timeLimit(.minutes(2))
+        .requires(.python3, .pythonDBus, .libsystemd), .timeLimit(.minutes(5))
     )
     func swiftAndPythonContinueEachOther() async throws {
         try await withTaskExecutorPreference(ProcessThreads.shared) {

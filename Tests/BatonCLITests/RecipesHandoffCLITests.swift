@@ -10,7 +10,7 @@ import Testing
 struct RecipesHandoffCLITests {
     @Test(
         "host 1's Recipes offers Kanelbullar scrolled to 0.7, saved when asked (A6, A7); baton continue on host 2 starts Recipes by D-Bus activation, which shows Kanelbullar at 0.7 titled so (C5); host 1 hears it was continued (A8)",
-        .requires(.gtk4, .xvfb, .dbusDaemon, .xwininfo, .imagemagick), .timeLimit(.minutes(2))
+        .requires(.gtk4, .xvfb, .dbusDaemon, .xwininfo, .imagemagick), .timeLimit(.minutes(5))
     )
     func continuedOnAnotherHost() async throws {
         // On the threads of tests that start processes (ProcessThreads), with waits that are async (the app's lines).

@@ -79,15 +79,19 @@ public struct RecipesStates {
     /// lines and errors (`stderr` beside the file) when none comes.
     public func waitFor(_ event: String, seconds: Double = 20, running: () -> Bool = { true }) async throws -> [String: Any] {
         let end = Date().addingTimeInterval(seconds)
-        repeat {
+        while true {
             let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") {
                 if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["event"] as? String == event {
                     return object
                 }
             }
+            // The deadline is looked at after a look at the file, never straight after a sleep: a test kept off its
+            // thread for longer than `seconds` (CI's parallel run kept both process threads busy for minutes) still
+            // finds a line written meanwhile, where it once failed holding the line in its message.
+            guard Date() < end, running() else { break }
             try await Task.sleep(for: .milliseconds(50))
-        } while Date() < end && running()
+        }
         let errors = (try? String(contentsOf: file.deletingLastPathComponent().appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
         let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
         Issue.record("Recipes said no \(event) within \(seconds) s; its states: \(text); its errors: \(errors.suffix(2000))")
