@@ -68,6 +68,10 @@ private struct Reader {
     var decodedObjects = 0
     /// Which objects are containers currently being decoded: a reference back to one is a cycle.
     var onPath: [Bool]
+    /// Dictionary keys already decoded, by object index modulo its size (issue 29 item 5): a key object is referenced
+    /// from every dictionary that has the key, and was made into a new string for each. Its size is fixed, so hostile
+    /// input costs no memory by it.
+    var keyCache = [(object: Int, name: String)](repeating: (-1, ""), count: 64)
 
     init(bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws {
         self.bytes = bytes
@@ -95,7 +99,8 @@ private struct Reader {
 
     // MARK: Objects
 
-    mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
+    /// Counts one more value against ``PropertyListLimits/maximumObjects``.
+    mutating func countObject() throws {
         decodedObjects += 1
         guard decodedObjects <= limits.maximumObjects else {
             throw BatonCoreError(
@@ -103,6 +108,10 @@ private struct Reader {
                 "more than \(limits.maximumObjects) values (shared references count once per use)"
             )
         }
+    }
+
+    mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
+        try countObject()
         let offset = try offset(of: index)
         let marker = bytes[offset]
         switch marker >> 4 {
@@ -298,19 +307,34 @@ private struct Reader {
             let valuesStart = start + count * referenceSize
             for element in 0..<count {
                 let keyPosition = start + element * referenceSize
-                let key = try object(try reference(at: keyPosition), depth: depth + 1)
-                guard case .string(let name) = key else {
-                    throw BatonCoreError(
-                        .nonStringKey,
-                        "dictionary key is a \(key.typeName), property-list keys are strings",
-                        offset: keyPosition
-                    )
-                }
+                let name = try key(try reference(at: keyPosition), at: keyPosition, depth: depth + 1)
                 let valuePosition = valuesStart + element * referenceSize
                 entries[name] = try object(try reference(at: valuePosition), depth: depth + 1)
             }
             return .dictionary(entries)
         }
+    }
+}
+
+extension Reader {
+    /// The dictionary key that is object `index`, referenced at `position`: from ``keyCache`` when it was decoded
+    /// before (still counted as a value, as every use of a shared object is), else decoded and kept there.
+    mutating func key(_ index: Int, at position: Int, depth: Int) throws -> String {
+        let slot = index % keyCache.count
+        if keyCache[slot].object == index {
+            try countObject()
+            return keyCache[slot].name
+        }
+        let key = try object(index, depth: depth)
+        guard case .string(let name) = key else {
+            throw BatonCoreError(
+                .nonStringKey,
+                "dictionary key is a \(key.typeName), property-list keys are strings",
+                offset: position
+            )
+        }
+        keyCache[slot] = (index, name)
+        return name
     }
 }
 

@@ -78,12 +78,13 @@ private struct BinaryWriter {
         case .dictionary(let entries):
             let count = entries.count
             let (index, start) = try reserveContainer(references: 2 * count, depth: depth)
-            // Sorted by key through the dictionary's own indices: no copy of its entries.
-            var order = Array(entries.indices)
-            order.sort { entries[$0].key < entries[$1].key }
-            for (offset, entry) in order.enumerated() {
-                references[start + offset] = flattenString(entries[entry].key)
-                references[start + count + offset] = try flatten(entries[entry].value, depth: depth + 1)
+            // Sorted by key (unique under `==`, so `<` orders them totally: the same order every time). The entries are
+            // copied once: comparing through the dictionary's indices checked and retained a key per comparison.
+            var sorted = Array(entries)
+            sorted.sort { $0.key < $1.key }
+            for (offset, entry) in sorted.enumerated() {
+                references[start + offset] = flattenString(entry.key)
+                references[start + count + offset] = try flatten(entry.value, depth: depth + 1)
             }
             objects[index] = FlatObject(container: BinaryPropertyListMarker.dictionary, first: start, second: count)
             return index
@@ -105,10 +106,30 @@ private struct BinaryWriter {
     /// is looked up by value too (``stringObjects``). Every string goes where a dictionary of strings alone put it (as
     /// the encoder had), so the output is the same, byte for byte.
     mutating func flattenString(_ text: String) -> Int {
+        var text = text
+        // ASCII (nearly every key and most values): looked up by the bytes it would be written as, its marker and count
+        // beside its own UTF-8, and written only when new (issue 29 item 5: most keys repeat in every dictionary).
+        let ascii = text.withUTF8 { utf8 -> (object: Int?, slot: Int, hash: UInt64)? in
+            guard !utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+            return withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { raw in
+                var header = ByteWriter(raw)
+                header.appendCount(BinaryPropertyListMarker.asciiString, utf8.count)
+                let head = UnsafeRawBufferPointer(rebasing: raw[..<header.position])
+                return scalarBytes.withUnsafeBufferPointer { all in
+                    stringTable.find(head, UnsafeRawBufferPointer(utf8), in: all, objects: objects)
+                }
+            }
+        }
+        if let ascii {
+            if let existing = ascii.object ?? stringObjects?[text] { return existing }
+            let start = scalarBytes.count
+            writeString(text)
+            return addString(text, from: start, slot: ascii.slot, hash: ascii.hash)
+        }
         let start = scalarBytes.count
         let plain = writeString(text)
         let found = scalarBytes.withUnsafeBufferPointer { bytes in
-            stringTable.find(UnsafeBufferPointer(rebasing: bytes[start...]), in: bytes, objects: objects)
+            stringTable.find(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start...])), UnsafeRawBufferPointer(start: nil, count: 0), in: bytes, objects: objects)
         }
         if let existing = found.object {
             scalarBytes.removeLast(scalarBytes.count - start)
@@ -119,9 +140,14 @@ private struct BinaryWriter {
             scalarBytes.removeLast(scalarBytes.count - start)
             return existing
         }
+        return addString(text, from: start, slot: found.slot, hash: found.hash)
+    }
+
+    /// Makes the string written from `start` on a new object, found from now on by its bytes and its value.
+    mutating func addString(_ text: String, from start: Int, slot: Int, hash: UInt64) -> Int {
         objects.append(FlatObject(container: 0, first: start, second: scalarBytes.count))
         let index = objects.count - 1
-        stringTable.insert(index, at: found.slot, hash: found.hash)
+        stringTable.insert(index, at: slot, hash: hash)
         stringObjects?[text] = index
         return index
     }
@@ -237,11 +263,8 @@ private struct BinaryWriter {
     // MARK: Scalars
 
     mutating func appendBigEndian(_ value: UInt64, size: Int) {
-        var shift = (size - 1) * 8
-        while shift >= 0 {
-            scalarBytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-            shift -= 8
-        }
+        // The low `size` bytes in one append: byte by byte, each append checked uniqueness and capacity.
+        withUnsafeBytes(of: value.bigEndian) { scalarBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[(8 - size)...])) }
     }
 
     /// A marker with its count in the low nibble, or `0xF` and an integer object when the count is 15 or more.
@@ -351,21 +374,26 @@ extension BinaryWriter {
         var hashes = [UInt64](repeating: 0, count: 64)
         var count = 0
 
-        static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        /// FNV-1a of `bytes`, continuing from `hash`.
+        static func hash(_ bytes: UnsafeRawBufferPointer, from hash: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
+            var hash = hash
             for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
             return hash
         }
 
-        /// The object whose bytes in `all` are `key`, if any, and the slot for it and its hash otherwise.
-        func find(_ key: UnsafeBufferPointer<UInt8>, in all: UnsafeBufferPointer<UInt8>, objects: [FlatObject]) -> (object: Int?, slot: Int, hash: UInt64) {
-            let hash = Self.hash(key)
+        /// The object whose bytes in `all` are `head` then `tail` (a string's marker and count, then its text), if
+        /// any, and the slot for it and its hash otherwise.
+        func find(
+            _ head: UnsafeRawBufferPointer, _ tail: UnsafeRawBufferPointer, in all: UnsafeBufferPointer<UInt8>, objects: [FlatObject]
+        ) -> (object: Int?, slot: Int, hash: UInt64) {
+            let hash = Self.hash(tail, from: Self.hash(head))
             let mask = slots.count - 1
             var slot = Int(truncatingIfNeeded: hash) & mask
             while slots[slot] >= 0 {
                 let object = objects[slots[slot]]
-                if hashes[slot] == hash, object.second - object.first == key.count,
-                    Self.same(all, from: object.first, as: key)
+                if hashes[slot] == hash, object.second - object.first == head.count + tail.count,
+                    Self.same(all, from: object.first, as: head),
+                    Self.same(all, from: object.first + head.count, as: tail)
                 {
                     return (slots[slot], slot, hash)
                 }
@@ -375,12 +403,11 @@ extension BinaryWriter {
         }
 
         /// Whether `all` holds the bytes of `key` from `start` on (checked to be in it).
-        static func same(_ all: UnsafeBufferPointer<UInt8>, from start: Int, as key: UnsafeBufferPointer<UInt8>) -> Bool {
-            for index in key.indices where all[start + index] != key[index] { return false }
-            return true
+        static func same(_ all: UnsafeBufferPointer<UInt8>, from start: Int, as key: UnsafeRawBufferPointer) -> Bool {
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(all)[start..<(start + key.count)]).elementsEqual(key)
         }
 
-        /// Puts `object` in `slot` (from ``find(_:in:objects:)``, with nothing inserted since).
+        /// Puts `object` in `slot` (from ``find(_:_:in:objects:)``, with nothing inserted since).
         mutating func insert(_ object: Int, at slot: Int, hash: UInt64) {
             slots[slot] = object
             hashes[slot] = hash
