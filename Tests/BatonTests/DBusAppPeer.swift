@@ -71,8 +71,11 @@ final class DBusAppPeer {
         process.waitUntilExit()
     }
 
-    static let script = #"""
-        import json, sys, time
+    /// What every app script of these tests starts with: its arguments (bus address, mode, app id), the bus, a main
+    /// loop, `say` (a line on standard output), `props` (an `a{sv}`), and `agent`, the agent's interface once
+    /// `org.baton.Agent` is on the bus. ``script`` and DBusStreamBusTests' script go on from here.
+    static let prelude = #"""
+        import hashlib, json, os, sys, threading, time
         import dbus, dbus.service, dbus.mainloop.glib
         from gi.repository import GLib
 
@@ -84,6 +87,18 @@ final class DBusAppPeer {
         def say(*words):
             print(*words, flush=True)
 
+        def props(**entries):
+            return dbus.Dictionary(entries, signature='sv')
+
+        for _ in range(300):
+            if bus.name_has_owner('org.baton.Agent'):
+                break
+            time.sleep(0.05)
+        agent = dbus.Interface(bus.get_object('org.baton.Agent', '/org/baton/Agent1', introspect=False), 'org.baton.Agent1')
+
+        """#
+
+    static let script = prelude + #"""
         def plain(value):
             if isinstance(value, dict):
                 return {str(k): plain(v) for k, v in value.items()}
@@ -99,17 +114,8 @@ final class DBusAppPeer {
                 return int(value)
             return value
 
-        def props(**entries):
-            return dbus.Dictionary(entries, signature='sv')
-
         def quit_soon():
             GLib.timeout_add(200, loop.quit)
-
-        for _ in range(300):
-            if bus.name_has_owner('org.baton.Agent'):
-                break
-            time.sleep(0.05)
-        agent = dbus.Interface(bus.get_object('org.baton.Agent', '/org/baton/Agent1', introspect=False), 'org.baton.Agent1')
 
         class App(dbus.service.Object):
             @dbus.service.method('org.baton.App1', in_signature='tt', out_signature='a{sv}')

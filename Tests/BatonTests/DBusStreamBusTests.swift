@@ -73,22 +73,8 @@ struct DBusStreamBusTests {
         return (opener, acceptor)
     }
 
-    static let script = #"""
-        import hashlib, os, sys, threading, time
-        import dbus, dbus.service, dbus.mainloop.glib
-        from gi.repository import GLib
-
-        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-        address, mode, app_id = sys.argv[1], sys.argv[2], sys.argv[3]
-        bus = dbus.bus.BusConnection(address)
-        loop = GLib.MainLoop()
+    static let script = DBusAppPeer.prelude + #"""
         SIZE = 1 << 20
-
-        def say(*words):
-            print(*words, flush=True)
-
-        def props(**entries):
-            return dbus.Dictionary(entries, signature='sv')
 
         def pattern(seed):
             unit = bytes((i * 7 + seed) % 256 for i in range(251))
@@ -121,12 +107,6 @@ struct DBusStreamBusTests {
             read()
             writer.join()
             GLib.timeout_add(300, loop.quit)
-
-        for _ in range(300):
-            if bus.name_has_owner('org.baton.Agent'):
-                break
-            time.sleep(0.05)
-        agent = dbus.Interface(bus.get_object('org.baton.Agent', '/org/baton/Agent1', introspect=False), 'org.baton.Agent1')
 
         class App(dbus.service.Object):
             @dbus.service.method('org.baton.App1', in_signature='tt', out_signature='a{sv}')
