@@ -11,14 +11,18 @@ extension SearchIndex {
         var description: String { "\(type) \(name)" }
     }
 
-    /// The objects of the schema ``migrator`` makes (tables, indexes, triggers, the FTS5 table and its shadow tables,
-    /// GRDB's migration table), read from an in-memory database made with it: what every index file must hold,
-    /// exactly (issue 25 item 6).
-    static let expectedSchema: Result<Set<SchemaObject>, SearchError> = {
+    /// The objects of the schema each migration of ``migrator`` leaves (tables, indexes, triggers, the FTS5 table and
+    /// its shadow tables, GRDB's migration table), read from in-memory databases migrated up to it, in the migrations'
+    /// order: what an index file written by this Baton or an earlier one holds, exactly (issue 25 item 6).
+    static let expectedSchemas: Result<[(migration: String, schema: Set<SchemaObject>)], SearchError> = {
         do {
-            let reference = try DatabaseQueue()
-            try migrator.migrate(reference)
-            return .success(try reference.read(schema))
+            return .success(
+                try migrator.migrations.map { migration in
+                    let reference = try DatabaseQueue()
+                    try migrator.migrate(reference, upTo: migration)
+                    return (migration, try reference.read(schema))
+                }
+            )
         } catch {
             return .failure(SearchError(.database, "Cannot make the search index's reference schema: \(error)."))
         }
@@ -46,15 +50,27 @@ extension SearchIndex {
     /// ours to query, and a missing FTS table makes every search fail. Such a file is ``SearchError/Code/damaged``,
     /// as garbage is, so an agent sets it aside and starts an empty index.
     ///
+    /// When `allowingEarlier` (on open, before the migrations run), the schema an earlier migration left is accepted
+    /// too, exactly, when GRDB's migration table lists exactly the migrations up to it: the migrations then bring it up
+    /// to date. Otherwise (before every write) only the current schema is: the save path relies on it (since v2 the
+    /// saves add their new entries to the FTS index, not the insert trigger).
+    ///
     /// A file with other objects and GRDB's migration table (a real table, so reading it runs nothing) listing a
-    /// migration this Baton does not know is ``SearchError/Code/newerSchema`` instead. When a migration is added,
-    /// the schema of each earlier version must be accepted here too (and migrated). An empty file is accepted only
-    /// when `allowingEmpty` (on open, before the migrations make the schema).
-    static func verifySchema(_ db: Database, path: String, allowingEmpty: Bool) throws {
+    /// migration this Baton does not know is ``SearchError/Code/newerSchema`` instead. An empty file is accepted only
+    /// when `allowingEarlier` (on open, before the migrations make the schema).
+    static func verifySchema(_ db: Database, path: String, allowingEarlier: Bool) throws {
         let found = try schema(db)
-        if found.isEmpty && allowingEmpty { return }
-        let expected = try expectedSchema.get()
-        if found == expected { return }
+        if found.isEmpty && allowingEarlier { return }
+        let versions = try expectedSchemas.get()
+        guard let current = versions.last?.schema else {
+            throw SearchError(.database, "The search index has no migrations.")
+        }
+        if found == current { return }
+        if allowingEarlier, let index = versions.firstIndex(where: { $0.schema == found }),
+            try migrator.appliedIdentifiers(db) == Set(versions[...index].map(\.migration))
+        {
+            return
+        }
         let hasMigrations = found.contains { $0.type == "table" && $0.name == "grdb_migrations" }
         if hasMigrations, try migrator.hasBeenSuperseded(db) {
             throw SearchError(
@@ -62,11 +78,12 @@ extension SearchIndex {
                 "The search index at \(path) was written by a newer version of Baton; update Baton, or remove the file to start an empty index."
             )
         }
-        let extra = found.subtracting(expected).map(\.description).sorted()
-        let missing = expected.subtracting(found).map(\.description).sorted()
+        let extra = found.subtracting(current).map(\.description).sorted()
+        let missing = current.subtracting(found).map(\.description).sorted()
         var differences: [String] = []
         if !extra.isEmpty { differences.append("not ours: \(list(extra))") }
         if !missing.isEmpty { differences.append("missing or changed: \(list(missing))") }
+        if differences.isEmpty { differences.append("its migrations do not match its tables") }
         throw SearchError(
             .damaged,
             "The search index at \(path) is damaged: its schema is not the one Baton makes (\(differences.joined(separator: "; "))). Remove it (and its -wal and -shm files) to start a new, empty index; the account and paired devices are not affected, only saved search entries are lost."
@@ -156,6 +173,39 @@ extension SearchIndex {
                     bytes INTEGER NOT NULL
                 );
                 INSERT INTO totals (id, entries, bytes) VALUES (1, 0, 0);
+                """)
+        }
+        // Issue 29 item 2: Baton's saves put new entries into the FTS index themselves, after the transaction's other
+        // inserts, not through the insert trigger. A statement that needs a statement journal (an INSERT into
+        // activities, with its UNIQUE index) makes SQLite call xSavepoint on every virtual table written earlier in the
+        // transaction, and FTS5 then flushes its pending terms to a new segment: interleaved, a batch of 1,000 saves
+        // wrote a segment per save and spent its time merging them (3.5x raw FTS5 inserts). A save transaction holds
+        // the one row of activities_fts_deferred from its start to its end (never committed), and the insert trigger
+        // indexes a new row only without it, so a row any other writer inserts is still indexed (an external-content
+        // 'delete' of a row the index never saw, by a later update or eviction, would corrupt it). The update and
+        // delete triggers stay: the save path puts its pending rows in before any statement that fires them. Prefix
+        // indexes for 1 to 6 characters (search as you type: "g", "groc"), the same tokenizer; 'rebuild' fills the
+        // new table from activities.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                CREATE TABLE activities_fts_deferred (id INTEGER PRIMARY KEY CHECK (id = 1));
+                DROP TRIGGER activities_after_insert;
+                CREATE TRIGGER activities_after_insert AFTER INSERT ON activities BEGIN
+                    INSERT INTO activities_fts(rowid, title, keywords, description)
+                        SELECT new.id, new.title, new.keywords, new.description
+                        WHERE NOT EXISTS (SELECT 1 FROM activities_fts_deferred);
+                    INSERT INTO activities_rank(id, savedAt, expirationDate)
+                        VALUES (new.id, new.savedAt, new.expirationDate);
+                    UPDATE totals SET entries = entries + 1, bytes = bytes + new.bytes WHERE id = 1;
+                END;
+                DROP TABLE activities_fts;
+                CREATE VIRTUAL TABLE activities_fts USING fts5(
+                    title, keywords, description,
+                    content = 'activities', content_rowid = 'id',
+                    tokenize = 'unicode61 remove_diacritics 2',
+                    prefix = '1 2 3 4 5 6'
+                );
+                INSERT INTO activities_fts(activities_fts) VALUES ('rebuild');
                 """)
         }
         return migrator

@@ -46,12 +46,14 @@ public final class SearchIndex: Sendable {
         // them) until the schema has been checked to be exactly ours.
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA trusted_schema = OFF")
+            // Our statements rank with it (issue 29); the file's schema cannot call it (trusted_schema is off).
+            try RankFunction.register(db)
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // Before the migrations write anything: a schema that is not exactly ours (a planted trigger, view or
             // table, the FTS table gone) is damage, and nothing the file defines has run yet.
-            try pool.read { db in try Self.verifySchema(db, path: path, allowingEmpty: true) }
+            try pool.read { db in try Self.verifySchema(db, path: path, allowingEarlier: true) }
             try Self.migrator.migrate(pool)
             // Our own triggers keep activities_fts in step, which an untrusted schema may not do: the writer trusts
             // it, and every write checks first that it is still exactly ours (``write(_:)``). Readers never do.
@@ -95,7 +97,10 @@ public final class SearchIndex: Sendable {
         let row = try StoredRow(entry, limits: limits)
         let limits = self.limits
         return try await write { db in
-            try Self.insert(row, replacing: replacing, now: now, limits: limits, db)
+            var saving = try Saving(db, limits: limits)
+            let id = try saving.save(row, replacing: replacing, now: now)
+            try saving.finish()
+            return id
         }
     }
 
@@ -111,58 +116,11 @@ public final class SearchIndex: Sendable {
         let limits = self.limits
         let rows = try entries.map { try StoredRow($0, limits: limits) }
         return try await write { db in
-            try rows.map { try Self.insert($0, replacing: nil, now: now, limits: limits, db) }
+            var saving = try Saving(db, limits: limits)
+            let ids = try rows.map { try saving.save($0, replacing: nil, now: now) }
+            try saving.finish()
+            return ids
         }
-    }
-
-    /// One save inside a write transaction: ``save(_:replacing:now:)``'s upsert, then eviction.
-    private static func insert(
-        _ row: StoredRow,
-        replacing: Int64?,
-        now: Date,
-        limits: SearchLimits,
-        _ db: Database
-    ) throws -> Int64 {
-        let entry = row.entry
-        if let replacing, entry.persistentIdentifier == nil {
-            try db.execute(
-                sql: """
-                    UPDATE activities SET (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
-                        description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
-                        savedAt, payload, bytes) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    WHERE id = ? AND bundleIdentifier = ? AND persistentIdentifier IS NULL
-                    """,
-                arguments: row.arguments(savedAt: now) + [replacing, entry.bundleIdentifier]
-            )
-            if db.changesCount == 1 {
-                try evict(db, limits: limits, keeping: replacing)
-                return replacing
-            }
-        }
-        let id = try Int64.fetchOne(
-            db.cachedStatement(
-                sql: """
-                INSERT INTO activities (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
-                    description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
-                    savedAt, payload, bytes)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (bundleIdentifier, persistentIdentifier) DO UPDATE SET
-                    bundleIdentifier = excluded.bundleIdentifier, activityType = excluded.activityType,
-                    title = excluded.title, keywords = excluded.keywords, description = excluded.description,
-                    contentType = excluded.contentType, thumbnail = excluded.thumbnail,
-                    relatedUniqueIdentifier = excluded.relatedUniqueIdentifier, webpageURL = excluded.webpageURL,
-                    expirationDate = excluded.expirationDate, savedAt = excluded.savedAt,
-                    payload = excluded.payload, bytes = excluded.bytes
-                RETURNING id
-                """
-            ),
-            arguments: row.arguments(savedAt: now)
-        )
-        guard let id else {
-            throw SearchError(.database, "SQLite saved the entry but returned no row id.")
-        }
-        try evict(db, limits: limits, keeping: id)
-        return id
     }
 
     /// Deletes `bundleIdentifier`'s entries with these persistent identifiers (G3;
@@ -247,45 +205,13 @@ public final class SearchIndex: Sendable {
 
     // MARK: Internals
 
-    /// Removes the oldest entries (except `keeping`, the one just saved) until the index is within `limits`.
-    private static func evict(_ db: Database, limits: SearchLimits, keeping id: Int64) throws {
-        func totals() throws -> (entries: Int, bytes: Int) {
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT entries, bytes FROM totals WHERE id = 1")) else {
-                throw SearchError(.damaged, "The search index has lost its totals; remove it to start an empty index.")
-            }
-            return (try row.required("entries"), try row.required("bytes"))
-        }
-        var current = try totals()
-        if current.entries > limits.maximumEntries {
-            try db.execute(
-                sql: """
-                    DELETE FROM activities WHERE id IN (
-                        SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT ?)
-                    """,
-                arguments: [id, current.entries - limits.maximumEntries]
-            )
-            current = try totals()
-        }
-        while current.bytes > limits.maximumBytes, current.entries > 1 {
-            try db.execute(
-                sql: """
-                    DELETE FROM activities WHERE id = (
-                        SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT 1)
-                    """,
-                arguments: [id]
-            )
-            guard db.changesCount > 0 else { break }
-            current = try totals()
-        }
-    }
-
     /// Runs `body` in a write transaction, after checking the schema is still exactly ours: another program may
     /// change the file while it is open, and a trigger it plants would run inside our writes (issue 25 item 6).
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let path = self.path
         do {
             return try await pool.write { db in
-                try Self.verifySchema(db, path: path, allowingEmpty: false)
+                try Self.verifySchema(db, path: path, allowingEarlier: false)
                 return try body(db)
             }
         } catch let error as CancellationError {
@@ -341,6 +267,163 @@ public final class SearchIndex: Sendable {
             )
         default:
             return SearchError(.database, "The search index at \(path) failed: \(error.message ?? "\(error.resultCode)").")
+        }
+    }
+}
+
+extension SearchIndex {
+    /// The saves of one write transaction (issue 29 item 2). New entries' text goes into activities_fts at the end,
+    /// in one run of inserts, not one at a time between the other statements: an INSERT into activities (its UNIQUE
+    /// index needs a statement journal) makes SQLite call xSavepoint on every virtual table already written in the
+    /// transaction, and FTS5 then flushes its pending terms to a segment of their own, so interleaved inserts cost 3.5x
+    /// raw FTS5 inserts. While it runs, the row of activities_fts_deferred tells the insert trigger to leave new rows
+    /// to it (migration v2); ``finish()`` removes the row again, so it is never committed. The update and delete
+    /// triggers write activities_fts themselves, so the pending rows go in first, before any statement that fires them:
+    /// an external-content 'delete' of a row the index has not seen yet corrupts it.
+    ///
+    /// The totals are read once and then followed here (a new entry adds itself, an update its change in bytes); after
+    /// an eviction, whose rows are not known here, they are read again.
+    struct Saving {
+        let db: Database
+        let limits: SearchLimits
+        /// New entries (id and row) not yet in activities_fts, in the order they were saved.
+        private var pending: [(id: Int64, row: StoredRow)] = []
+        private var entries: Int
+        private var bytes: Int
+
+        init(_ db: Database, limits: SearchLimits) throws {
+            self.db = db
+            self.limits = limits
+            (entries, bytes) = try Self.totals(db)
+            try db.execute(sql: "INSERT OR IGNORE INTO activities_fts_deferred (id) VALUES (1)")
+        }
+
+        /// One ``SearchIndex/save(_:replacing:now:)``: the entry's row inserted, or an existing one updated, then
+        /// eviction.
+        mutating func save(_ row: StoredRow, replacing: Int64?, now: Date) throws -> Int64 {
+            let entry = row.entry
+            if let replacing, entry.persistentIdentifier == nil {
+                if let old = try Int.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT bytes FROM activities
+                            WHERE id = ? AND bundleIdentifier = ? AND persistentIdentifier IS NULL
+                            """
+                    ),
+                    arguments: [replacing, entry.bundleIdentifier]
+                ) {
+                    try update(replacing, oldBytes: old, with: row, savedAt: now)
+                    return replacing
+                }
+            }
+            // Most saves are new entries: one statement tries the insert, and only a conflict (the app's entry with
+            // this persistent identifier exists) asks for the existing row.
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO activities (persistentIdentifier, bundleIdentifier, activityType, title, keywords,
+                        description, contentType, thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate,
+                        savedAt, payload, bytes)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (bundleIdentifier, persistentIdentifier) DO NOTHING
+                    """
+            ).execute(arguments: row.arguments(savedAt: now))
+            if db.changesCount == 1 {
+                let id = db.lastInsertedRowID
+                pending.append((id, row))
+                entries += 1
+                bytes += row.bytes
+                try evict(keeping: id)
+                return id
+            }
+            guard
+                let existing = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT id, bytes FROM activities WHERE bundleIdentifier = ? AND persistentIdentifier = ?"
+                    ),
+                    arguments: [entry.bundleIdentifier, entry.persistentIdentifier]
+                )
+            else {
+                throw SearchError(.database, "SQLite refused the entry but holds no entry it conflicts with.")
+            }
+            let id: Int64 = try existing.required("id")
+            try update(id, oldBytes: try existing.required("bytes"), with: row, savedAt: now)
+            return id
+        }
+
+        /// Replaces row `id` with `row` (keeping its persistent identifier), then evicts. The update trigger deletes
+        /// the old text from activities_fts, so the pending rows (the row itself may be one) go in first.
+        private mutating func update(_ id: Int64, oldBytes: Int, with row: StoredRow, savedAt: Date) throws {
+            try flush()
+            let entry = row.entry
+            try db.cachedStatement(
+                sql: """
+                    UPDATE activities SET (bundleIdentifier, activityType, title, keywords, description, contentType,
+                        thumbnail, relatedUniqueIdentifier, webpageURL, expirationDate, savedAt, payload, bytes)
+                        = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    WHERE id = ?
+                    """
+            ).execute(
+                arguments: [
+                    entry.bundleIdentifier, entry.activityType, row.title, row.keywords, row.description,
+                    entry.contentType, entry.thumbnailData, entry.relatedUniqueIdentifier, entry.webpageURL,
+                    entry.expirationDate?.timeIntervalSince1970, savedAt.timeIntervalSince1970, entry.payload,
+                    row.bytes, id,
+                ]
+            )
+            bytes += row.bytes - oldBytes
+            try evict(keeping: id)
+        }
+
+        /// Puts the pending rows into activities_fts: before a statement whose trigger writes it, and at the end.
+        mutating func flush() throws {
+            guard !pending.isEmpty else { return }
+            let statement = try db.cachedStatement(
+                sql: "INSERT INTO activities_fts(rowid, title, keywords, description) VALUES (?, ?, ?, ?)"
+            )
+            for (id, row) in pending {
+                try statement.execute(arguments: [id, row.title, row.keywords, row.description])
+            }
+            pending.removeAll(keepingCapacity: true)
+        }
+
+        /// Ends the transaction's saves: every saved entry is in activities_fts, and the insert trigger indexes new
+        /// rows again. Called last in the transaction; when a save throws, the rollback undoes everything instead.
+        mutating func finish() throws {
+            try flush()
+            try db.execute(sql: "DELETE FROM activities_fts_deferred")
+        }
+
+        /// Removes the oldest entries (except `keeping`, the one just saved) until the index is within ``limits``.
+        private mutating func evict(keeping id: Int64) throws {
+            if entries > limits.maximumEntries {
+                try flush()
+                try db.cachedStatement(
+                    sql: """
+                        DELETE FROM activities WHERE id IN (
+                            SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT ?)
+                        """
+                ).execute(arguments: [id, entries - limits.maximumEntries])
+                (entries, bytes) = try Self.totals(db)
+            }
+            while bytes > limits.maximumBytes, entries > 1 {
+                try flush()
+                try db.cachedStatement(
+                    sql: """
+                        DELETE FROM activities WHERE id = (
+                            SELECT id FROM activities WHERE id != ? ORDER BY savedAt, id LIMIT 1)
+                        """
+                ).execute(arguments: [id])
+                guard db.changesCount > 0 else { break }
+                (entries, bytes) = try Self.totals(db)
+            }
+        }
+
+        private static func totals(_ db: Database) throws -> (entries: Int, bytes: Int) {
+            let statement = try db.cachedStatement(sql: "SELECT entries, bytes FROM totals WHERE id = 1")
+            guard let row = try Row.fetchOne(statement) else {
+                throw SearchError(.damaged, "The search index has lost its totals; remove it to start an empty index.")
+            }
+            return (try row.required("entries"), try row.required("bytes"))
         }
     }
 }
