@@ -184,8 +184,8 @@ extension SearchIndex {
         // indexes a new row only without it, so a row any other writer inserts is still indexed (an external-content
         // 'delete' of a row the index never saw, by a later update or eviction, would corrupt it). The update and
         // delete triggers stay: the save path puts its pending rows in before any statement that fires them. Prefix
-        // indexes for 1 to 6 characters (search as you type: "g", "groc"), the same tokenizer; 'rebuild' fills the
-        // new table from activities.
+        // indexes for 1 to 8 characters (search as you type: "g", "groc", "grocerie"), the same tokenizer; 'rebuild'
+        // fills the new table from activities.
         migrator.registerMigration("v2") { db in
             try db.execute(sql: """
                 CREATE TABLE activities_fts_deferred (id INTEGER PRIMARY KEY CHECK (id = 1));
@@ -203,7 +203,7 @@ extension SearchIndex {
                     title, keywords, description,
                     content = 'activities', content_rowid = 'id',
                     tokenize = 'unicode61 remove_diacritics 2',
-                    prefix = '1 2 3 4 5 6'
+                    prefix = '1 2 3 4 5 6 7 8'
                 );
                 INSERT INTO activities_fts(activities_fts) VALUES ('rebuild');
                 """)
