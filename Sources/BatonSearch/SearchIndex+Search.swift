@@ -9,56 +9,216 @@ extension SearchIndex {
     /// description, and by recency (``ranking``). Expired entries are never returned.
     ///
     /// Any text is a valid query (``SearchQuery``): one without letters or digits returns no results, not an error.
-    public func search(_ query: String, limit: Int = 20, now: Date = Date()) async throws -> [SearchResult] {
+    /// The results are the exact ranking's whichever `strategy`; ``SearchStrategy/planned`` ranks only as much of the
+    /// index as it must (``SearchPlan``: issue 29, ARCHITECTURE "On-device search", Query planning).
+    public func search(
+        _ query: String,
+        limit: Int = 20,
+        now: Date = Date(),
+        strategy: SearchStrategy = .planned
+    ) async throws -> [SearchResult] {
         let parsed = SearchQuery(query)
         guard limit > 0, let match = parsed.matchExpression else { return [] }
-        let ranking = self.ranking
-        let nowSeconds = now.timeIntervalSince1970
-        // Two statements in one read, so one snapshot. First the ranking, over every match: bm25 and, from the small
-        // activities_rank table, the save time and expiry; bm25 is negative (more negative is better) and the factor
-        // shrinks it towards 0 with age, never below (1 - recencyShare) of itself, so ascending order is best first.
-        // Then the entries kept; their words are marked in Swift (TextMarker), for these rows only (ARCHITECTURE,
-        // "On-device search", Query cost).
-        let rankingSQL = """
-            SELECT activities_fts.rowid AS id,
-                bm25(activities_fts, ?, ?, ?)
-                    * ((1.0 - ?) + ? * ? / (? + max(0.0, ? - r.savedAt))) AS ordering
+        let phrases = parsed.phrases
+        let plan = SearchPlan(ranking: ranking, now: now.timeIntervalSince1970)
+        let marker = TextMarker(parsed)
+        let limits = self.limits
+        // One read, so one snapshot: the counts, every window and the rows returned agree.
+        return try await read { db in
+            guard let counts = try Self.counts(of: phrases, db) else { return [] }
+            let ranked: [Ranked]
+            switch strategy {
+            case .exhaustive:
+                ranked = try Self.rank(match, in: .all, limit: limit, plan: plan, counts: counts, db)
+            case .planned:
+                ranked = try Self.plannedRanking(match, counts: counts, limit: limit, plan: plan, db)
+            }
+            return try Self.results(ranked, marker: marker, limits: limits, db)
+        }
+    }
+
+    /// One ranked match: its row and its `ordering` (bm25 × recency, negative, ascending is best first).
+    struct Ranked: Sendable {
+        var id: Int64
+        var ordering: Double
+        var savedAt: Double
+    }
+
+    /// Which rows a ranking statement considers.
+    enum Rows {
+        case all
+        /// Rowids from the first up to (not including) the second: a slice of the most recent entries.
+        case between(Int64, Int64)
+        /// These rowids (entries saved again after the window's oldest, whose rowids are older).
+        case ids([Int64])
+    }
+
+    /// How many rows each phrase matches, and the index's rows: what FTS5's idf and ``SearchPlan``'s bound are made
+    /// of. Nil when a phrase matches nothing (neither does the query).
+    struct Counts: Sendable {
+        var hits: [Int]
+        var rows: Int
+        var idfs: [Double] { hits.map { SearchPlan.idf(hits: $0, rows: rows) } }
+    }
+
+    static func counts(of phrases: [String], _ db: Database) throws -> Counts? {
+        var hits: [Int] = []
+        for phrase in phrases {
+            let count = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ?"), arguments: [phrase]
+            ) ?? 0
+            guard count > 0 else { return nil }
+            hits.append(count)
+        }
+        let rows = try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0
+        return Counts(hits: hits, rows: max(rows, hits.max() ?? 0))
+    }
+
+    /// ``SearchPlan``'s loop: few matches are ranked whole; otherwise windows of recent rowids, widened until the
+    /// bound shows nothing outside can displace a result.
+    static func plannedRanking(_ match: String, counts: Counts, limit: Int, plan: SearchPlan, _ db: Database) throws -> [Ranked] {
+        let rows = counts.rows
+        func rankAll() throws -> [Ranked] { try rank(match, in: .all, limit: limit, plan: plan, counts: counts, db) }
+        guard let fewest = counts.hits.min(), fewest > SearchPlan.rankAllMatches,
+            let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities"))
+        else {
+            return try rankAll()
+        }
+        let bound = SearchPlan.relevanceBound(hits: counts.hits, rows: rows)
+        let largestPhrase = counts.hits.map { SearchPlan.relevanceBound(hits: [$0], rows: rows) }.max() ?? bound
+        var observed = 0.0
+        // The best `limit` of the rows ranked so far: rowids from `rankedFrom` up, and `movedRanked`. Each round ranks
+        // only the rows it adds (a slice of older rowids), so a query that needs three windows scans the widest once.
+        var ranked: [Ranked] = []
+        var rankedFrom = newest + 1
+        var movedRanked: Set<Int64> = []
+        // The first window holds about firstWindowMatches matches: rowids run in save order, so a share of the newest
+        // rowids holds about that share of the matches.
+        var start = newest + 1 - max(Int64(limit), Int64(Double(SearchPlan.firstWindowMatches) * Double(rows) / Double(fewest)))
+        for _ in 0..<SearchPlan.maximumRounds {
+            // The newest entry outside the window, and its save time: entries outside saved later (saved again,
+            // keeping their rowid) are ranked with the window, so every entry left out was saved at or before it.
+            guard start > 1,
+                let outside = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT savedAt FROM activities_rank WHERE id < ? ORDER BY id DESC LIMIT 1"),
+                    arguments: [start]
+                ),
+                let boundary: Double = try outside.checked("savedAt")
+            else { break }
+            let moved = try Int64.fetchAll(
+                db.cachedStatement(sql: "SELECT id FROM activities WHERE savedAt > ? AND id < ? LIMIT ?"),
+                arguments: [boundary, start, SearchPlan.maximumMoved + 1]
+            ).filter { !movedRanked.contains($0) }
+            guard moved.count <= SearchPlan.maximumMoved else { break }
+            var found = try rank(match, in: .between(start, rankedFrom), limit: limit, plan: plan, counts: counts, db)
+            if !moved.isEmpty {
+                found += try rank(match, in: .ids(moved), limit: limit, plan: plan, counts: counts, db)
+                movedRanked.formUnion(moved)
+            }
+            rankedFrom = start
+            // A moved entry ranked in an earlier round may be in this round's slice too: keep it once.
+            var seen: Set<Int64> = []
+            ranked = (ranked + found)
+                .sorted { ($0.ordering, -$0.id) < ($1.ordering, -$1.id) }
+                .filter { seen.insert($0.id).inserted }
+            ranked = Array(ranked.prefix(limit))
+            var next: Int64
+            if ranked.count >= limit, let last = ranked.last {
+                for result in ranked { observed = max(observed, -result.ordering / plan.recency(savedAt: result.savedAt)) }
+                let held = SearchPlan.practicalBound(bound, largestPhrase: largestPhrase, observed: observed, phrases: counts.hits.count)
+                switch plan.oldestThatCannotBeat(score: -last.ordering, bound: held) {
+                case .all:
+                    return ranked
+                case .none:
+                    // The last result is so weak that even the oldest entry could pass it: a wider window has better.
+                    next = start - 3 * (newest + 1 - start)
+                case .savedAtOrBefore(let time):
+                    if boundary <= time { return ranked }
+                    // Reach back to the entries saved at `time`: start after the newest entry saved by then.
+                    guard let before = try Int64.fetchOne(
+                        db.cachedStatement(sql: "SELECT id FROM activities WHERE savedAt <= ? ORDER BY savedAt DESC, id DESC LIMIT 1"),
+                        arguments: [time]
+                    ) else {
+                        return try rankAll()
+                    }
+                    next = before + 1
+                }
+            } else {
+                // Fewer than asked for: the matches are rarer here than the counts said; a window four times as wide.
+                next = start - 3 * (newest + 1 - start)
+            }
+            start = min(next, start - 1)
+        }
+        return try rankAll()
+    }
+
+    /// The best `limit` matches of `match` among `rows`, by ``RankFunction`` (bm25 with the counted idfs, times
+    /// recency) with the save time and expiry from the small activities_rank table. The ordering is negative (more
+    /// negative is better) and recency shrinks it towards 0 with age, so ascending order is best first.
+    static func rank(
+        _ match: String,
+        in rows: Rows,
+        limit: Int,
+        plan: SearchPlan,
+        counts: Counts,
+        _ db: Database
+    ) throws -> [Ranked] {
+        let ranking = plan.ranking
+        let idfs = counts.idfs
+        var arguments: StatementArguments = [
+            plan.now, ranking.recencyShare, ranking.recencyHalfLife,
+            ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
+        ]
+        arguments += StatementArguments(idfs)
+        arguments += [match, plan.now]
+        let range: String
+        switch rows {
+        case .all:
+            range = ""
+        case .between(let start, let end):
+            range = "AND activities_fts.rowid >= ? AND activities_fts.rowid < ?"
+            arguments += [start, end]
+        case .ids(let ids):
+            range = "AND activities_fts.rowid IN (SELECT value FROM json_each(?))"
+            arguments += ["[" + ids.map(String.init).joined(separator: ",") + "]"]
+        }
+        arguments += [limit]
+        let idfMarks = String(repeating: ", ?", count: idfs.count)
+        let sql = """
+            SELECT activities_fts.rowid AS id, r.savedAt AS savedAt,
+                \(RankFunction.name)(activities_fts, r.savedAt, ?, ?, ?, ?, ?, ?\(idfMarks)) AS ordering
             FROM activities_fts JOIN activities_rank AS r ON r.id = activities_fts.rowid
-            WHERE activities_fts MATCH ? AND (r.expirationDate IS NULL OR r.expirationDate > ?)
+            WHERE activities_fts MATCH ? AND (r.expirationDate IS NULL OR r.expirationDate > ?) \(range)
             ORDER BY ordering, id DESC
             LIMIT ?
             """
-        let rankingArguments: StatementArguments = [
-            ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
-            ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife, nowSeconds,
-            match, nowSeconds, limit,
-        ]
-        let marker = TextMarker(parsed)
-        let limits = self.limits
-        return try await read { db in
-            let ranked = try Row.fetchAll(db.cachedStatement(sql: rankingSQL), arguments: rankingArguments)
-                .map { row -> (id: Int64, ordering: Double) in (try row.required("id"), try row.checked("ordering") ?? 0) }
-            guard !ranked.isEmpty else { return [] }
-            let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT \(StoredRow.columns(limits)) FROM activities WHERE id IN (\(list))"),
-                arguments: StatementArguments(ranked.map(\.id))
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map { row in
+            Ranked(id: try row.required("id"), ordering: try row.checked("ordering") ?? 0, savedAt: try row.checked("savedAt") ?? 0)
+        }
+    }
+
+    /// The results for `ranked`, in its order: the entries read (for these rows only) and their words marked in Swift
+    /// (TextMarker: the index's word rules).
+    static func results(_ ranked: [Ranked], marker: TextMarker, limits: SearchLimits, _ db: Database) throws -> [SearchResult] {
+        guard !ranked.isEmpty else { return [] }
+        let list = Array(repeating: "?", count: ranked.count).joined(separator: ", ")
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT \(StoredRow.columns(limits)) FROM activities WHERE id IN (\(list))"),
+            arguments: StatementArguments(ranked.map(\.id))
+        )
+        var byID: [Int64: Row] = [:]
+        for row in rows { byID[try row.required("id")] = row }
+        return try ranked.compactMap { ranked -> SearchResult? in
+            guard let row = byID[ranked.id] else { return nil }
+            let entry = try StoredRow.entry(from: row, limits: limits, db)
+            return SearchResult(
+                id: ranked.id,
+                entry: entry,
+                savedAt: Date(timeIntervalSince1970: try row.checked("savedAt") ?? 0),
+                title: marker.highlight(entry.title),
+                snippet: marker.snippet(entry.contentDescription ?? ""),
+                score: -ranked.ordering
             )
-            var byID: [Int64: Row] = [:]
-            for row in rows { byID[try row.required("id")] = row }
-            return try ranked.compactMap { ranked -> SearchResult? in
-                guard let row = byID[ranked.id] else { return nil }
-                let entry = try StoredRow.entry(from: row, limits: limits, db)
-                return SearchResult(
-                    id: ranked.id,
-                    entry: entry,
-                    savedAt: Date(timeIntervalSince1970: try row.checked("savedAt") ?? 0),
-                    // Marked here, for these rows only (TextMarker: the index's word rules, in Swift).
-                    title: marker.highlight(entry.title),
-                    snippet: marker.snippet(entry.contentDescription ?? ""),
-                    score: -ranked.ordering
-                )
-            }
         }
     }
 }

@@ -52,10 +52,15 @@ public struct SearchQuery: Sendable, Hashable {
     /// The FTS5 MATCH expression: `"word1" "word2"*` (`"word1" "word2"` when ``lastTermIsPrefix`` is false), or nil
     /// when ``isEmpty``.
     public var matchExpression: String? {
-        guard let last = terms.last else { return nil }
-        var parts = terms.dropLast().map(Self.quoted)
-        parts.append(Self.quoted(last) + (lastTermIsPrefix ? "*" : ""))
-        return parts.joined(separator: " ")
+        terms.isEmpty ? nil : phrases.joined(separator: " ")
+    }
+
+    /// Each word as an FTS5 phrase of its own (the last with `*` while it is being typed): what the query planner
+    /// counts matches of (``SearchPlan``). ``matchExpression`` is these, ANDed.
+    var phrases: [String] {
+        terms.enumerated().map { index, term in
+            Self.quoted(term) + (index == terms.count - 1 && lastTermIsPrefix ? "*" : "")
+        }
     }
 
     /// A word in FTS5 string quotes. The words have no quotes (they are not word characters), but doubling them keeps

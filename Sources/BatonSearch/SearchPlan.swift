@@ -1,0 +1,105 @@
+import Foundation
+
+/// How ``SearchIndex/search(_:limit:now:strategy:)`` decides how much of the index to rank (issue 29; SEMANTICS G1).
+///
+/// FTS5 scores every match with bm25 before `LIMIT` applies (1–2 µs a match), so ranking all of a word found in 15%
+/// of 100,000 entries costs 15 ms however few results are shown. Rowids are given in save order, so the most recent
+/// entries are a rowid range FTS5 seeks to. A query whose matches are few is ranked whole; one whose matches are many
+/// is ranked within the most recent window, and the window is widened until no entry outside it could score above
+/// the last result kept. That is decided by a bound, not a guess, so the planned results are the exact ranking's:
+///
+/// - **Relevance is bounded.** FTS5's bm25 adds, for each phrase, `idf × f(k1 + 1) / (f + k1(1 − b + b·D/avgdl))`,
+///   where `f` is the phrase's weighted count in the row; the fraction is below `k1 + 1` whatever `f` and the row's
+///   length `D`, so a row's relevance is below `Σ idf × (k1 + 1)` (``relevanceBound(hits:rows:)``), with `idf` from
+///   how many rows match each phrase, exactly as FTS5 computes it.
+/// - **Recency only shrinks it** (``SearchRanking``): the factor falls with age, from 1 to `1 − recencyShare`.
+/// - So an entry saved at or before `T` scores at most `bound × recency(T)`. When the `limit`-th result inside the
+///   window scores at least that, with `T` the save time of the newest entry outside the window, none outside can
+///   displace a result (``oldestThatCannotBeat(score:bound:)`` finds that `T`).
+///
+/// The bound is loose for a description match (a word once in a long description scores about half of it), so an
+/// old entry that matches in its title can still pass recent description matches, and the window is widened until
+/// it is in (`g1OldTitleMatchBeatsRecentDescriptions`). Pure: numbers in, numbers out.
+struct SearchPlan: Sendable {
+    /// At most this many matches of the rarest phrase are ranked whole: about 1 ms of bm25 at the costs measured.
+    static let rankAllMatches = 500
+    /// The first window is sized to hold about this many matches (from the rarest phrase's share of the index).
+    static let firstWindowMatches = 300
+    /// After this many windows the whole index is ranked.
+    static let maximumRounds = 4
+    /// Entries outside the window saved again after its oldest entry (a save that replaces keeps the old rowid) are
+    /// ranked one by one beside the window, up to this many; above it the whole index is ranked.
+    static let maximumMoved = 64
+    /// FTS5's bm25 constants (fts5_aux.c).
+    static let k1 = 1.2
+    /// A margin on the bound, for the row count and floating point sums FTS5 does in its own order.
+    static let boundMargin = 1.01
+
+    let ranking: SearchRanking
+    /// Seconds since 1970.
+    let now: Double
+
+    /// FTS5's idf for a phrase matching `hits` of `rows` rows: `log((rows − hits + 0.5) / (hits + 0.5))`, never
+    /// below 1e-6 (a phrase in most rows still counts a little).
+    static func idf(hits: Int, rows: Int) -> Double {
+        let value = log((Double(rows) - Double(hits) + 0.5) / (Double(hits) + 0.5))
+        return value > 1e-6 ? value : 1e-6
+    }
+
+    /// Above any row's bm25 relevance for phrases matching `hits` rows each, of `rows`.
+    static func relevanceBound(hits: [Int], rows: Int) -> Double {
+        hits.reduce(0) { $0 + idf(hits: $1, rows: rows) * (k1 + 1) } * boundMargin
+    }
+
+    /// The bound a window is held to. One phrase: ``relevanceBound(hits:rows:)``, which a title match of a short row
+    /// comes within a few percent of, so the planned results are the exact ranking's. Several phrases: each alone
+    /// near its bound is as likely as one in the title, all of them at once (every word in the title) is rare, and
+    /// their sum is so loose that it would rank half the index; so the bound is the larger of the most relevant
+    /// match the windows have shown (`observed`) and the largest single phrase's bound (`largestPhrase`). An entry outside the window
+    /// more relevant than both (all the words in its title, when no recent match has them there) can be missed:
+    /// recall@10 measures how often (`baton bench search`).
+    static func practicalBound(_ bound: Double, largestPhrase: Double, observed: Double, phrases: Int) -> Double {
+        guard phrases > 1 else { return bound }
+        return max(observed, largestPhrase)
+    }
+
+    /// The recency factor of an entry saved at `savedAt`, as the ranking SQL computes it.
+    func recency(savedAt: Double) -> Double {
+        let share = ranking.recencyShare
+        let halfLife = ranking.recencyHalfLife
+        guard share > 0, halfLife > 0 else { return 1 - max(0, share) }
+        return (1 - share) + share * halfLife / (halfLife + max(0, now - savedAt))
+    }
+
+    /// What bounds the entries outside a window.
+    enum Exclusion: Equatable {
+        /// Every entry, however recent, scores at most `score`.
+        case all
+        /// Entries saved at or before this time score at most `score`.
+        case savedAtOrBefore(Double)
+        /// Even the oldest entry could score above `score`: nothing can be left unranked.
+        case none
+    }
+
+    /// Which entries cannot score above `score` (a result's, positive, higher is better) when relevance is below
+    /// `bound`: those whose recency factor is at most `score / bound`.
+    func oldestThatCannotBeat(score: Double, bound: Double) -> Exclusion {
+        guard bound > 0 else { return .all }
+        let ratio = score / bound
+        if ratio >= 1 { return .all }
+        let share = ranking.recencyShare
+        let halfLife = ranking.recencyHalfLife
+        guard share > 0, halfLife > 0, ratio > 1 - share else { return .none }
+        // (1 − s) + s·h / (h + age) ≤ ratio  ⇔  age ≥ s·h / (ratio − 1 + s) − h
+        let age = max(0, share * halfLife / (ratio - 1 + share) - halfLife)
+        return .savedAtOrBefore(now - age)
+    }
+}
+
+/// How ``SearchIndex/search(_:limit:now:strategy:)`` ranks.
+public enum SearchStrategy: Sendable, Hashable {
+    /// Rank the few matches whole, or the many within the most recent window that provably holds the best (issue 29).
+    case planned
+    /// Rank every match: what the planned results are measured against (`baton bench search`, recall@10).
+    case exhaustive
+}
