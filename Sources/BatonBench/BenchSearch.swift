@@ -14,8 +14,11 @@ extension BenchCommand {
                 inserted as raw SQL into a plain FTS5 table (same tokenizer and prefix indexes, same transaction \
                 size) as the baseline. Then --samples timed queries per kind, through SearchIndex.search (limit 20: \
                 ranking, recency, expiry, the entries and their marked words) and, interleaved, the same match \
-                expression as `SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 20` on the raw table. \
-                Targets: query p50 under 2 ms and at most 1.5x raw FTS5.
+                expression as `SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 20` on the raw table. Each \
+                query's top 10 is compared with the exact ranking's (every match scored: recall@10), and the 8 \
+                prefixes of "groceries" are timed as typed. Targets (issue 29): every query kind p50 ≤ 2 ms and p99 \
+                ≤ 8 ms, the rare word within 1.5x raw FTS5, each keystroke p99 ≤ 8 ms, recall@10 ≥ 0.9, indexing \
+                ≤ 1.5x raw inserts.
                 """
         )
 
@@ -65,11 +68,13 @@ struct SearchBench {
     struct QueryKind {
         var name: String
         var text: String
+        /// A rare word is also held to 1.5x raw FTS5 (few matches: nothing to save by planning, nothing to lose).
+        var isRare = false
     }
 
     static let kinds = [
         QueryKind(name: "one word, common", text: "notes"),
-        QueryKind(name: "one word, rare", text: "smorgasbord"),
+        QueryKind(name: "one word, rare", text: "smorgasbord", isRare: true),
         QueryKind(name: "prefix (a word being typed)", text: "groc"),
         QueryKind(name: "two words", text: "weekend groceries"),
     ]
@@ -86,7 +91,7 @@ struct SearchBench {
         try await raw.write { db in
             try db.execute(sql: """
                 CREATE VIRTUAL TABLE t USING fts5(title, keywords, description,
-                    tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3')
+                    tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3 4 5 6 7 8')
                 """)
         }
         let corpus = SearchCorpus(seed: 0x5EA2C4)
@@ -116,7 +121,7 @@ struct SearchBench {
             BenchFigure(
                 name: "index \(entries) entries (\(batch) per transaction)", value: indexSeconds, unit: "s",
                 baseline: "the same rows as raw SQL INSERTs into a plain FTS5 table, same transactions", baselineValue: rawSeconds,
-                target: BenchFigure.reportOnly, met: true
+                target: "≤ 1.5x", met: indexSeconds <= 1.5 * rawSeconds
             )
         )
         report.notes.append(
@@ -127,58 +132,112 @@ struct SearchBench {
         )
 
         for kind in Self.kinds {
-            guard let match = SearchQuery(kind.text).matchExpression else { continue }
-            let matching = try await raw.read { db in
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM t WHERE t MATCH ?", arguments: [match]) ?? 0
-            }
-            func ours() async throws -> Int {
-                try await index.search(kind.text, limit: 20, now: Self.now).count
-            }
-            func baseline() async throws -> Int {
-                try await raw.read { db in
-                    try Int64.fetchAll(
-                        db.cachedStatement(sql: "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 20"), arguments: [match]
-                    ).count
-                }
-            }
-            // Warm both (statements prepared, pages cached), then interleave, alternating which goes first.
-            var oursFound = 0
-            for _ in 0..<5 {
-                oursFound = try await ours()
-                _ = try await baseline()
-            }
-            var oursTimes: [Double] = []
-            var rawTimes: [Double] = []
-            for sample in 0..<samples {
-                if sample % 2 == 0 {
-                    oursTimes.append(try await Self.seconds(ours))
-                    rawTimes.append(try await Self.seconds(baseline))
-                } else {
-                    rawTimes.append(try await Self.seconds(baseline))
-                    oursTimes.append(try await Self.seconds(ours))
-                }
-            }
-            let p50 = Self.percentile(oursTimes, 0.5)
-            let rawP50 = Self.percentile(rawTimes, 0.5)
-            let label = "\(kind.name) \"\(kind.text)\""
+            let figures = try await measure(kind.text, label: "\(kind.name) \"\(kind.text)\"", index: index, raw: raw, report: &report)
             report.figures.append(
                 .microseconds(
-                    "\(label) p50", p50, baseline: "raw FTS5 MATCH ... ORDER BY rank LIMIT 20, same rows", rawP50,
-                    target: "< 2 ms and ≤ 1.5x", met: p50 < 0.002 && p50 <= 1.5 * rawP50
+                    "\(figures.label) p50", figures.p50, baseline: Self.rawBaseline, figures.rawP50,
+                    target: kind.isRare ? "≤ 2 ms and ≤ 1.5x" : "≤ 2 ms",
+                    met: figures.p50 <= 0.002 && (!kind.isRare || figures.p50 <= 1.5 * figures.rawP50)
                 )
             )
             report.figures.append(
-                .microseconds(
-                    "\(label) p99", Self.percentile(oursTimes, 0.99), baseline: "raw FTS5 MATCH ... ORDER BY rank LIMIT 20, same rows",
-                    Self.percentile(rawTimes, 0.99)
-                )
+                .microseconds("\(figures.label) p99", figures.p99, baseline: Self.rawBaseline, figures.rawP99, target: "≤ 8 ms", met: figures.p99 <= 0.008)
             )
-            report.notes.append(
-                String(format: "%@: %@ matches %d of %d entries (%.2f%%); search returned %d",
-                       kind.name, match, matching, entries, 100 * Double(matching) / Double(entries), oursFound)
+            report.figures.append(figures.recallFigure)
+        }
+
+        // Search as you type (issue 29 item 4): each prefix of a 9-letter word, answered as it is typed.
+        var worstRecall = 1.0
+        for length in 1..<Self.typedWord.count {
+            let prefix = String(Self.typedWord.prefix(length))
+            let figures = try await measure(prefix, label: "typing \"\(prefix)\"", index: index, raw: raw, report: &report)
+            report.figures.append(
+                .microseconds("\(figures.label) p50", figures.p50, baseline: Self.rawBaseline, figures.rawP50)
+            )
+            report.figures.append(
+                .microseconds("\(figures.label) p99", figures.p99, baseline: Self.rawBaseline, figures.rawP99, target: "≤ 8 ms", met: figures.p99 <= 0.008)
+            )
+            worstRecall = min(worstRecall, figures.recall)
+        }
+        report.figures.append(
+            BenchFigure(
+                name: "typing \"\(Self.typedWord)\": lowest recall@10 of its 8 prefixes", value: worstRecall, unit: "",
+                baseline: Self.exactBaseline, baselineValue: 1, target: "≥ 0.9", met: worstRecall >= 0.9
+            )
+        )
+        return report
+    }
+
+    static let rawBaseline = "raw FTS5 MATCH ... ORDER BY rank LIMIT 20, same rows"
+    static let exactBaseline = "the exact ranking (every match scored)"
+    /// The word typed one letter at a time: common (its prefixes match up to a fifth of the entries).
+    static let typedWord = "groceries"
+
+    /// What one query's timings and quality came to.
+    struct QueryFigures {
+        var label: String
+        var p50: Double
+        var p99: Double
+        var rawP50: Double
+        var rawP99: Double
+        var recall: Double
+        var recallFigure: BenchFigure {
+            BenchFigure(
+                name: "\(label) recall@10", value: recall, unit: "", baseline: SearchBench.exactBaseline, baselineValue: 1,
+                target: "≥ 0.9", met: recall >= 0.9
             )
         }
-        return report
+    }
+
+    /// Times `text` through SearchIndex.search and, interleaved, raw FTS5 on the same rows; compares its top 10 with
+    /// the exact ranking's (recall@10: how many of the exact top 10 it returned in its own top 10).
+    func measure(_ text: String, label: String, index: SearchIndex, raw: DatabasePool, report: inout BenchReport) async throws -> QueryFigures {
+        let match = SearchQuery(text).matchExpression ?? ""
+        let matching = try await raw.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM t WHERE t MATCH ?", arguments: [match]) ?? 0
+        }
+        func ours() async throws -> Int {
+            try await index.search(text, limit: 20, now: Self.now).count
+        }
+        func baseline() async throws -> Int {
+            try await raw.read { db in
+                try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 20"), arguments: [match]
+                ).count
+            }
+        }
+        let planned = try await index.search(text, limit: 20, now: Self.now).prefix(10).map(\.id)
+        let exactStart = DispatchTime.now().uptimeNanoseconds
+        let exact = try await index.search(text, limit: 20, now: Self.now, strategy: .exhaustive).prefix(10).map(\.id)
+        let exactSeconds = Double(DispatchTime.now().uptimeNanoseconds - exactStart) / 1e9
+        let recall = exact.isEmpty ? 1 : Double(Set(planned).intersection(exact).count) / Double(exact.count)
+        // Warm both (statements prepared, pages cached), then interleave, alternating which goes first.
+        var oursFound = 0
+        for _ in 0..<5 {
+            oursFound = try await ours()
+            _ = try await baseline()
+        }
+        var oursTimes: [Double] = []
+        var rawTimes: [Double] = []
+        for sample in 0..<samples {
+            if sample % 2 == 0 {
+                oursTimes.append(try await Self.seconds(ours))
+                rawTimes.append(try await Self.seconds(baseline))
+            } else {
+                rawTimes.append(try await Self.seconds(baseline))
+                oursTimes.append(try await Self.seconds(ours))
+            }
+        }
+        report.notes.append(
+            String(
+                format: "%@: %@ matches %d of %d entries (%.2f%%); search returned %d; recall@10 %.2f; ranking every match took %.2f ms",
+                label, match, matching, entries, 100 * Double(matching) / Double(entries), oursFound, recall, exactSeconds * 1e3
+            )
+        )
+        return QueryFigures(
+            label: label, p50: Self.percentile(oursTimes, 0.5), p99: Self.percentile(oursTimes, 0.99),
+            rawP50: Self.percentile(rawTimes, 0.5), rawP99: Self.percentile(rawTimes, 0.99), recall: recall
+        )
     }
 
     static func seconds(_ body: () async throws -> Int) async throws -> Double {
