@@ -53,15 +53,33 @@ extension SearchIndex {
         case ids([Int64])
     }
 
-    /// How many rows each phrase matches, and the index's rows: what FTS5's idf and ``SearchPlan``'s bound are made
-    /// of. Nil when a phrase matches nothing (neither does the query).
+    /// How many rows each phrase matches, the index's rows, and the idf each phrase is ranked with: what
+    /// ``RankFunction`` and ``SearchPlan``'s bound are made of.
     struct Counts: Sendable {
         var hits: [Int]
         var rows: Int
-        var idfs: [Double] { hits.map { SearchPlan.idf(hits: $0, rows: rows) } }
+        var idfs: [Double]
     }
 
+    /// The counts for `phrases`, nil when the query cannot match.
+    ///
+    /// Several phrases: each one's matches counted (FTS5's idf weighs them against each other; `count(*)` reads the
+    /// phrase's doclist, 0.3 ms for a word in 13% of 100,000 entries, 1.8 ms for one letter). One phrase: its idf
+    /// scales every score alike, so it is left out (1), and its matches are estimated from the newest
+    /// ``SearchPlan/sampleRows`` rowids, which is all the planner needs them for.
     static func counts(of phrases: [String], _ db: Database) throws -> Counts? {
+        let rows = try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0
+        if phrases.count == 1, let phrase = phrases.first {
+            guard let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")) else { return nil }
+            let sampleStart = newest - Int64(SearchPlan.sampleRows) + 1
+            let sampled = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ? AND rowid >= ?"),
+                arguments: [phrase, sampleStart]
+            ) ?? 0
+            let sampledRows = min(max(rows, 1), SearchPlan.sampleRows)
+            let estimate = Int((Double(sampled) * Double(max(rows, 1)) / Double(sampledRows)).rounded(.up))
+            return Counts(hits: [estimate], rows: max(rows, estimate), idfs: [1])
+        }
         var hits: [Int] = []
         for phrase in phrases {
             let count = try Int.fetchOne(
@@ -70,8 +88,8 @@ extension SearchIndex {
             guard count > 0 else { return nil }
             hits.append(count)
         }
-        let rows = try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0
-        return Counts(hits: hits, rows: max(rows, hits.max() ?? 0))
+        let total = max(rows, hits.max() ?? 0)
+        return Counts(hits: hits, rows: total, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) })
     }
 
     /// ``SearchPlan``'s loop: few matches are ranked whole; otherwise windows of recent rowids, widened until the
@@ -84,8 +102,8 @@ extension SearchIndex {
         else {
             return try rankAll()
         }
-        let bound = SearchPlan.relevanceBound(hits: counts.hits, rows: rows)
-        let largestPhrase = counts.hits.map { SearchPlan.relevanceBound(hits: [$0], rows: rows) }.max() ?? bound
+        let bound = SearchPlan.relevanceBound(idfs: counts.idfs)
+        let largestPhrase = counts.idfs.map { SearchPlan.relevanceBound(idfs: [$0]) }.max() ?? bound
         var observed = 0.0
         // The best `limit` of the rows ranked so far: rowids from `rankedFrom` up, and `movedRanked`. Each round ranks
         // only the rows it adds (a slice of older rowids), so a query that needs three windows scans the widest once.

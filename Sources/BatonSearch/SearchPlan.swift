@@ -6,12 +6,14 @@ import Foundation
 /// of 100,000 entries costs 15 ms however few results are shown. Rowids are given in save order, so the most recent
 /// entries are a rowid range FTS5 seeks to. A query whose matches are few is ranked whole; one whose matches are many
 /// is ranked within the most recent window, and the window is widened until no entry outside it could score above
-/// the last result kept. That is decided by a bound, not a guess, so the planned results are the exact ranking's:
+/// the last result kept. That is decided by a bound, not a guess, so for one word the planned results are the exact
+/// ranking's (several words: ``practicalBound(_:largestPhrase:observed:phrases:)``):
 ///
 /// - **Relevance is bounded.** FTS5's bm25 adds, for each phrase, `idf × f(k1 + 1) / (f + k1(1 − b + b·D/avgdl))`,
 ///   where `f` is the phrase's weighted count in the row; the fraction is below `k1 + 1` whatever `f` and the row's
-///   length `D`, so a row's relevance is below `Σ idf × (k1 + 1)` (``relevanceBound(hits:rows:)``), with `idf` from
-///   how many rows match each phrase, exactly as FTS5 computes it.
+///   length `D`, so a row's relevance is below `Σ idf × (k1 + 1)` (``relevanceBound(idfs:)``), with `idf` from how
+///   many rows match each phrase, exactly as FTS5 computes it (or 1 for a query of one phrase, which scales every
+///   score alike).
 /// - **Recency only shrinks it** (``SearchRanking``): the factor falls with age, from 1 to `1 − recencyShare`.
 /// - So an entry saved at or before `T` scores at most `bound × recency(T)`. When the `limit`-th result inside the
 ///   window scores at least that, with `T` the save time of the newest entry outside the window, none outside can
@@ -25,6 +27,8 @@ struct SearchPlan: Sendable {
     static let rankAllMatches = 500
     /// The first window is sized to hold about this many matches (from the rarest phrase's share of the index).
     static let firstWindowMatches = 300
+    /// A one-word query's matches are estimated from this many of the newest rowids (``SearchIndex/counts(of:_:)``).
+    static let sampleRows = 4_096
     /// After this many windows the whole index is ranked.
     static let maximumRounds = 4
     /// Entries outside the window saved again after its oldest entry (a save that replaces keeps the old rowid) are
@@ -46,12 +50,12 @@ struct SearchPlan: Sendable {
         return value > 1e-6 ? value : 1e-6
     }
 
-    /// Above any row's bm25 relevance for phrases matching `hits` rows each, of `rows`.
-    static func relevanceBound(hits: [Int], rows: Int) -> Double {
-        hits.reduce(0) { $0 + idf(hits: $1, rows: rows) * (k1 + 1) } * boundMargin
+    /// Above any row's bm25 relevance for phrases ranked with these idfs.
+    static func relevanceBound(idfs: [Double]) -> Double {
+        idfs.reduce(0) { $0 + $1 * (k1 + 1) } * boundMargin
     }
 
-    /// The bound a window is held to. One phrase: ``relevanceBound(hits:rows:)``, which a title match of a short row
+    /// The bound a window is held to. One phrase: ``relevanceBound(idfs:)``, which a title match of a short row
     /// comes within a few percent of, so the planned results are the exact ranking's. Several phrases: each alone
     /// near its bound is as likely as one in the title, all of them at once (every word in the title) is rare, and
     /// their sum is so loose that it would rank half the index; so the bound is the larger of the most relevant

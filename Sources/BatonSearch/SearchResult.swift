@@ -12,7 +12,8 @@ public struct SearchResult: Sendable, Hashable {
     public var title: MarkedText
     /// A short part of the description around what matched, marked; empty when the entry has no description.
     public var snippet: MarkedText
-    /// Higher is better: bm25 relevance (title and keywords weighted above description) scaled by recency.
+    /// Higher is better: bm25 relevance (title and keywords weighted above description) scaled by recency. Compare it
+    /// within one search's results: for a query of one word its idf, which scales every result alike, is left out.
     public var score: Double
 }
 

@@ -112,8 +112,15 @@ struct SearchPlanTests {
                 let parsed = SearchQuery(query)
                 let match = try #require(parsed.matchExpression)
                 let pairs = try await index.pool.read { db -> [(Double, Double)] in
-                    let counts = try #require(try SearchIndex.counts(of: parsed.phrases, db))
-                    let idfMarks = String(repeating: ", ?", count: counts.idfs.count)
+                    // FTS5's idfs, from every phrase's matches counted (the planner leaves a single phrase's out).
+                    let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM activities") ?? 0
+                    let idfs = try parsed.phrases.map { phrase in
+                        SearchPlan.idf(
+                            hits: try Int.fetchOne(db, sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ?", arguments: [phrase]) ?? 0,
+                            rows: rows
+                        )
+                    }
+                    let idfMarks = String(repeating: ", ?", count: idfs.count)
                     var arguments: StatementArguments = [
                         ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
                         ranking.recencyShare, ranking.recencyShare, ranking.recencyHalfLife, ranking.recencyHalfLife,
@@ -121,7 +128,7 @@ struct SearchPlanTests {
                         Self.now.timeIntervalSince1970, ranking.recencyShare, ranking.recencyHalfLife,
                         ranking.titleWeight, ranking.keywordsWeight, ranking.descriptionWeight,
                     ]
-                    arguments += StatementArguments(counts.idfs)
+                    arguments += StatementArguments(idfs)
                     arguments += [match]
                     return try Row.fetchAll(
                         db,
