@@ -25,7 +25,7 @@ extension SearchIndex {
         let limits = self.limits
         // One read, so one snapshot: the counts, every window and the rows returned agree.
         return try await read { db in
-            guard let counts = try Self.counts(of: phrases, db) else { return [] }
+            guard let counts = try Self.counts(of: phrases, exact: strategy == .exhaustive, db) else { return [] }
             let ranked: [Ranked]
             switch strategy {
             case .exhaustive:
@@ -59,29 +59,40 @@ extension SearchIndex {
         var hits: [Int]
         var rows: Int
         var idfs: [Double]
+        /// The query's own matches (all its phrases in one row), estimated: the rarest phrase's for one phrase, else
+        /// from the sample.
+        var matches: Int
     }
 
     /// The counts for `phrases`, nil when the query cannot match.
     ///
-    /// Several phrases: each one's matches counted (FTS5's idf weighs them against each other; `count(*)` reads the
-    /// phrase's doclist, 0.3 ms for a word in 13% of 100,000 entries, 1.8 ms for one letter). One phrase: its idf
-    /// scales every score alike, so it is left out (1), and its matches are estimated from the newest
-    /// ``SearchPlan/sampleRows`` rowids, which is all the planner needs them for.
-    static func counts(of phrases: [String], _ db: Database) throws -> Counts? {
+    /// Exact: every phrase's matches counted, as FTS5's bm25 counts them for its idf (`count(*)` reads the phrase's
+    /// doclist: 0.3–0.5 ms for a word in 13% of 100,000 entries, 1.8 ms for one letter). Otherwise estimated from the
+    /// newest ``SearchPlan/sampleRows`` rowids, and counted whole only for a phrase the sample holds fewer than
+    /// ``SearchPlan/minimumSampledHits`` of (a rare one: cheap to count, and an estimate from a few would be poor) or
+    /// in ``SearchPlan/maximumSampledShare`` of its rows or more (near half the rows idf is near 0, and a small error
+    /// in the count swings the phrase's weight against the others'). A
+    /// query of one phrase is ranked with idf 1: its idf scales every score alike, and its count only plans.
+    static func counts(of phrases: [String], exact: Bool, _ db: Database) throws -> Counts? {
         let rows = try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0
-        if phrases.count == 1, let phrase = phrases.first {
-            guard let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")) else { return nil }
-            let sampleStart = newest - Int64(SearchPlan.sampleRows) + 1
-            let sampled = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ? AND rowid >= ?"),
-                arguments: [phrase, sampleStart]
-            ) ?? 0
-            let sampledRows = min(max(rows, 1), SearchPlan.sampleRows)
-            let estimate = Int((Double(sampled) * Double(max(rows, 1)) / Double(sampledRows)).rounded(.up))
-            return Counts(hits: [estimate], rows: max(rows, estimate), idfs: [1])
-        }
+        guard let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")) else { return nil }
+        let sampleStart = newest - Int64(SearchPlan.sampleRows) + 1
+        let sampledRows = min(max(rows, 1), SearchPlan.sampleRows)
         var hits: [Int] = []
         for phrase in phrases {
+            if !exact {
+                let sampled = try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ? AND rowid >= ?"),
+                    arguments: [phrase, sampleStart]
+                ) ?? 0
+                let share = Double(sampled) / Double(sampledRows)
+                if phrases.count == 1 || rows <= SearchPlan.sampleRows
+                    || (sampled >= SearchPlan.minimumSampledHits && share < SearchPlan.maximumSampledShare)
+                {
+                    hits.append(Int((Double(sampled) * Double(max(rows, 1)) / Double(sampledRows)).rounded(.up)))
+                    continue
+                }
+            }
             let count = try Int.fetchOne(
                 db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ?"), arguments: [phrase]
             ) ?? 0
@@ -89,7 +100,16 @@ extension SearchIndex {
             hits.append(count)
         }
         let total = max(rows, hits.max() ?? 0)
-        return Counts(hits: hits, rows: total, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) })
+        if phrases.count == 1 { return Counts(hits: hits, rows: total, idfs: [1], matches: hits.first ?? 0) }
+        var matches = hits.min() ?? 0
+        if !exact, rows > SearchPlan.sampleRows {
+            let sampled = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ? AND rowid >= ?"),
+                arguments: [phrases.joined(separator: " "), sampleStart]
+            ) ?? 0
+            matches = min(matches, Int((Double(sampled) * Double(rows) / Double(sampledRows)).rounded(.up)))
+        }
+        return Counts(hits: hits, rows: total, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) }, matches: matches)
     }
 
     /// ``SearchPlan``'s loop: few matches are ranked whole; otherwise windows of recent rowids, widened until the
@@ -97,7 +117,8 @@ extension SearchIndex {
     static func plannedRanking(_ match: String, counts: Counts, limit: Int, plan: SearchPlan, _ db: Database) throws -> [Ranked] {
         let rows = counts.rows
         func rankAll() throws -> [Ranked] { try rank(match, in: .all, limit: limit, plan: plan, counts: counts, db) }
-        guard let fewest = counts.hits.min(), fewest > SearchPlan.rankAllMatches,
+        let fewest = counts.matches
+        guard fewest > SearchPlan.rankAllMatches,
             let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities"))
         else {
             return try rankAll()
@@ -110,9 +131,10 @@ extension SearchIndex {
         var ranked: [Ranked] = []
         var rankedFrom = newest + 1
         var movedRanked: Set<Int64> = []
-        // The first window holds about firstWindowMatches matches: rowids run in save order, so a share of the newest
-        // rowids holds about that share of the matches.
-        var start = newest + 1 - max(Int64(limit), Int64(Double(SearchPlan.firstWindowMatches) * Double(rows) / Double(fewest)))
+        // The first window holds about firstWindowMatches matches (multiplePhraseMatches for several phrases): rowids
+        // run in save order, so a share of the newest rowids holds about that share of the matches.
+        let windowMatches = counts.hits.count > 1 ? SearchPlan.multiplePhraseMatches : SearchPlan.firstWindowMatches
+        var start = newest + 1 - max(Int64(limit), Int64(Double(windowMatches) * Double(rows) / Double(fewest)))
         for _ in 0..<SearchPlan.maximumRounds {
             // The newest entry outside the window, and its save time: entries outside saved later (saved again,
             // keeping their rowid) are ranked with the window, so every entry left out was saved at or before it.
@@ -144,6 +166,8 @@ extension SearchIndex {
             if ranked.count >= limit, let last = ranked.last {
                 for result in ranked { observed = max(observed, -result.ordering / plan.recency(savedAt: result.savedAt)) }
                 let held = SearchPlan.practicalBound(bound, largestPhrase: largestPhrase, observed: observed, phrases: counts.hits.count)
+                // Several phrases: the window holding about multiplePhraseMatches matches is the answer.
+                if counts.hits.count > 1 { return ranked }
                 switch plan.oldestThatCannotBeat(score: -last.ordering, bound: held) {
                 case .all:
                     return ranked

@@ -29,6 +29,16 @@ struct SearchPlan: Sendable {
     static let firstWindowMatches = 300
     /// A one-word query's matches are estimated from this many of the newest rowids (``SearchIndex/counts(of:_:)``).
     static let sampleRows = 4_096
+    /// A phrase the sample holds fewer matches of is counted whole (a rare phrase: cheap, and poorly estimated).
+    static let minimumSampledHits = 32
+    /// A phrase the sample finds in this share of its rows or more is counted whole (its idf is near 0 near half the
+    /// rows, where an estimate's error changes the ranking).
+    static let maximumSampledShare = 0.2
+    /// A query of several phrases is ranked within the newest window holding about this many of its matches (from
+    /// the sample's density), widened only when it holds fewer results than asked for: the rule, because
+    /// their bound is loose (``practicalBound(_:largestPhrase:observed:phrases:)``) and would have the most relevant
+    /// old entry of two common words (both in its title) rank most of the index. recall@10 measures what it costs.
+    static let multiplePhraseMatches = 300
     /// After this many windows the whole index is ranked.
     static let maximumRounds = 4
     /// Entries outside the window saved again after its oldest entry (a save that replaces keeps the old rowid) are

@@ -85,7 +85,7 @@ struct SearchPlanTests {
                 } else {
                     // Several words are held to the practical bound (SearchPlan.practicalBound): recall, not identity.
                     let recall = Double(Set(planned.prefix(10)).intersection(exact.prefix(10)).count) / Double(max(1, min(10, exact.count)))
-                    #expect(recall >= 0.9, "\(query): recall@10 \(recall)")
+                    #expect(recall >= 0.9, "\(query): recall@10 \(recall), planned \(planned), exact \(exact)")
                 }
             }
         }
