@@ -72,6 +72,10 @@ private struct Reader {
     /// from every dictionary that has the key, and was made into a new string for each. Its size is fixed, so hostile
     /// input costs no memory by it.
     var keyCache = [(object: Int, name: String)](repeating: (-1, ""), count: 64)
+    /// The last dictionary's key references by key count modulo 8: where they start, and how many; and its shape
+    /// when the one before it had the same references (``DictionaryShape``). Fixed in size, as ``keyCache`` is.
+    var shapeKeys = [(keysStart: Int, count: Int)](repeating: (-1, -1), count: 8)
+    var shapes = [DictionaryShape?](repeating: nil, count: 8)
 
     init(bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws {
         self.bytes = bytes
@@ -90,9 +94,14 @@ private struct Reader {
 
     // MARK: Locating objects
 
+    // Inlined, as the layout's are: a call copied the whole reader onto the stack (issue 29 item 5).
+    @inline(__always)
     func offset(of object: Int) throws -> Int { try layout.offset(of: object) }
+    @inline(__always)
     func reference(at position: Int) throws -> Int { try layout.reference(at: position) }
+    @inline(__always)
     func require(_ length: Int, at start: Int, for what: String) throws { try layout.require(length, at: start, for: what) }
+    @inline(__always)
     func countAndStart(marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
         try layout.countAndStart(marker: marker, at: offset)
     }
@@ -116,9 +125,9 @@ private struct Reader {
         let marker = bytes[offset]
         switch marker >> 4 {
         case 0x0:
-            return try singleByteObject(marker, at: offset)
+            return try layout.singleByteObject(marker, at: offset)
         case BinaryPropertyListMarker.integer:
-            return try integer(marker, at: offset)
+            return try layout.integer(marker, at: offset)
         case BinaryPropertyListMarker.real:
             let size = 1 << Int(marker & 0x0F)
             guard size == 4 || size == 8 else {
@@ -144,7 +153,7 @@ private struct Reader {
             return .data(Data(bytes[start..<(start + count)]))
         case BinaryPropertyListMarker.asciiString, BinaryPropertyListMarker.utf16String,
             BinaryPropertyListMarker.utf8String:
-            return .string(try string(marker: marker, at: offset))
+            return .string(try layout.string(marker: marker, at: offset))
         case BinaryPropertyListMarker.uid:
             throw BatonCoreError(
                 .keyedArchiverNotSupported,
@@ -158,6 +167,122 @@ private struct Reader {
         }
     }
 
+    mutating func container(_ index: Int, marker: UInt8, at offset: Int, depth: Int) throws -> PropertyList {
+        guard depth < limits.maximumDepth else {
+            throw BatonCoreError(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", offset: offset)
+        }
+        guard !onPath[index] else {
+            throw BatonCoreError(.cycle, "object \(index) contains itself", offset: offset)
+        }
+        onPath[index] = true
+        defer { onPath[index] = false }
+
+        let (count, start) = try countAndStart(marker: marker, at: offset)
+        let kind = marker >> 4
+        let references = kind == BinaryPropertyListMarker.dictionary ? 2 * count : count
+        let (size, overflow) = references.multipliedReportingOverflow(by: referenceSize)
+        guard !overflow else { throw BatonCoreError(.truncated, "container too large", offset: offset) }
+        try require(size, at: start, for: "a container's references")
+
+        switch kind {
+        case BinaryPropertyListMarker.array:
+            var elements: [PropertyList] = []
+            elements.reserveCapacity(count)
+            for position in stride(from: start, to: start + size, by: referenceSize) {
+                elements.append(try object(try reference(at: position), depth: depth + 1))
+            }
+            return .array(elements)
+        case BinaryPropertyListMarker.set:
+            var members = Set<PropertyList>(minimumCapacity: count)
+            for position in stride(from: start, to: start + size, by: referenceSize) {
+                members.insert(try object(try reference(at: position), depth: depth + 1))
+            }
+            return .set(members)
+        default:
+            return .dictionary(try dictionary(count: count, at: start, depth: depth))
+        }
+    }
+
+    /// The entries of the dictionary with `count` keys whose references start at `start`.
+    ///
+    /// Its keys are looked up in ``shapes``: when a dictionary with the very same key references was decoded twice
+    /// before, its keys are copied from a template (no key hashed, no bucket probed) and only the values are read.
+    mutating func dictionary(count: Int, at start: Int, depth: Int) throws -> [String: PropertyList] {
+        let valuesStart = start + count * referenceSize
+        let slot = count & (shapeKeys.count - 1)
+        let seen = shapeKeys[slot]
+        let seenBefore =
+            seen.count == count && (seen.keysStart == start || Self.sameBytes(bytes, seen.keysStart, start, count * referenceSize))
+        if seenBefore, let shape = shapes[slot] {
+            var entries = shape.template
+            for element in 0..<count {
+                // The key, read before from the same reference (and still counted as each use of a shared object is).
+                try countObject()
+                let valuePosition = valuesStart + element * referenceSize
+                entries.values[shape.positions[element]] = try object(try reference(at: valuePosition), depth: depth + 1)
+            }
+            return entries
+        }
+        var entries = [String: PropertyList](minimumCapacity: count)
+        var names: [String] = []
+        if seenBefore { names.reserveCapacity(count) }
+        for element in 0..<count {
+            let keyPosition = start + element * referenceSize
+            let name = try key(try reference(at: keyPosition), at: keyPosition, depth: depth + 1)
+            if seenBefore { names.append(name) }
+            let valuePosition = valuesStart + element * referenceSize
+            entries[name] = try object(try reference(at: valuePosition), depth: depth + 1)
+        }
+        shapeKeys[slot] = (start, count)
+        shapes[slot] = seenBefore ? DictionaryShape(names: names) : nil
+        return entries
+    }
+
+    /// Whether the `length` bytes at `first` and at `second` are the same (both checked to be in `bytes`).
+    static func sameBytes(_ bytes: UnsafeRawBufferPointer, _ first: Int, _ second: Int, _ length: Int) -> Bool {
+        var offset = 0
+        while offset + 8 <= length {
+            guard bytes.loadUnaligned(fromByteOffset: first + offset, as: UInt64.self) == bytes.loadUnaligned(fromByteOffset: second + offset, as: UInt64.self) else { return false }
+            offset += 8
+        }
+        while offset < length {
+            guard bytes[first + offset] == bytes[second + offset] else { return false }
+            offset += 1
+        }
+        return true
+    }
+}
+
+/// The keys of a dictionary, by the references to them (issue 29 item 5): the dictionaries of an array of records
+/// reference the same key objects in the same order, and hashing each key into each new dictionary was a third of
+/// the decode. Seen once, only where its key references are is kept (``Reader/shapeKeys``); seen again, this: a
+/// template dictionary of its keys (values all null) and each key reference's index in it, so the next dictionary
+/// with these key references is a copy of the template (no key hashed) with its values set by index. Indices stay
+/// valid in a copy of a dictionary (value semantics); a key repeated in the references has one index, and its last
+/// value wins, as when inserted. A class, so looking one up retains it once.
+private final class DictionaryShape {
+    let template: [String: PropertyList]
+    let positions: [Dictionary<String, PropertyList>.Index]
+
+    /// The shape of a dictionary whose keys, in reference order, are `names`; nil if a key is not found again.
+    init?(names: [String]) {
+        var template = [String: PropertyList](minimumCapacity: names.count)
+        for name in names { template[name] = .null }
+        var positions: [Dictionary<String, PropertyList>.Index] = []
+        positions.reserveCapacity(names.count)
+        for name in names {
+            guard let index = template.index(forKey: name) else { return nil }
+            positions.append(index)
+        }
+        self.template = template
+        self.positions = positions
+    }
+}
+
+/// Reading scalars: on the layout rather than the reader, so that reading one does not copy the reader (a call of a
+/// non-mutating method from a mutating one copied all of it onto the stack: issue 29 item 5).
+extension BinaryPropertyListLayout {
+    @inline(__always)
     func singleByteObject(_ marker: UInt8, at offset: Int) throws -> PropertyList {
         switch marker {
         case BinaryPropertyListMarker.null:
@@ -194,6 +319,7 @@ private struct Reader {
         }
     }
 
+    @inline(__always)
     func integer(_ marker: UInt8, at offset: Int) throws -> PropertyList {
         let nibble = Int(marker & 0x0F)
         guard nibble <= 4 else {
@@ -221,6 +347,7 @@ private struct Reader {
         }
     }
 
+    @inline(__always)
     func string(marker: UInt8, at offset: Int) throws -> String {
         let (count, start) = try countAndStart(marker: marker, at: offset)
         switch marker >> 4 {
@@ -269,50 +396,6 @@ private struct Reader {
             }
         }
         return String(scalars)
-    }
-
-    mutating func container(_ index: Int, marker: UInt8, at offset: Int, depth: Int) throws -> PropertyList {
-        guard depth < limits.maximumDepth else {
-            throw BatonCoreError(.tooDeep, "containers nest deeper than \(limits.maximumDepth) levels", offset: offset)
-        }
-        guard !onPath[index] else {
-            throw BatonCoreError(.cycle, "object \(index) contains itself", offset: offset)
-        }
-        onPath[index] = true
-        defer { onPath[index] = false }
-
-        let (count, start) = try countAndStart(marker: marker, at: offset)
-        let kind = marker >> 4
-        let references = kind == BinaryPropertyListMarker.dictionary ? 2 * count : count
-        let (size, overflow) = references.multipliedReportingOverflow(by: referenceSize)
-        guard !overflow else { throw BatonCoreError(.truncated, "container too large", offset: offset) }
-        try require(size, at: start, for: "a container's references")
-
-        switch kind {
-        case BinaryPropertyListMarker.array:
-            var elements: [PropertyList] = []
-            elements.reserveCapacity(count)
-            for position in stride(from: start, to: start + size, by: referenceSize) {
-                elements.append(try object(try reference(at: position), depth: depth + 1))
-            }
-            return .array(elements)
-        case BinaryPropertyListMarker.set:
-            var members = Set<PropertyList>(minimumCapacity: count)
-            for position in stride(from: start, to: start + size, by: referenceSize) {
-                members.insert(try object(try reference(at: position), depth: depth + 1))
-            }
-            return .set(members)
-        default:
-            var entries = [String: PropertyList](minimumCapacity: count)
-            let valuesStart = start + count * referenceSize
-            for element in 0..<count {
-                let keyPosition = start + element * referenceSize
-                let name = try key(try reference(at: keyPosition), at: keyPosition, depth: depth + 1)
-                let valuePosition = valuesStart + element * referenceSize
-                entries[name] = try object(try reference(at: valuePosition), depth: depth + 1)
-            }
-            return .dictionary(entries)
-        }
     }
 }
 

@@ -71,7 +71,21 @@ struct BinaryPropertyListLayout {
         objectsEnd = Int(tableOffset)
     }
 
+    // The helpers below are inlined (issue 29 item 5): called once or twice per object, each call copied the layout
+    // (or the whole reader calling it) onto the stack first.
+
+    @inline(__always)
     static func readUnsigned(_ bytes: UnsafeRawBufferPointer, at position: Int, size: Int) -> UInt64 {
+        switch size {
+        case 1: return UInt64(bytes[position])
+        case 2: return UInt64(UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
+        case 4: return UInt64(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)))
+        case 8: return UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+        default: return readUnsignedBytes(bytes, at: position, size: size)
+        }
+    }
+
+    static func readUnsignedBytes(_ bytes: UnsafeRawBufferPointer, at position: Int, size: Int) -> UInt64 {
         var value: UInt64 = 0
         for index in position..<(position + size) {
             value = value << 8 | UInt64(bytes[index])
@@ -80,10 +94,15 @@ struct BinaryPropertyListLayout {
     }
 
     /// The offset of `object`'s marker, from the offset table (`object` below ``objectCount``).
+    @inline(__always)
     func offset(of object: Int) throws -> Int {
         if let offset = validOffset(of: object) { return offset }
+        throw offsetError(object)
+    }
+
+    func offsetError(_ object: Int) -> BatonCoreError {
         let entry = objectsEnd + object * offsetSize
-        throw BatonCoreError(
+        return BatonCoreError(
             .invalidReference,
             "object \(object) has offset \(Self.readUnsigned(bytes, at: entry, size: offsetSize)), outside the object area 8..<\(objectsEnd)",
             offset: entry
@@ -91,39 +110,54 @@ struct BinaryPropertyListLayout {
     }
 
     /// ``offset(of:)`` without the error: nil when the table points outside the object area.
+    @inline(__always)
     func validOffset(of object: Int) -> Int? {
         let offset = Self.readUnsigned(bytes, at: objectsEnd + object * offsetSize, size: offsetSize)
         guard offset >= UInt64(BinaryPropertyListMarker.header.count), offset < UInt64(objectsEnd) else { return nil }
         return Int(offset)
     }
 
+    @inline(__always)
     func reference(at position: Int) throws -> Int {
         let reference = Self.readUnsigned(bytes, at: position, size: referenceSize)
-        guard reference < UInt64(objectCount) else {
-            throw BatonCoreError(
-                .invalidReference,
-                "reference to object \(reference), but the file has \(objectCount) objects",
-                offset: position
-            )
-        }
+        guard reference < UInt64(objectCount) else { throw referenceError(reference, at: position) }
         return Int(reference)
     }
 
+    func referenceError(_ reference: UInt64, at position: Int) -> BatonCoreError {
+        BatonCoreError(
+            .invalidReference,
+            "reference to object \(reference), but the file has \(objectCount) objects",
+            offset: position
+        )
+    }
+
     /// Checks that `length` bytes from `start` lie inside the object area.
+    @inline(__always)
     func require(_ length: Int, at start: Int, for what: String) throws {
         guard length >= 0, start <= objectsEnd, length <= objectsEnd - start else {
-            throw BatonCoreError(
-                .truncated,
-                "\(what) needs \(length) bytes at \(start), past the end of the object area (\(objectsEnd))",
-                offset: start
-            )
+            throw requireError(length, at: start, for: what)
         }
     }
 
+    func requireError(_ length: Int, at start: Int, for what: String) -> BatonCoreError {
+        BatonCoreError(
+            .truncated,
+            "\(what) needs \(length) bytes at \(start), past the end of the object area (\(objectsEnd))",
+            offset: start
+        )
+    }
+
     /// The element count of the object whose marker is at `offset`, and where its contents begin.
+    @inline(__always)
     func countAndStart(marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
         let nibble = marker & 0x0F
         if nibble != 0x0F { return (Int(nibble), offset + 1) }
+        return try extendedCountAndStart(at: offset)
+    }
+
+    /// ``countAndStart(marker:at:)`` for a count of 15 or more: an integer object after the marker.
+    func extendedCountAndStart(at offset: Int) throws -> (count: Int, start: Int) {
         try require(1, at: offset + 1, for: "an extended count")
         let intMarker = bytes[offset + 1]
         guard intMarker >> 4 == BinaryPropertyListMarker.integer, intMarker & 0x0F <= 3 else {
