@@ -74,9 +74,11 @@ extension SearchIndex {
     /// in the count swings the phrase's weight against the others'). A
     /// query of one phrase is ranked with idf 1: its idf scales every score alike, and its count only plans.
     static func counts(of phrases: [String], exact: Bool, _ db: Database) throws -> Counts? {
-        let rows = try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0
+        // Both from the file, which any program of this user may have written: kept to where the arithmetic below
+        // cannot overflow (a rowid near Int64.max, a total of Int.max), never trusted to be consistent.
+        let rows = SearchPlan.clamped(try Int.fetchOne(db.cachedStatement(sql: "SELECT entries FROM totals WHERE id = 1")) ?? 0)
         guard let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")) else { return nil }
-        let sampleStart = newest - Int64(SearchPlan.sampleRows) + 1
+        let sampleStart = newest > Int64.min + Int64(SearchPlan.sampleRows) ? newest - Int64(SearchPlan.sampleRows) + 1 : Int64.min
         let sampledRows = min(max(rows, 1), SearchPlan.sampleRows)
         var hits: [Int] = []
         for phrase in phrases {
@@ -89,7 +91,7 @@ extension SearchIndex {
                 if phrases.count == 1 || rows <= SearchPlan.sampleRows
                     || (sampled >= SearchPlan.minimumSampledHits && share < SearchPlan.maximumSampledShare)
                 {
-                    hits.append(Int((Double(sampled) * Double(max(rows, 1)) / Double(sampledRows)).rounded(.up)))
+                    hits.append(SearchPlan.clamped((Double(sampled) * Double(max(rows, 1)) / Double(sampledRows)).rounded(.up)))
                     continue
                 }
             }
@@ -107,7 +109,7 @@ extension SearchIndex {
                 db.cachedStatement(sql: "SELECT count(*) FROM activities_fts WHERE activities_fts MATCH ? AND rowid >= ?"),
                 arguments: [phrases.joined(separator: " "), sampleStart]
             ) ?? 0
-            matches = min(matches, Int((Double(sampled) * Double(rows) / Double(sampledRows)).rounded(.up)))
+            matches = min(matches, SearchPlan.clamped((Double(sampled) * Double(rows) / Double(sampledRows)).rounded(.up)))
         }
         return Counts(hits: hits, rows: total, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) }, matches: matches)
     }
@@ -119,7 +121,8 @@ extension SearchIndex {
         func rankAll() throws -> [Ranked] { try rank(match, in: .all, limit: limit, plan: plan, counts: counts, db) }
         let fewest = counts.matches
         guard fewest > SearchPlan.rankAllMatches,
-            let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities"))
+            let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")),
+            (1...SearchPlan.maximumRowid).contains(newest)
         else {
             return try rankAll()
         }
@@ -134,7 +137,8 @@ extension SearchIndex {
         // The first window holds about firstWindowMatches matches (multiplePhraseMatches for several phrases): rowids
         // run in save order, so a share of the newest rowids holds about that share of the matches.
         let windowMatches = counts.hits.count > 1 ? SearchPlan.multiplePhraseMatches : SearchPlan.firstWindowMatches
-        var start = newest + 1 - max(Int64(limit), Int64(Double(windowMatches) * Double(rows) / Double(fewest)))
+        let firstRows = Int64(SearchPlan.clamped(Double(windowMatches) * Double(rows) / Double(max(fewest, 1))))
+        var start = newest + 1 - min(newest, max(Int64(min(limit, SearchPlan.maximumCount)), firstRows))
         for _ in 0..<SearchPlan.maximumRounds {
             // The newest entry outside the window, and its save time: entries outside saved later (saved again,
             // keeping their rowid) are ranked with the window, so every entry left out was saved at or before it.
@@ -159,7 +163,7 @@ extension SearchIndex {
             // A moved entry ranked in an earlier round may be in this round's slice too: keep it once.
             var seen: Set<Int64> = []
             ranked = (ranked + found)
-                .sorted { ($0.ordering, -$0.id) < ($1.ordering, -$1.id) }
+                .sorted { $0.ordering < $1.ordering || ($0.ordering == $1.ordering && $0.id > $1.id) }
                 .filter { seen.insert($0.id).inserted }
             ranked = Array(ranked.prefix(limit))
             var next: Int64

@@ -44,6 +44,21 @@ struct SearchPlan: Sendable {
     /// Entries outside the window saved again after its oldest entry (a save that replaces keeps the old rowid) are
     /// ranked one by one beside the window, up to this many; above it the whole index is ranked.
     static let maximumMoved = 64
+    /// The largest count or row total the plan computes with (the file's totals are not trusted: ``clamped(_:)``).
+    static let maximumCount = 1 << 40
+    /// Above this rowid the index is ranked whole: the windows' arithmetic (up to four times a window below its start)
+    /// stays far from overflow.
+    static let maximumRowid = Int64(1) << 60
+
+    /// `value` as a count within 0...``maximumCount``: NaN and negatives are 0.
+    static func clamped(_ value: Double) -> Int {
+        guard value.isFinite, value > 0 else { return 0 }
+        return value >= Double(maximumCount) ? maximumCount : Int(value)
+    }
+
+    /// `value` within 0...``maximumCount``.
+    static func clamped(_ value: Int) -> Int { min(max(value, 0), maximumCount) }
+
     /// FTS5's bm25 constants (fts5_aux.c).
     static let k1 = 1.2
     /// A margin on the bound, for the row count and floating point sums FTS5 does in its own order.

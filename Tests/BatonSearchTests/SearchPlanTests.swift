@@ -149,6 +149,52 @@ struct SearchPlanTests {
         }
     }
 
+    @Test("issue 29, issue 25 item 6: a file with rowids at Int64's ends, bogus totals and text save times is searched without a crash")
+    func hostileNumbersAreSearched() async throws {
+        try await withFolder { folder in
+            let path = folder + "/search.sqlite"
+            let index = try SearchIndex(path: path)
+            try await index.save(
+                (0..<1_200).map { number in
+                    SearchEntry(
+                        bundleIdentifier: "com.example.app", activityType: "com.example.app.view", title: "Notes \(number)",
+                        contentDescription: "notes on the garden", payload: Data()
+                    )
+                },
+                now: Self.now
+            )
+            // Another program of the same user writes the file: the schema stays ours, the numbers do not.
+            let other = try DatabaseQueue(path: path)
+            try await other.write { db in
+                for id in [Int64.max, Int64.min, Int64.max - 1] {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO activities (id, bundleIdentifier, activityType, title, keywords, description, savedAt,
+                                payload, bytes) VALUES (?, 'com.example.app', 'com.example.app.view', 'notes', '', 'notes', ?, x'', 0)
+                            """,
+                        arguments: [id, "not a time"]
+                    )
+                }
+                try db.execute(sql: "UPDATE activities_rank SET savedAt = 'later' WHERE id % 7 = 0")
+                try db.execute(sql: "UPDATE totals SET entries = 9223372036854775807")
+            }
+            try other.close()
+            for query in ["notes", "n", "notes gard", "garden notes "] {
+                for strategy in [SearchStrategy.planned, .exhaustive] {
+                    do {
+                        let results = try await index.search(query, limit: 20, now: Self.now, strategy: strategy)
+                        #expect(results.count <= 20)
+                    } catch let error as SearchError {
+                        // A typed error is an answer too; a crash or a hang is not.
+                        #expect(!error.message.isEmpty)
+                    }
+                }
+            }
+            try await index.deleteAll()
+            try await index.save(SearchEntry(bundleIdentifier: "com.example.app", activityType: "t", title: "Notes again", payload: Data()), now: Self.now)
+        }
+    }
+
     @Test("issue 29: the bound's arithmetic: FTS5's idf, recency, and which save times cannot beat a score")
     func planArithmetic() {
         #expect(SearchPlan.idf(hits: 90, rows: 100) == 1e-6)
