@@ -47,6 +47,8 @@ private struct BinaryWriter {
     /// are stored once, as the encoder always did, also when their scalars differ ("é" composed or not).
     var stringObjects: [String: Int]?
     var scalarBytes: [UInt8] = []
+    /// The objects of strings met lately, by their representation (``flattenString(_:)``); 128 slots, direct-mapped.
+    var recentStrings = [(first: UInt64, second: UInt64, object: Int)](repeating: (0, 0, -1), count: 128)
 
     init(maximumDepth: Int) {
         self.maximumDepth = maximumDepth
@@ -78,13 +80,31 @@ private struct BinaryWriter {
         case .dictionary(let entries):
             let count = entries.count
             let (index, start) = try reserveContainer(references: 2 * count, depth: depth)
-            // Sorted by key (unique under `==`, so `<` orders them totally: the same order every time). The entries are
-            // copied once: comparing through the dictionary's indices checked and retained a key per comparison.
-            var sorted = Array(entries)
-            sorted.sort { $0.key < $1.key }
-            for (offset, entry) in sorted.enumerated() {
-                references[start + offset] = flattenString(entry.key)
-                references[start + count + offset] = try flatten(entry.value, depth: depth + 1)
+            try withUnsafeTemporaryAllocation(of: SortedEntry.self, capacity: count) { order in
+                // Sorted by key (unique under `==`, so `<` orders them totally: the same order every time), as
+                // positions in the dictionary and the keys' first bytes, not as a copy of the entries (issue 29 item 5).
+                var allASCII = true
+                var filled = 0
+                var position = entries.startIndex
+                while position != entries.endIndex, filled < count {
+                    var key = entries.keys[position]
+                    let (prefix, ascii) = key.withUTF8(Self.sortPrefix)
+                    allASCII = allASCII && ascii
+                    order.initializeElement(at: filled, to: SortedEntry(prefix: prefix, position: position))
+                    filled += 1
+                    entries.formIndex(after: &position)
+                }
+                var sorted = UnsafeMutableBufferPointer(rebasing: order[..<filled])
+                defer { _ = sorted.deinitialize() }
+                // Among ASCII strings `<` is the order of their bytes, so the first eight decide unless they are equal.
+                sorted.sort { first, second in
+                    if allASCII, first.prefix != second.prefix { return first.prefix < second.prefix }
+                    return entries.keys[first.position] < entries.keys[second.position]
+                }
+                for (offset, entry) in sorted.enumerated() {
+                    references[start + offset] = flattenString(entries.keys[entry.position])
+                    references[start + count + offset] = try flatten(entries.values[entry.position], depth: depth + 1)
+                }
             }
             objects[index] = FlatObject(container: BinaryPropertyListMarker.dictionary, first: start, second: count)
             return index
@@ -106,30 +126,53 @@ private struct BinaryWriter {
     /// is looked up by value too (``stringObjects``). Every string goes where a dictionary of strings alone put it (as
     /// the encoder had), so the output is the same, byte for byte.
     mutating func flattenString(_ text: String) -> Int {
+        // The same representation is the same string (its storage, if any, is immutable and held by the value being
+        // encoded), so it is the same object as last time: a key repeated in every dictionary is found by two words
+        // compared, not its bytes hashed (issue 29 item 5). ``lookUpString(_:)`` is the same for the same string
+        // however often it is asked, so this changes no output.
+        guard MemoryLayout<String>.size == 16 else { return lookUpString(text) }
+        let identity = withUnsafeBytes(of: text) { raw in
+            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+        let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let slot = Int(truncatingIfNeeded: (((identity.0 &* multiplier) ^ identity.1) &* multiplier) >> 57)
+        let recent = recentStrings[slot]
+        if recent.object >= 0, recent.first == identity.0, recent.second == identity.1 { return recent.object }
+        let object = lookUpString(text)
+        recentStrings[slot] = (identity.0, identity.1, object)
+        return object
+    }
+
+    /// The object of `text` (``flattenString(_:)``), looked up by its bytes and, if need be, its value.
+    mutating func lookUpString(_ text: String) -> Int {
         var text = text
-        // ASCII (nearly every key and most values): looked up by the bytes it would be written as, its marker and count
-        // beside its own UTF-8, and written only when new (issue 29 item 5: most keys repeat in every dictionary).
+        // ASCII (nearly every key and most values): its own UTF-8 is looked up, hashed as it is checked to be ASCII in
+        // the same pass, and written only when new (issue 29 item 5: most keys repeat in every dictionary).
         let ascii = text.withUTF8 { utf8 -> (object: Int?, slot: Int, hash: UInt64)? in
-            guard !utf8.contains(where: { $0 >= 0x80 }) else { return nil }
-            return withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { raw in
-                var header = ByteWriter(raw)
-                header.appendCount(BinaryPropertyListMarker.asciiString, utf8.count)
-                let head = UnsafeRawBufferPointer(rebasing: raw[..<header.position])
-                return scalarBytes.withUnsafeBufferPointer { all in
-                    stringTable.find(head, UnsafeRawBufferPointer(utf8), in: all, objects: objects)
-                }
+            let payload = UnsafeRawBufferPointer(utf8)
+            let (hash, isASCII) = StringTable.hash(payload, kind: BinaryPropertyListMarker.asciiString)
+            guard isASCII else { return nil }
+            return scalarBytes.withUnsafeBufferPointer { all in
+                stringTable.find(BinaryPropertyListMarker.asciiString, payload, hash: hash, in: all, objects: objects)
             }
         }
         if let ascii {
             if let existing = ascii.object ?? stringObjects?[text] { return existing }
             let start = scalarBytes.count
-            writeString(text)
+            text.withUTF8 { utf8 in
+                writeCount(BinaryPropertyListMarker.asciiString, utf8.count)
+                scalarBytes.append(contentsOf: utf8)
+            }
             return addString(text, from: start, slot: ascii.slot, hash: ascii.hash)
         }
         let start = scalarBytes.count
         let plain = writeString(text)
         let found = scalarBytes.withUnsafeBufferPointer { bytes in
-            stringTable.find(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start...])), UnsafeRawBufferPointer(start: nil, count: 0), in: bytes, objects: objects)
+            // The UTF-16 units after the marker and count (for 15 or more units, an integer object).
+            let header = bytes[start] & 0x0F != 0x0F ? 1 : 2 + (1 << Int(bytes[start + 1] & 0x0F))
+            let payload = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[(start + header)...]))
+            let hash = StringTable.hash(payload, kind: BinaryPropertyListMarker.utf16String).hash
+            return stringTable.find(BinaryPropertyListMarker.utf16String, payload, hash: hash, in: bytes, objects: objects)
         }
         if let existing = found.object {
             scalarBytes.removeLast(scalarBytes.count - start)
@@ -170,6 +213,24 @@ private struct BinaryWriter {
             if strings[string] == nil { strings[string] = index }
         }
         return strings
+    }
+
+    /// A dictionary entry to be sorted: its position in the dictionary, and its key's first eight UTF-8 bytes.
+    struct SortedEntry {
+        var prefix: UInt64
+        var position: Dictionary<String, PropertyList>.Index
+    }
+
+    /// The first eight bytes of `utf8`, big-endian and zero-padded (so ordered as the bytes are, a shorter string
+    /// first when they are equal but for the padding), and whether every byte is ASCII.
+    static func sortPrefix(_ utf8: UnsafeBufferPointer<UInt8>) -> (prefix: UInt64, ascii: Bool) {
+        var prefix: UInt64 = 0
+        var bits: UInt8 = 0
+        for (offset, byte) in utf8.enumerated() {
+            bits |= byte
+            if offset < 8 { prefix |= UInt64(byte) << (56 - 8 * offset) }
+        }
+        return (prefix, bits < 0x80)
     }
 
     /// Appends a placeholder for a container and room for its references; returns both positions.
@@ -366,7 +427,7 @@ private struct BinaryWriter {
 }
 
 extension BinaryWriter {
-    /// The string objects by their encoded bytes (marker, count and characters): open addressing on FNV-1a hashes, as
+    /// The string objects by their kind and text (so by their encoded bytes): open addressing on a word-at-a-time hash, as
     /// Swift's dictionary of strings hashed each of them with a seeded SipHash, half the encoder's time for a 3 KB state.
     struct StringTable {
         /// Each slot's object, or -1; and its bytes' hash.
@@ -374,26 +435,49 @@ extension BinaryWriter {
         var hashes = [UInt64](repeating: 0, count: 64)
         var count = 0
 
-        /// FNV-1a of `bytes`, continuing from `hash`.
-        static func hash(_ bytes: UnsafeRawBufferPointer, from hash: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
-            var hash = hash
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return hash
+        /// A hash of a string object's kind (its marker's high nibble) and its text (what follows the marker and count,
+        /// which the kind and the text's length decide), eight bytes at a time; and whether every byte is below 0x80.
+        static func hash(_ text: UnsafeRawBufferPointer, kind: UInt8) -> (hash: UInt64, ascii: Bool) {
+            let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
+            var hash = (UInt64(kind) << 56 | UInt64(truncatingIfNeeded: text.count)) &* multiplier
+            var bits: UInt64 = 0
+            var offset = 0
+            while offset + 8 <= text.count {
+                let word = text.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                bits |= word
+                hash = (hash ^ word) &* multiplier
+                hash ^= hash >> 32
+                offset += 8
+            }
+            if offset < text.count {
+                var word: UInt64 = 0
+                while offset < text.count {
+                    word = word << 8 | UInt64(text[offset])
+                    offset += 1
+                }
+                bits |= word
+                hash = (hash ^ word) &* multiplier
+            }
+            // The slot is the low bits, which a multiplication fills only from the low bits: fold the high ones in.
+            hash ^= hash >> 29
+            hash = hash &* multiplier
+            hash ^= hash >> 32
+            return (hash, bits & 0x8080_8080_8080_8080 == 0)
         }
 
-        /// The object whose bytes in `all` are `head` then `tail` (a string's marker and count, then its text), if
-        /// any, and the slot for it and its hash otherwise.
+        /// The string object of `kind` whose text is `text`, if any (its hash is `hash`), and the slot for it
+        /// otherwise. `all` holds every object's bytes: a string object is its marker and count, then its text.
         func find(
-            _ head: UnsafeRawBufferPointer, _ tail: UnsafeRawBufferPointer, in all: UnsafeBufferPointer<UInt8>, objects: [FlatObject]
+            _ kind: UInt8, _ text: UnsafeRawBufferPointer, hash: UInt64, in all: UnsafeBufferPointer<UInt8>, objects: [FlatObject]
         ) -> (object: Int?, slot: Int, hash: UInt64) {
-            let hash = Self.hash(tail, from: Self.hash(head))
             let mask = slots.count - 1
             var slot = Int(truncatingIfNeeded: hash) & mask
             while slots[slot] >= 0 {
                 let object = objects[slots[slot]]
-                if hashes[slot] == hash, object.second - object.first == head.count + tail.count,
-                    Self.same(all, from: object.first, as: head),
-                    Self.same(all, from: object.first + head.count, as: tail)
+                // The same kind and text length is the same marker and count.
+                if hashes[slot] == hash, all[object.first] >> 4 == kind,
+                    object.second - object.first == BinaryWriter.countSize(kind == BinaryPropertyListMarker.asciiString ? text.count : text.count / 2) + text.count,
+                    Self.same(all, from: object.second - text.count, as: text)
                 {
                     return (slots[slot], slot, hash)
                 }
@@ -402,12 +486,24 @@ extension BinaryWriter {
             return (nil, slot, hash)
         }
 
-        /// Whether `all` holds the bytes of `key` from `start` on (checked to be in it).
+        /// Whether `all` holds the bytes of `key` from `start` on (checked to be in it), compared eight at a time.
         static func same(_ all: UnsafeBufferPointer<UInt8>, from start: Int, as key: UnsafeRawBufferPointer) -> Bool {
-            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(all)[start..<(start + key.count)]).elementsEqual(key)
+            let stored = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(all)[start..<(start + key.count)])
+            var offset = 0
+            while offset + 8 <= key.count {
+                guard stored.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == key.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else {
+                    return false
+                }
+                offset += 8
+            }
+            while offset < key.count {
+                guard stored[offset] == key[offset] else { return false }
+                offset += 1
+            }
+            return true
         }
 
-        /// Puts `object` in `slot` (from ``find(_:_:in:objects:)``, with nothing inserted since).
+        /// Puts `object` in `slot` (from ``find(_:_:hash:in:objects:)``, with nothing inserted since).
         mutating func insert(_ object: Int, at slot: Int, hash: UInt64) {
             slots[slot] = object
             hashes[slot] = hash
