@@ -91,7 +91,7 @@ struct SearchBench {
         try await raw.write { db in
             try db.execute(sql: """
                 CREATE VIRTUAL TABLE t USING fts5(title, keywords, description,
-                    tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3 4 5 6 7 8')
+                    tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3 4 5 6 7 8 9 10 11 12')
                 """)
         }
         let corpus = SearchCorpus(seed: 0x5EA2C4)

@@ -82,7 +82,7 @@ struct SearchIndexingTests {
             }
             try check.close()
             #expect(migrations == ["v1", "v2"])
-            #expect(fts?.contains("prefix = '1 2 3 4 5 6 7 8'") == true)
+            #expect(fts?.contains("prefix = '1 2 3 4 5 6 7 8 9 10 11 12'") == true)
             try await index.save(
                 [Self.entry("Grocery list", id: "list-2"), Self.entry("Gravel", id: "path")],
                 now: Self.now
