@@ -71,11 +71,11 @@ private struct Reader {
     /// Dictionary keys already decoded, by object index modulo its size (issue 29 item 5): a key object is referenced
     /// from every dictionary that has the key, and was made into a new string for each. Its size is fixed, so hostile
     /// input costs no memory by it.
-    var keyCache = [(object: Int, name: String)](repeating: (-1, ""), count: 64)
-    /// The last dictionary's key references by key count modulo 8: where they start, and how many; and its shape
-    /// when the one before it had the same references (``DictionaryShape``). Fixed in size, as ``keyCache`` is.
-    var shapeKeys = [(keysStart: Int, count: Int)](repeating: (-1, -1), count: 8)
-    var shapes = [DictionaryShape?](repeating: nil, count: 8)
+    var keyCache = [DecodedKey](repeating: DecodedKey(object: -1, name: ""), count: 64)
+    /// The last dictionary's key references by key count modulo 8, and its shape when the one before it had the
+    /// same references (``DictionaryShape``). Fixed in size, as ``keyCache`` is. (Named structs, not tuples: an array
+    /// of tuples looked its type up at run time on every decode.)
+    var shapes = [ShapeSlot](repeating: ShapeSlot(keysStart: -1, count: -1, shape: nil), count: 8)
 
     init(bytes: UnsafeRawBufferPointer, limits: PropertyListLimits) throws {
         self.bytes = bytes
@@ -209,11 +209,11 @@ private struct Reader {
     /// before, its keys are copied from a template (no key hashed, no bucket probed) and only the values are read.
     mutating func dictionary(count: Int, at start: Int, depth: Int) throws -> [String: PropertyList] {
         let valuesStart = start + count * referenceSize
-        let slot = count & (shapeKeys.count - 1)
-        let seen = shapeKeys[slot]
+        let slot = count & (shapes.count - 1)
+        let seen = shapes[slot]
         let seenBefore =
             seen.count == count && (seen.keysStart == start || Self.sameBytes(bytes, seen.keysStart, start, count * referenceSize))
-        if seenBefore, let shape = shapes[slot] {
+        if seenBefore, let shape = seen.shape {
             var entries = shape.template
             for element in 0..<count {
                 // The key, read before from the same reference (and still counted as each use of a shared object is).
@@ -233,8 +233,7 @@ private struct Reader {
             let valuePosition = valuesStart + element * referenceSize
             entries[name] = try object(try reference(at: valuePosition), depth: depth + 1)
         }
-        shapeKeys[slot] = (start, count)
-        shapes[slot] = seenBefore ? DictionaryShape(names: names) : nil
+        shapes[slot] = ShapeSlot(keysStart: start, count: count, shape: seenBefore ? DictionaryShape(names: names) : nil)
         return entries
     }
 
@@ -255,7 +254,7 @@ private struct Reader {
 
 /// The keys of a dictionary, by the references to them (issue 29 item 5): the dictionaries of an array of records
 /// reference the same key objects in the same order, and hashing each key into each new dictionary was a third of
-/// the decode. Seen once, only where its key references are is kept (``Reader/shapeKeys``); seen again, this: a
+/// the decode. Seen once, only where its key references are is kept (``ShapeSlot``); seen again, this: a
 /// template dictionary of its keys (values all null) and each key reference's index in it, so the next dictionary
 /// with these key references is a copy of the template (no key hashed) with its values set by index. Indices stay
 /// valid in a copy of a dictionary (value semantics); a key repeated in the references has one index, and its last
@@ -279,10 +278,22 @@ private final class DictionaryShape {
     }
 }
 
+/// A dictionary key decoded before: its object and its string (``Reader/keyCache``).
+private struct DecodedKey {
+    var object: Int
+    var name: String
+}
+
+/// Where the last dictionary with some key count had its key references, and its shape if it had one.
+private struct ShapeSlot {
+    var keysStart: Int
+    var count: Int
+    var shape: DictionaryShape?
+}
+
 /// Reading scalars: on the layout rather than the reader, so that reading one does not copy the reader (a call of a
 /// non-mutating method from a mutating one copied all of it onto the stack: issue 29 item 5).
 extension BinaryPropertyListLayout {
-    @inline(__always)
     func singleByteObject(_ marker: UInt8, at offset: Int) throws -> PropertyList {
         switch marker {
         case BinaryPropertyListMarker.null:
@@ -319,7 +330,6 @@ extension BinaryPropertyListLayout {
         }
     }
 
-    @inline(__always)
     func integer(_ marker: UInt8, at offset: Int) throws -> PropertyList {
         let nibble = Int(marker & 0x0F)
         guard nibble <= 4 else {
@@ -347,7 +357,6 @@ extension BinaryPropertyListLayout {
         }
     }
 
-    @inline(__always)
     func string(marker: UInt8, at offset: Int) throws -> String {
         let (count, start) = try countAndStart(marker: marker, at: offset)
         switch marker >> 4 {
@@ -416,7 +425,7 @@ extension Reader {
                 offset: position
             )
         }
-        keyCache[slot] = (index, name)
+        keyCache[slot] = DecodedKey(object: index, name: name)
         return name
     }
 }

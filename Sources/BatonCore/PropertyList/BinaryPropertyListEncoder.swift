@@ -52,9 +52,9 @@ private struct BinaryWriter {
 
     init(maximumDepth: Int) {
         self.maximumDepth = maximumDepth
-        objects.reserveCapacity(64)
-        references.reserveCapacity(64)
-        scalarBytes.reserveCapacity(1_024)
+        objects.reserveCapacity(256)
+        references.reserveCapacity(512)
+        scalarBytes.reserveCapacity(4_096)
     }
 
     // MARK: Flattening
@@ -97,9 +97,24 @@ private struct BinaryWriter {
                 var sorted = UnsafeMutableBufferPointer(rebasing: order[..<filled])
                 defer { _ = sorted.deinitialize() }
                 // Among ASCII strings `<` is the order of their bytes, so the first eight decide unless they are equal.
-                sorted.sort { first, second in
+                func precedes(_ first: SortedEntry, _ second: SortedEntry) -> Bool {
                     if allASCII, first.prefix != second.prefix { return first.prefix < second.prefix }
                     return entries.keys[first.position] < entries.keys[second.position]
+                }
+                if filled <= 16 {
+                    // Few entries (most dictionaries): an insertion sort in place, where the standard sort allocated
+                    // a buffer for every dictionary.
+                    for next in sorted.indices.dropFirst() {
+                        let entry = sorted[next]
+                        var slot = next
+                        while slot > 0, precedes(entry, sorted[slot - 1]) {
+                            sorted[slot] = sorted[slot - 1]
+                            slot -= 1
+                        }
+                        sorted[slot] = entry
+                    }
+                } else {
+                    sorted.sort(by: precedes)
                 }
                 for (offset, entry) in sorted.enumerated() {
                     references[start + offset] = flattenString(entries.keys[entry.position])
@@ -545,6 +560,19 @@ private struct ByteWriter {
     }
 
     mutating func appendBigEndian(_ value: UInt64, size: Int) {
+        // One- and two-byte references and offsets (every file under 64 KB) in one store.
+        switch size {
+        case 1:
+            buffer[position] = UInt8(truncatingIfNeeded: value)
+            position += 1
+            return
+        case 2:
+            buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, toByteOffset: position, as: UInt16.self)
+            position += 2
+            return
+        default:
+            break
+        }
         var shift = (size - 1) * 8
         while shift >= 0 {
             buffer[position] = UInt8(truncatingIfNeeded: value >> UInt64(shift))
