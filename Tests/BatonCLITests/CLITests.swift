@@ -189,6 +189,26 @@ struct CLITests {
         }
     }
 
+    @Test("bench search reports each query against raw FTS5, its recall@10 against the exact ranking, and every keystroke of a typed word (issue 29)")
+    func benchSearch() async throws {
+        try await startingProcesses {
+            let result = try Baton.run("bench", "search", "--entries", "2000", "--samples", "10", "--json")
+            #expect(result.status == 0, "\(result.output)")
+            let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let figures = try #require(json?["figures"] as? [[String: Any]])
+            for figure in figures {
+                #expect(Set(figure.keys) == ["name", "value", "unit", "baseline", "baselineValue", "ratio", "target", "met"], "\(figure)")
+            }
+            let names = figures.compactMap { $0["name"] as? String }
+            #expect(names.contains { $0.hasPrefix("index 2000 entries") })
+            #expect(names.filter { $0.hasSuffix("recall@10") }.count == 4)
+            #expect(names.filter { $0.hasPrefix("typing \"") && $0.hasSuffix(" p99") }.count == 8)
+            // The planner's results are the exact ranking's for one word (SearchPlan): recall 1 there.
+            let recall = figures.first { ($0["name"] as? String) == "one word, common \"notes\" recall@10" }
+            #expect(recall?["value"] as? Double == 1)
+        }
+    }
+
     @Test("bench stream reports stream throughput against bare TCP and TLS copies, and memory against its bound (issue 13)")
     func benchStream() async throws {
         try await startingProcesses {
