@@ -83,7 +83,7 @@ struct SearchPlanTests {
                 if SearchQuery(query).terms.count == 1 {
                     #expect(planned == exact, "\(query)")
                 } else {
-                    // Several words are held to the practical bound (SearchPlan.practicalBound): recall, not identity.
+                    // Several words are ranked in the window holding about 300 of their matches: recall, not identity.
                     let recall = Double(Set(planned.prefix(10)).intersection(exact.prefix(10)).count) / Double(max(1, min(10, exact.count)))
                     #expect(recall >= 0.9, "\(query): recall@10 \(recall), planned \(planned), exact \(exact)")
                 }
@@ -206,9 +206,7 @@ struct SearchPlanTests {
         #expect(plan.oldestThatCannotBeat(score: 0.4, bound: 1) == .none)
         // A score of 0.75 of the bound: entries a half-life old or older cannot beat it.
         #expect(plan.oldestThatCannotBeat(score: 0.75, bound: 1) == .savedAtOrBefore(1_000_000 - 7 * 86_400))
-        // Several phrases: the larger of what was observed and the largest single phrase's share.
-        #expect(SearchPlan.practicalBound(8, largestPhrase: 4.5, observed: 5, phrases: 2) == 5)
-        #expect(SearchPlan.practicalBound(8, largestPhrase: 4.5, observed: 3, phrases: 2) == 4.5)
-        #expect(SearchPlan.practicalBound(8, largestPhrase: 8, observed: 3, phrases: 1) == 8)
+        // The bound: each phrase's idf times k1 + 1, with the margin.
+        #expect(abs(SearchPlan.relevanceBound(idfs: [1, 2]) - 3 * 2.2 * SearchPlan.boundMargin) < 1e-12)
     }
 }
