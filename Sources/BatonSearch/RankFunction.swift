@@ -24,6 +24,10 @@ enum RankFunction {
 
     /// Registers the function on `db`'s connection.
     static func register(_ db: Database) throws {
+        // GRDB's FTS5.api stops the process when the SQLite it links has no FTS5; a search index is then an error.
+        guard (try? db.makeStatement(sql: "SELECT fts5(?)")) != nil else {
+            throw SearchError(.database, "The system SQLite has no FTS5, which Baton's search needs (Debian's libsqlite3 has it).")
+        }
         let api = FTS5.api(db)
         guard let create = api.pointee.xCreateFunction else {
             throw SearchError(.database, "SQLite's FTS5 cannot take functions; Baton's search needs FTS5 of SQLite 3.9 or later.")
