@@ -17,7 +17,7 @@ struct SessionMultiplexerTests {
         case .sync(let roster, let port): .synced(roster: roster + Data("+merged".utf8), agentPort: port.map { $0 + 1 })
         case .fetch(let sequence, _, _): .payload(Data("state of \(sequence)".utf8))
         case .describe(let sequence): .summary(ActivitySummary(activityType: "type \(sequence)", title: nil, bundleIdentifier: "b", team: "T", webpageHost: nil))
-        case .openStream(_, let window): .streamOpened(window: window)
+        case .openStream(_, let window, _): .streamOpened(window: window)
         case .ping: .pong
         }
     }
@@ -29,7 +29,7 @@ struct SessionMultiplexerTests {
         case .payload(let data): .payload(id: id, payload: data)
         case .summary(let summary): .summary(id: id, summary)
         case .failed(let reason, let text): .failure(id: id, reason: reason, message: text)
-        case .streamOpened(let window): .streamOpened(id: id, window: window)
+        case .streamOpened(let window, let direct): .streamOpened(id: id, window: window, direct: direct)
         case .pong: .pong(id: id)
         }
     }
@@ -211,7 +211,7 @@ struct SessionMultiplexerTests {
                 case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
                 case .fetch(let sequence, let deadline, let confirms): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms)
                 case .describe(let sequence): .describe(id: id, sequence: sequence)
-                case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
+                case .openStream(let sequence, let window, let direct): .openStream(id: id, sequence: sequence, window: window, direct: direct)
                 case .ping: .ping(id: id)
                 }
             #expect(try multiplexer.receive(message) == .request(id: id, request))

@@ -293,10 +293,12 @@ public enum IPCMessage: Sendable, Hashable {
     case continueSaved(request: UInt64, id: Int64)
     /// The first message of a continuation stream's own connection, from the continuing app: open a stream to the
     /// originating app of continuation `continuation`, delivered here to this app (F2, docs/PROTOCOL.md §8).
-    case openStream(bundleIdentifier: String, version: Int, continuation: UInt64)
+    /// `direct`: the app can take the stream's own TCP socket (``directStream(_:)``, issue 30); without it, or from
+    /// an agent that cannot give one, the answer is `welcome` and the stream is relayed.
+    case openStream(bundleIdentifier: String, version: Int, continuation: UInt64, direct: Bool = false)
     /// The first message of a continuation stream's own connection, from the originating app: take the stream the
-    /// agent announced with ``incomingStream(activity:token:)`` (F3).
-    case acceptStream(bundleIdentifier: String, version: Int, token: Data)
+    /// agent announced with ``incomingStream(activity:token:)`` (F3). `direct` as for ``openStream``.
+    case acceptStream(bundleIdentifier: String, version: Int, token: Data, direct: Bool = false)
     /// The originating app will not take the stream announced with `token` (its activity has no delegate for it).
     case declineStream(token: Data, message: String)
     /// On a stream's connection, either way: no more data from this side (a half-close).
@@ -340,6 +342,11 @@ public enum IPCMessage: Sendable, Hashable {
     /// ``acceptStream(bundleIdentifier:version:token:)`` with `token` (16 bytes), or ``declineStream(token:message:)``.
     case incomingStream(activity: UInt64, token: Data)
 
+    /// The answer to a stream's hello that said `direct`, on the direct path (issue 30): the stream's TCP socket is
+    /// passed with it (`SCM_RIGHTS`), and this is what the app's TLS needs: its end's own key and certificate, made
+    /// for this stream, and the other end's certificate fingerprint. Never a device key.
+    case directStream(DirectStreamEnd)
+
     /// The length of a stream token.
     public static let streamTokenLength = 16
 
@@ -360,10 +367,21 @@ public enum IPCMessage: Sendable, Hashable {
                 "hello",
                 ["bundle": bundle.map(PropertyList.string), "v": .integer(Int64(version)), "notCurrent": readsNotCurrent ? .bool(true) : nil]
             )
-        case .openStream(let bundle, let version, let continuation):
-            return makeMessage("hello", ["bundle": .string(bundle), "v": .integer(Int64(version)), "cont": .number(continuation)])
-        case .acceptStream(let bundle, let version, let token):
-            return makeMessage("hello", ["bundle": .string(bundle), "v": .integer(Int64(version)), "token": .data(token)])
+        case .openStream(let bundle, let version, let continuation, let direct):
+            return makeMessage(
+                "hello",
+                ["bundle": .string(bundle), "v": .integer(Int64(version)), "cont": .number(continuation), "direct": direct ? .bool(true) : nil]
+            )
+        case .acceptStream(let bundle, let version, let token, let direct):
+            return makeMessage(
+                "hello",
+                ["bundle": .string(bundle), "v": .integer(Int64(version)), "token": .data(token), "direct": direct ? .bool(true) : nil]
+            )
+        case .directStream(let end):
+            return makeMessage(
+                "direct",
+                ["role": .string(end.role.rawValue), "key": .data(end.key), "cert": .data(end.certificate), "peer": .data(end.peerFingerprint)]
+            )
         case .declineStream(let token, let message):
             return makeMessage("decline", ["token": .data(token), "message": .string(bounded(message, 4_096))])
         case .endOfStream:
@@ -459,13 +477,36 @@ public enum IPCMessage: Sendable, Hashable {
             let bundle = try fields.optionalString("bundle", maximumLength: 255)
             if let continuation = try fields.optionalNumber("cont") {
                 guard let bundle else { throw fields.missing("bundle", "the app's bundle identifier (a stream belongs to an app)") }
-                self = .openStream(bundleIdentifier: bundle, version: version, continuation: continuation)
+                self = .openStream(bundleIdentifier: bundle, version: version, continuation: continuation, direct: try fields.optionalBool("direct") ?? false)
             } else if fields.fields["token"] != nil {
                 guard let bundle else { throw fields.missing("bundle", "the app's bundle identifier (a stream belongs to an app)") }
-                self = .acceptStream(bundleIdentifier: bundle, version: version, token: try fields.data("token", count: Self.streamTokenLength))
+                self = .acceptStream(
+                    bundleIdentifier: bundle,
+                    version: version,
+                    token: try fields.data("token", count: Self.streamTokenLength),
+                    direct: try fields.optionalBool("direct") ?? false
+                )
             } else {
                 self = .hello(bundleIdentifier: bundle, version: version, readsNotCurrent: try fields.optionalBool("notCurrent") ?? false)
             }
+        case "direct":
+            guard let role = DirectStreamEnd.Role(rawValue: try fields.string("role", maximumLength: 16)) else {
+                throw fields.missing("role", "\"client\" or \"server\"")
+            }
+            let key = try fields.data("key")
+            let certificate = try fields.data("cert")
+            guard key.count <= DirectStreamEnd.maximumKeyLength else { throw fields.missing("key", "at most \(DirectStreamEnd.maximumKeyLength) bytes") }
+            guard certificate.count <= DirectStreamEnd.maximumCertificateLength else {
+                throw fields.missing("cert", "at most \(DirectStreamEnd.maximumCertificateLength) bytes")
+            }
+            self = .directStream(
+                DirectStreamEnd(
+                    role: role,
+                    key: key,
+                    certificate: certificate,
+                    peerFingerprint: try fields.data("peer", count: DirectStreamOffer.fingerprintLength)
+                )
+            )
         case "decline":
             self = .declineStream(token: try fields.data("token", count: Self.streamTokenLength), message: try fields.string("message"))
         case "eof": self = .endOfStream

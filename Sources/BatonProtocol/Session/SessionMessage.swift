@@ -131,10 +131,12 @@ public enum SessionMessage: Sendable, Hashable {
     case error(message: String)
     /// Asks to open a continuation stream to the app whose activity had sequence `sequence` and was continued by the
     /// asking device (F1, F2); the asker may at once receive up to `window` bytes on it (docs/PROTOCOL.md §8). The
-    /// request's id is the stream's id.
-    case openStream(id: UInt64, sequence: UInt64, window: UInt64)
-    /// The stream asked for by request `id` is open; the asker may send up to `window` bytes on it (F3).
-    case streamOpened(id: UInt64, window: UInt64)
+    /// request's id is the stream's id. `direct`: the asker offers the direct path (issue 30): the apps then talk
+    /// over a TCP connection of their own, and an answer without `direct` keeps the stream on the session (relayed).
+    case openStream(id: UInt64, sequence: UInt64, window: UInt64, direct: DirectStreamOffer? = nil)
+    /// The stream asked for by request `id` is open; the asker may send up to `window` bytes on it (F3). `direct`:
+    /// the answerer took the direct path, and this is its app end's certificate fingerprint.
+    case streamOpened(id: UInt64, window: UInt64, direct: Data? = nil)
     /// The receiver of a stream's data may now be sent `bytes` more (credit-based flow control). `opener`: whether
     /// the sender of this message opened the stream.
     case credit(stream: UInt64, opener: Bool, bytes: UInt64)
@@ -160,7 +162,7 @@ public enum SessionMessage: Sendable, Hashable {
             .summary(let id, _), .failure(let id, _, _):
             id
         case .error, .credit, .endOfStream, .resetStream, .continued, .clock: nil
-        case .openStream(let id, _, _), .streamOpened(let id, _), .ping(let id), .pong(let id): id
+        case .openStream(let id, _, _, _), .streamOpened(let id, _, _), .ping(let id), .pong(let id): id
         case .unknown(_, let id): id
         }
     }
@@ -192,10 +194,13 @@ public enum SessionMessage: Sendable, Hashable {
             makeMessage("error", ["message": .string(bounded(message, 4_096))])
         case .unknown(let type, let id):
             makeMessage(type, ["id": id.map(PropertyList.number)])
-        case .openStream(let id, let sequence, let window):
-            makeMessage("stream", ["id": .number(id), "seq": .number(sequence), "window": .number(window)])
-        case .streamOpened(let id, let window):
-            makeMessage("opened", ["id": .number(id), "window": .number(window)])
+        case .openStream(let id, let sequence, let window, let direct):
+            makeMessage(
+                "stream",
+                ["id": .number(id), "seq": .number(sequence), "window": .number(window), "direct": direct.map { .data($0.token) }, "cert": direct.map { .data($0.fingerprint) }]
+            )
+        case .streamOpened(let id, let window, let direct):
+            makeMessage("opened", ["id": .number(id), "window": .number(window), "cert": direct.map(PropertyList.data)])
         case .credit(let stream, let opener, let bytes):
             makeMessage("credit", ["stream": .number(stream), "opener": .bool(opener), "bytes": .number(bytes)])
         case .endOfStream(let stream, let opener):
@@ -241,8 +246,18 @@ public enum SessionMessage: Sendable, Hashable {
             )
         case "error": self = .error(message: try fields.string("message"))
         case "stream":
-            self = .openStream(id: try fields.number("id"), sequence: try fields.number("seq"), window: try fields.window("window"))
-        case "opened": self = .streamOpened(id: try fields.number("id"), window: try fields.window("window"))
+            self = .openStream(
+                id: try fields.number("id"),
+                sequence: try fields.number("seq"),
+                window: try fields.window("window"),
+                direct: try DirectStreamOffer(fields)
+            )
+        case "opened":
+            self = .streamOpened(
+                id: try fields.number("id"),
+                window: try fields.window("window"),
+                direct: fields.fields["cert"] == nil ? nil : try fields.data("cert", count: DirectStreamOffer.fingerprintLength)
+            )
         case "credit":
             self = .credit(stream: try fields.number("stream"), opener: try fields.bool("opener"), bytes: try fields.window("bytes"))
         case "eof": self = .endOfStream(stream: try fields.number("stream"), opener: try fields.bool("opener"))

@@ -18,7 +18,7 @@ public struct SessionMultiplexer: Sendable {
         case describe(sequence: UInt64)
         /// Open a continuation stream to the app of the activity with this sequence (F1, docs/PROTOCOL.md §8); the
         /// asker may receive `window` bytes at once.
-        case openStream(sequence: UInt64, window: UInt64)
+        case openStream(sequence: UInt64, window: UInt64, direct: DirectStreamOffer? = nil)
         /// Is the peer still there?
         case ping
     }
@@ -29,8 +29,9 @@ public struct SessionMultiplexer: Sendable {
         case payload(Data)
         case summary(ActivitySummary)
         case failed(FetchFailure, String)
-        /// The stream is open; the asker may send `window` bytes at once. Its id is the request's.
-        case streamOpened(window: UInt64)
+        /// The stream is open; the asker may send `window` bytes at once. Its id is the request's. `direct`: the
+        /// answerer's app end's certificate fingerprint, when it took the direct path (issue 30).
+        case streamOpened(window: UInt64, direct: Data? = nil)
         /// The peer is there.
         case pong
     }
@@ -83,7 +84,7 @@ public struct SessionMultiplexer: Sendable {
             case .sync(let roster, let port): .sync(id: id, roster: roster, agentPort: port)
             case .fetch(let sequence, let deadline, let confirms): .fetch(id: id, sequence: sequence, deadlineMilliseconds: deadline, confirms: confirms)
             case .describe(let sequence): .describe(id: id, sequence: sequence)
-            case .openStream(let sequence, let window): .openStream(id: id, sequence: sequence, window: window)
+            case .openStream(let sequence, let window, let direct): .openStream(id: id, sequence: sequence, window: window, direct: direct)
             case .ping: .ping(id: id)
             }
         return (id, message)
@@ -130,17 +131,17 @@ public struct SessionMultiplexer: Sendable {
             return try finish(id, .failed(reason, text))
         case .error(let text):
             return .refused(text)
-        case .openStream(let id, let sequence, let window):
-            return try start(id, .openStream(sequence: sequence, window: window))
+        case .openStream(let id, let sequence, let window, let direct):
+            return try start(id, .openStream(sequence: sequence, window: window, direct: direct))
         case .ping(let id):
             return try start(id, .ping)
-        case .streamOpened(let id, let window):
+        case .streamOpened(let id, let window, let direct):
             // Opened after this side gave up on it (a timeout, a cancel that crossed the answer): the peer has a
             // stream nobody here will use, so it is reset at once rather than left open.
             guard asked[id] != nil else {
                 return .respond(.resetStream(stream: id, opener: true, reason: .cancelled, message: "the stream was no longer wanted"))
             }
-            return try finish(id, .streamOpened(window: window))
+            return try finish(id, .streamOpened(window: window, direct: direct))
         case .pong(let id):
             return try finish(id, .pong)
         case .credit, .endOfStream, .resetStream:
@@ -160,7 +161,7 @@ public struct SessionMultiplexer: Sendable {
         case .payload(let payload): .payload(id: id, payload: payload)
         case .summary(let summary): .summary(id: id, summary)
         case .failed(let reason, let text): .failure(id: id, reason: reason, message: text)
-        case .streamOpened(let window): .streamOpened(id: id, window: window)
+        case .streamOpened(let window, let direct): .streamOpened(id: id, window: window, direct: direct)
         case .pong: .pong(id: id)
         }
     }
