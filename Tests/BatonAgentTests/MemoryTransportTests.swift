@@ -55,6 +55,7 @@ struct MemoryTransportTests {
             id: UInt64,
             sequence: UInt64,
             window: UInt64,
+            direct: DirectStreamOffer?,
             on link: PeerLink,
             reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
         ) -> PeerLink.Cancel {

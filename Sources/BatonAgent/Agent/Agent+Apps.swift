@@ -19,14 +19,14 @@ extension Agent: IPCHandler {
             switch message {
             case .hello(let bundle, let version, let readsNotCurrent):
                 return hello(bundle: bundle, version: version, readsNotCurrent: readsNotCurrent, on: connection)
-            case .openStream(let bundle, let version, let continuation):
+            case .openStream(let bundle, let version, let continuation, let direct):
                 // F2: the continuing app's connection for a stream.
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
-                return handoff.openStream(continuation: continuation, bundle: bundle, on: connection)
-            case .acceptStream(let bundle, let version, let token):
+                return handoff.openStream(continuation: continuation, bundle: bundle, direct: direct, on: connection)
+            case .acceptStream(let bundle, let version, let token, let direct):
                 // F3: the originating app's connection for a stream announced to it.
                 guard admitted(bundle: bundle, version: version, on: connection) != nil else { return }
-                return handoff.acceptStream(token: token, bundle: bundle, on: connection)
+                return handoff.acceptStream(token: token, bundle: bundle, direct: direct, on: connection)
             default:
                 return connection.refuse(.protocolViolation, "say hello first")
             }

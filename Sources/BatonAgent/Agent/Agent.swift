@@ -151,6 +151,7 @@ public final class Agent: Sendable {
             browserCommand: configuration.browserCommand,
             device: identity.id,
             streamRelease: .milliseconds(Int64(configuration.streamRelease * 1000)),
+            directStreams: configuration.streamPath == .direct && links.carriesDirectStreams,
             logger: configuration.logger,
             refusals: refusals
         )
@@ -176,6 +177,10 @@ public final class Agent: Sendable {
         // agent holds them, so an open link or a connected app never keeps a stopped agent alive (issue 26 item 1).
         agent.links.responder = AgentForwarder(agent)
         agent.links.refused = { [weak agent] refusal in agent?.sessionRefused(refusal) }
+        agent.links.directConnections = { [weak agent] preamble, channel in
+            guard let agent else { return channel.close(promise: nil) }
+            agent.handoff.directConnectionArrived(preamble, on: channel)
+        }
         agent.rebuildHashIndex()
         // The session listener and the app socket are their services' (issue 26 item 1): bound by open(), closed here
         // if it fails.

@@ -1,4 +1,5 @@
 import BatonAssociations
+import BatonCore
 import BatonRegistry
 import BatonSearch
 #if canImport(FoundationEssentials)
@@ -56,6 +57,9 @@ public struct AgentConfiguration: Sendable {
     /// Seconds an app's end of a continuation stream that has ended stays open for the app to take the end
     /// (``StreamLimits/releaseMilliseconds`` unless configured; tests lengthen it to watch a held end).
     public var streamRelease = Double(StreamLimits.releaseMilliseconds) / 1000
+    /// How continuation streams travel (issue 30): `direct` (the default) lets two apps hold a TLS connection of
+    /// their own wherever both ends can, and relays the rest over the session; `relayed` relays every stream.
+    public var streamPath = StreamPath.direct
     /// Whether an app in this very process may connect under any registered bundle (the embedded mode: tests, the
     /// demo). Processes other than this one are always checked against the bundle's executable.
     public var trustsThisProcess = false

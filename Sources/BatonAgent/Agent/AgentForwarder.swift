@@ -29,11 +29,12 @@ final class AgentForwarder: PeerLinkResponder, IPCHandler {
         id: UInt64,
         sequence: UInt64,
         window: UInt64,
+        direct: DirectStreamOffer?,
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
         guard let agent else { return Self.gone(link, reply) }
-        return agent.handoff.respondToStream(id: id, sequence: sequence, window: window, on: link, reply: reply)
+        return agent.handoff.respondToStream(id: id, sequence: sequence, window: window, direct: direct, on: link, reply: reply)
     }
 
     func peerContinued(sequence: UInt64, on link: PeerLink) {

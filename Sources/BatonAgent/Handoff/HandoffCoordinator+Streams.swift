@@ -44,6 +44,8 @@ extension HandoffCoordinator {
         var link: PeerLink
         var id: UInt64
         var peerWindow: Int
+        /// The continuing agent's offer of the direct path (issue 30), if it made one.
+        var direct: DirectStreamOffer?
         var bundle: String
         var reply: @Sendable (SessionMultiplexer.Reply) -> Void
         /// The accept deadline, scheduled through the clock.
@@ -155,6 +157,7 @@ extension HandoffCoordinator {
         id: UInt64,
         sequence: UInt64,
         window: UInt64,
+        direct: DirectStreamOffer? = nil,
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel {
@@ -170,6 +173,10 @@ extension HandoffCoordinator {
             }
             guard let connection = state.appConnections[origin.app], connection.conduit.isActive else {
                 return .failure(Agent.FetchError(reason: .appGone, message: "\(origin.bundle) is no longer running on \(deviceName)"))
+            }
+            // F limits: the pair's streams, relayed and direct together.
+            guard link.streamCount + state.directStreamsPerPeer[link.peer, default: 0] < StreamLimits.perSession else {
+                return .failure(Agent.FetchError(reason: .tooManyStreams, message: "\(StreamLimits.perSession) streams are open with \(deviceName) already"))
             }
             return .success((origin, connection))
         }
@@ -191,7 +198,7 @@ extension HandoffCoordinator {
         }
         withState { state in
             state.incomingStreams[token] = IncomingStream(
-                link: link, id: id, peerWindow: Int(window), bundle: origin.bundle, reply: reply, timer: timer
+                link: link, id: id, peerWindow: Int(window), direct: direct, bundle: origin.bundle, reply: reply, timer: timer
             )
         }
         connection.send(.incomingStream(activity: origin.activity, token: token))
@@ -220,7 +227,7 @@ extension HandoffCoordinator {
     }
 
     /// The originating app connected for the stream announced with `token` (its identity already checked).
-    func acceptStream(token: Data, bundle: String, on connection: IPCConnection) {
+    func acceptStream(token: Data, bundle: String, direct: Bool = false, on connection: IPCConnection) {
         guard let incoming = takeIncoming(token, for: bundle) else {
             return connection.refuse(.notPermitted, "no stream waits for \(bundle) with that token (it expired, or was for another app)")
         }
@@ -231,6 +238,7 @@ extension HandoffCoordinator {
             return connection.refuse(.stream(.tooManyStreams), text)
         }
         connection.identify(.stream(bundle: bundle))
+        if let offer = incoming.direct, mayGoDirect(connection, appSaid: direct), acceptDirect(incoming, offer: offer, on: connection) { return }
         let key = PeerLink.StreamKey(id: incoming.id, openedHere: false)
         let splice = makeSplice(connection, on: incoming.link)
         guard incoming.link.attach(splice, to: key) else {
@@ -247,7 +255,7 @@ extension HandoffCoordinator {
     // MARK: The continuing side
 
     /// The app that continuation `continuation` was delivered to asks for a stream to the originating app (F2).
-    func openStream(continuation: UInt64, bundle: String, on connection: IPCConnection) {
+    func openStream(continuation: UInt64, bundle: String, direct: Bool = false, on connection: IPCConnection) {
         guard let delivery = withState({ $0.streamDeliveries[continuation] }), delivery.bundle == bundle else {
             return connection.refuse(.stream(.notContinued), "no activity continued into \(bundle) here has the number \(continuation)")
         }
@@ -257,11 +265,36 @@ extension HandoffCoordinator {
         connection.identify(.stream(bundle: bundle))
         let window = StreamFlow.defaultWindow
         let timeout = Double(StreamLimits.openMilliseconds) / 1000
+        // Issue 30: offered direct when this side can do its part; the answer says whether the other side could.
+        let credential = mayGoDirect(connection, appSaid: direct) ? try? StreamCredential() : nil
+        let offer = credential.map { credential in
+            var generator = SystemRandomNumberGenerator()
+            let token = Data((0..<StreamPreamble.tokenLength).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            return DirectStreamOffer(token: token, fingerprint: credential.fingerprint)
+        }
         let opening: @Sendable (PeerLink) -> Void = { [self] link in
             let splice = makeSplice(connection, on: link)
-            link.openStream(sequence: delivery.sequence, window: window, endpoint: splice, timeout: timeout) { [self, welcome] result in
+            link.openStream(
+                sequence: delivery.sequence,
+                window: window,
+                direct: offer,
+                directStreams: directStreamCount(with: link.peer),
+                endpoint: splice,
+                timeout: timeout
+            ) { [self, welcome] result in
                 switch result {
-                case .success(let (key, peerWindow)):
+                case .success(let (_, _, peerFingerprint?)):
+                    guard let offer, let credential else { return connection.refuse(.stream(.protocolViolation), "the other device answered a relayed stream as direct") }
+                    connectDirect(
+                        offer: offer,
+                        credential: credential,
+                        peerFingerprint: peerFingerprint,
+                        delivery: delivery,
+                        link: link,
+                        bundle: bundle,
+                        on: connection
+                    )
+                case .success(let (key, peerWindow, nil)):
                     splice.start(key: key, window: window, peerWindow: peerWindow, welcome: welcome)
                     log("stream \(key.id) to \(link.peer.short) for \(bundle) opened")
                 case .failure(let error):

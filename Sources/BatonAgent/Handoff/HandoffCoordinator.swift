@@ -53,6 +53,8 @@ final class HandoffCoordinator: Sendable {
     let welcome: IPCMessage
     /// How long a stream's end is held after its stream ended before it is released (issue 25 item 3).
     let streamRelease: TimeAmount
+    /// Whether streams may take the direct path (issue 30): ``AgentConfiguration/streamPath`` and a TCP transport.
+    let directStreams: Bool
     private let state: NIOLoopBoundBox<State>
     /// The next continuation's id: taken by callers on any thread (a task continuing an offer), before they hop.
     let nextRequest = Atomic<UInt64>(1)
@@ -87,6 +89,10 @@ final class HandoffCoordinator: Sendable {
         var streamDeliveries: [UInt64: StreamDelivery] = [:]
         var incomingStreams: [Data: IncomingStream] = [:]
         var streamsPerBundle: [String: Int] = [:]
+        /// Direct streams (issue 30) waiting for the continuing agent's connection, by its preamble's token; and the
+        /// direct streams open with each device (for ``StreamLimits/perSession``).
+        var pendingDirect: [Data: PendingDirect] = [:]
+        var directStreamsPerPeer: [DeviceID: Int] = [:]
         /// The rest of the agent, weakly: nil before ``attach(_:)`` and once the agent is gone.
         var host = WeakHost()
     }
@@ -103,6 +109,7 @@ final class HandoffCoordinator: Sendable {
         browserCommand: [String],
         device: DeviceID,
         streamRelease: TimeAmount,
+        directStreams: Bool = false,
         logger: Logger,
         refusals: RefusalLog
     ) {
@@ -117,6 +124,7 @@ final class HandoffCoordinator: Sendable {
         deviceName = broker.deviceName
         welcome = .welcome(device: device.description, deviceName: broker.deviceName)
         self.streamRelease = streamRelease
+        self.directStreams = directStreams
         self.logger = logger
         self.refusals = refusals
         state = NIOLoopBoundBox.makeBoxSendingValue(State(broker: broker), eventLoop: loop)

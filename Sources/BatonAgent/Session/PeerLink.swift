@@ -43,6 +43,7 @@ protocol PeerLinkResponder: AnyObject, Sendable {
         id: UInt64,
         sequence: UInt64,
         window: UInt64,
+        direct: DirectStreamOffer?,
         on link: PeerLink,
         reply: @escaping @Sendable (SessionMultiplexer.Reply) -> Void
     ) -> PeerLink.Cancel
@@ -341,8 +342,8 @@ public final class PeerLink: MessageSink, Sendable {
             }
         }
         let respond: (@escaping @Sendable (SessionMultiplexer.Reply) -> Void) -> Cancel = { [self] reply in
-            if case .openStream(let sequence, let window) = request, let id {
-                return responder.respondToStream(id: id, sequence: sequence, window: window, on: self, reply: reply)
+            if case .openStream(let sequence, let window, let direct) = request, let id {
+                return responder.respondToStream(id: id, sequence: sequence, window: window, direct: direct, on: self, reply: reply)
             }
             return responder.respond(to: request, on: self, reply: reply)
         }
@@ -415,22 +416,26 @@ public final class PeerLink: MessageSink, Sendable {
     /// Asks the peer to open a continuation stream to the app of its activity `sequence`, offering `window` bytes;
     /// `endpoint` receives the stream's traffic from the moment the request goes out (the peer may send as soon as
     /// it has answered). `completion` gets the stream's key and the peer's window, or why not (the endpoint is then
-    /// detached): exactly once, like ``request(_:timeout:completion:)``.
+    /// detached): exactly once, like ``request(_:timeout:completion:)``. With `direct`, the peer may take the direct
+    /// path (issue 30): the completion then has its app end's certificate fingerprint, and the endpoint is detached,
+    /// since the stream's bytes never come over this link.
     @discardableResult
     func openStream(
         sequence: UInt64,
         window: Int,
+        direct: DirectStreamOffer? = nil,
+        directStreams: Int = 0,
         endpoint: StreamEndpoint,
         timeout: Double,
-        completion: @escaping @Sendable (Result<(StreamKey, Int), Agent.FetchError>) -> Void
+        completion: @escaping @Sendable (Result<(key: StreamKey, window: Int, direct: Data?), Agent.FetchError>) -> Void
     ) -> Cancel {
-        let full = state.withLockedValue { $0.streams.count >= StreamLimits.perSession }
+        let full = state.withLockedValue { $0.streams.count + directStreams >= StreamLimits.perSession }
         guard !full else {
             completion(.failure(Agent.FetchError(reason: .tooManyStreams, message: "\(StreamLimits.perSession) streams are open with \(peerName) already")))
             return {}
         }
         let key = NIOLockedValueBox<StreamKey?>(nil)
-        return request(.openStream(sequence: sequence, window: UInt64(window)), timeout: timeout, registering: { id, state in
+        return request(.openStream(sequence: sequence, window: UInt64(window), direct: direct), timeout: timeout, registering: { id, state in
             let opened = StreamKey(id: id, openedHere: true)
             state.streams[opened] = endpoint
             key.withLockedValue { $0 = opened }
@@ -440,9 +445,12 @@ public final class PeerLink: MessageSink, Sendable {
                 return
             }
             switch reply {
-            case .streamOpened(let window):
+            case .streamOpened(let window, let fingerprint?) where direct != nil:
+                detach(opened)
+                completion(.success((opened, Int(window), fingerprint)))
+            case .streamOpened(let window, _):
                 startKeepalive()
-                completion(.success((opened, Int(window))))
+                completion(.success((opened, Int(window), nil)))
             case .failed(let reason, let text):
                 detach(opened)
                 completion(.failure(Agent.FetchError(reason: reason, message: text)))

@@ -37,6 +37,14 @@ final class PeerLinks: Sendable {
         set { transport.refused = newValue }
     }
     private let hooks = NIOLockedValueBox<PeerLinkResponder?>(nil)
+    /// Whether streams can take the direct path over this transport (issue 30): TCP only, not a memory network.
+    var carriesDirectStreams: Bool { transport is NIOPeerTransport }
+    /// Given each connection on the session port that opened with a direct stream's preamble (issue 30). Set once by
+    /// the agent before it listens.
+    var directConnections: (@Sendable (StreamPreamble, Channel) -> Void)? {
+        get { (transport as? NIOPeerTransport)?.directConnections }
+        set { (transport as? NIOPeerTransport)?.directConnections = newValue }
+    }
     let table = NIOLockedValueBox(Table())
     /// Retired links the peer opened that are kept through their grace at once, per device; past this a newly
     /// retired one is closed at once (a member opening connections in a loop costs this much, no more).

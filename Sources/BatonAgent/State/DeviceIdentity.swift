@@ -24,15 +24,22 @@ public struct DeviceIdentity: Sendable {
     /// agent's (issue 26 item 2): TLS checks the certificate's validity against the system's clock.
     public static func generate(name: String, now: Date = Date()) throws -> DeviceIdentity {
         let key = P256.Signing.PrivateKey()
+        let certificate = try selfSignedCertificate(for: key, commonName: "Baton device", now: now, lifetime: 20 * 365 * 86_400)
+        return DeviceIdentity(privateKey: key, certificateDER: certificate, name: name)
+    }
+
+    /// A self-signed certificate (DER) for `key`, valid from an hour before `now` (clocks differ) for `lifetime`
+    /// seconds, for TLS either way: a device's, or a direct stream's end (issue 30).
+    static func selfSignedCertificate(for key: P256.Signing.PrivateKey, commonName: String, now: Date, lifetime: TimeInterval) throws -> Data {
         let subject = try DistinguishedName {
-            CommonName("Baton device")
+            CommonName(commonName)
         }
         let certificate = try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: Certificate.PublicKey(key.publicKey),
             notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(20 * 365 * 86_400),
+            notValidAfter: now.addingTimeInterval(lifetime),
             issuer: subject,
             subject: subject,
             signatureAlgorithm: .ecdsaWithSHA256,
@@ -45,7 +52,7 @@ public struct DeviceIdentity: Sendable {
         )
         var serializer = DER.Serializer()
         try serializer.serialize(certificate)
-        return DeviceIdentity(privateKey: key, certificateDER: Data(serializer.serializedBytes), name: name)
+        return Data(serializer.serializedBytes)
     }
 
     /// An identity from its parts.

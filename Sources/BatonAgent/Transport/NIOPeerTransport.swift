@@ -27,6 +27,13 @@ final class NIOPeerTransport: PeerTransport {
         set { hooks.withLockedValue { $0 = newValue } }
     }
     private let hooks = NIOLockedValueBox<(@Sendable (SessionRefusal) -> Void)?>(nil)
+    /// Given each connection that opened with a direct stream's ``StreamPreamble`` rather than TLS (issue 30), on
+    /// its event loop, with reading stopped; nil closes them. Set once, before listening.
+    var directConnections: (@Sendable (StreamPreamble, Channel) -> Void)? {
+        get { directHook.withLockedValue { $0 } }
+        set { directHook.withLockedValue { $0 = newValue } }
+    }
+    private let directHook = NIOLockedValueBox<(@Sendable (StreamPreamble, Channel) -> Void)?>(nil)
     /// TCP connections accepted here that have not finished their TLS handshake, at once. Past this, new ones are
     /// closed at once: a stranger's connections cost at most this many handshakes' memory (ISSUE 10 item 7).
     static let pendingHandshakes = 128
@@ -150,24 +157,19 @@ final class NIOPeerTransport: PeerTransport {
                     }
                     guard admitted else { return channel.close() }
                     self.count(channel)
+                    let direct = self.directConnections
+                    let sniffer = SessionPortSniffer(
+                        startTLS: { channel in
+                            try Self.startSession(channel, tls: serverTLS, policy: policy, gauge: gauge, refused: refused, arrived: arrived)
+                        },
+                        arrived: { preamble, channel in
+                            guard let direct else { return channel.close(promise: nil) }
+                            direct(preamble, channel)
+                        },
+                        undecided: { gauge.withLockedValue { $0.handshaking -= 1 } }
+                    )
                     return channel.eventLoop.makeCompletedFuture {
-                        let connection = try serverTLS.configure(channel, policy: policy)
-                        let handler = MessageHandler()
-                        try channel.pipeline.syncOperations.addHandler(handler)
-                        let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
-                        // Completes on the channel's loop: the link is adopted there, before anything it carries
-                        // is read, with no task between (issue 11: a cold continuation's first fetch).
-                        connection.handshake.whenComplete { result in
-                            gauge.withLockedValue { $0.handshaking -= 1 }
-                            if case .failure(let error) = result {
-                                let device = connection.refused.withLockedValue { $0 }.map { DeviceID(certificateDER: $0) }
-                                refused?(SessionRefusal(address: name, device: device, dialled: false, error: error))
-                            }
-                            guard case .success = result,
-                                let arrival = try? Self.arrival(channel, handler: handler, presented: connection.presented, name: name)
-                            else { return }
-                            arrived(arrival)
-                        }
+                        try channel.pipeline.syncOperations.addHandler(sniffer)
                     }.flatMapErrorThrowing { error in
                         gauge.withLockedValue { $0.handshaking -= 1 }
                         channel.close(promise: nil)
@@ -178,6 +180,35 @@ final class NIOPeerTransport: PeerTransport {
                 .get()
         } catch {
             throw BatonAgentError.cannotListen(on: Agent.joinHostPort(host, port), error)
+        }
+    }
+
+    /// The session half of an accepted connection, once its first byte said TLS: the handshake, the verified peer's
+    /// arrival, a refused one's report.
+    private static func startSession(
+        _ channel: Channel,
+        tls serverTLS: TLSPipeline,
+        policy: PeerPolicy,
+        gauge: NIOLockedValueBox<(open: Int, peak: Int, handshaking: Int)>,
+        refused: (@Sendable (SessionRefusal) -> Void)?,
+        arrived: @escaping @Sendable (PeerArrival) -> Void
+    ) throws {
+        let connection = try serverTLS.configure(channel, policy: policy)
+        let handler = MessageHandler()
+        try channel.pipeline.syncOperations.addHandler(handler)
+        let name = channel.remoteAddress.map { "\($0)" } ?? "peer"
+        // Completes on the channel's loop: the link is adopted there, before anything it carries
+        // is read, with no task between (issue 11: a cold continuation's first fetch).
+        connection.handshake.whenComplete { result in
+            gauge.withLockedValue { $0.handshaking -= 1 }
+            if case .failure(let error) = result {
+                let device = connection.refused.withLockedValue { $0 }.map { DeviceID(certificateDER: $0) }
+                refused?(SessionRefusal(address: name, device: device, dialled: false, error: error))
+            }
+            guard case .success = result,
+                let arrival = try? Self.arrival(channel, handler: handler, presented: connection.presented, name: name)
+            else { return }
+            arrived(arrival)
         }
     }
 }
