@@ -171,6 +171,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // Direct streams (issue 30): the two apps speak TLS 1.3 to each other. Built for the agent already.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
         // Apple's names (UIApplication, UIResponder, CSSearchableItemAttributeSet, ...) for Baton's types, opt-in.

@@ -49,7 +49,12 @@ final class TwoDevices {
     /// to take over a second. Only the test of the deadline itself sets a short one.
     /// On the network by default (the continuation streams' suites, and MemoryAppTransportTests' apps in memory
     /// beside peers on TLS); the suites of the app library pass ``Transport/memory``.
-    init(saveDeadline: Double = 10, transport: Transport = .network, appConnections: AppConnections = .unixSocket) async throws {
+    init(
+        saveDeadline: Double = 10,
+        transport: Transport = .network,
+        appConnections: AppConnections = .unixSocket,
+        streamPath: StreamPath = .direct
+    ) async throws {
         apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
@@ -65,6 +70,7 @@ final class TwoDevices {
             devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: registry) { configuration in
                 configuration.saveDeadline = saveDeadline
                 configuration.appConnections = appConnections
+                configuration.streamPath = streamPath
             }
         }
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)

@@ -39,6 +39,13 @@ public struct ContinuationStreams: Sendable {
     public func close() {
         holder.end.close()
     }
+
+    /// How the stream's bytes travel (issue 30): `direct` when the two apps hold a TLS connection of their own,
+    /// `relayed` when they go through both agents (an agent or app from before direct streams, a bus app, an agent in
+    /// memory, or `BATON_STREAMS=relayed`). Either way the stream behaves the same.
+    public var path: StreamPath {
+        holder.end.path
+    }
 }
 
 /// The bytes the other side writes, as chunks of `Data` in order (F3). The sequence finishes when the other side

@@ -6,6 +6,10 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One continuation stream's own connection to the device's agent, as the app library drives it (F2, F3): what
 /// ``ContinuationStreams`` and the Foundation streams stand on.
 ///
@@ -44,6 +48,11 @@ final class StreamEnd: MessageSink, Sendable {
     }
 
     let conduit: any AppConduit
+    /// A direct stream's connection (issue 30): why it failed, when it did.
+    let watch: DirectStreamWatch?
+    /// A direct stream's connection to this device's agent, held for the stream's life (the agent counts the app's
+    /// streams by it) and closed with the stream's connection.
+    private let agentConnection: Mutex<Int32?>
     private let core = Mutex(Core())
 
     private struct Core {
@@ -61,10 +70,19 @@ final class StreamEnd: MessageSink, Sendable {
         var lastWrite: EventLoopFuture<Void>?
         /// Bytes handed to the conduit and not yet gone out.
         var inFlight = 0
+        /// A direct stream that ended cleanly both ways is closing (with TLS's close_notify) once its last write is out.
+        var closingDirect = false
     }
 
-    init(conduit: any AppConduit) {
+    init(conduit: any AppConduit, watch: DirectStreamWatch? = nil, agentConnection: Int32? = nil) {
         self.conduit = conduit
+        self.watch = watch
+        self.agentConnection = Mutex(agentConnection)
+    }
+
+    /// How the stream's bytes travel (issue 30).
+    var path: StreamPath {
+        core.withLock { $0.machine.path }
     }
 
     // MARK: Opening
@@ -78,6 +96,11 @@ final class StreamEnd: MessageSink, Sendable {
     ///   `peerGone`, ...), `timedOut` without an answer within `timeout`, `agentGone` when no agent answers or it
     ///   closes the connection, `notPermitted` when the socket is not this user's agent's.
     static func open(path: String, hello: IPCMessage, timeout: TimeAmount = openTimeout) async throws(ContinuationError) -> StreamEnd {
+        // A hello that offers the direct path is answered with a socket (issue 30), which only a raw read can take;
+        // an agent in this process, in memory, has no socket to give and relays.
+        if hello.offersDirectPath, !MemoryAppSockets.process.isListening(at: path) {
+            return try await openOfferingDirect(path: path, hello: hello, timeout: timeout)
+        }
         let conduit = try await connect(path)
         let end = StreamEnd(conduit: conduit)
         let owner = try? await conduit.peerCredentials().get()
@@ -327,7 +350,24 @@ final class StreamEnd: MessageSink, Sendable {
 
     private func sendEndOfStream() throws -> EventLoopFuture<Void> {
         if let refusal = core.withLock({ $0.machine.finish() }) { throw refusal }
-        return send(.endOfStream)
+        let written = send(.endOfStream)
+        closeIfEndedDirect()
+        return written
+    }
+
+    /// A direct stream has no agent to close it once both sides have finished (issue 30): each side closes once it
+    /// has sent its last bytes and read the other's end. NIOSSL's close sends close_notify and waits for the other's,
+    /// so neither socket closes with bytes unread in it (which would reset the connection under the other's last
+    /// bytes).
+    private func closeIfEndedDirect() {
+        let last = core.withLock { core -> EventLoopFuture<Void>?? in
+            guard core.machine.path == .direct, core.machine.endedCleanly, !core.closingDirect else { return nil }
+            core.closingDirect = true
+            return .some(core.lastWrite)
+        }
+        guard let last else { return }
+        guard let written = last else { return conduit.close() }
+        written.whenComplete { [self] _ in conduit.close() }
     }
 
     /// Calls `waiter` once there is room to write, or the stream can take no more (on any thread). Returns the id to
@@ -478,7 +518,14 @@ final class StreamEnd: MessageSink, Sendable {
     }
 
     func closed() {
-        update { $0.connectionClosed() }
+        let failure = watch?.failure
+        update { $0.connectionClosed(failure: failure) }
+        if let agent = agentConnection.withLock({ descriptor -> Int32? in
+            defer { descriptor = nil }
+            return descriptor
+        }) {
+            Glibc.close(agent)
+        }
     }
 
     // MARK: Effects
@@ -499,7 +546,7 @@ final class StreamEnd: MessageSink, Sendable {
     }
 
     /// Feeds the machine one input and does what it says.
-    private func update(_ input: (inout StreamEndStateMachine) -> StreamEndStateMachine.Effects) {
+    func update(_ input: (inout StreamEndStateMachine) -> StreamEndStateMachine.Effects) {
         let (effects, taken) = core.withLock { core -> (StreamEndStateMachine.Effects, Taken) in
             let effects = input(&core.machine)
             var taken = Taken()
@@ -524,6 +571,7 @@ final class StreamEnd: MessageSink, Sendable {
             return (effects, taken)
         }
         perform(effects, taken: taken)
+        closeIfEndedDirect()
     }
 
     private func perform(_ effects: StreamEndStateMachine.Effects, taken: Taken) {

@@ -81,6 +81,8 @@ struct StreamEndStateMachine {
     }
 
     private var state = State.opening
+    /// How the stream's bytes travel: set when it opens (issue 30).
+    private(set) var path = StreamPath.relayed
     private var buffer = CircularBuffer<ByteBuffer>()
     private var bufferedBytes = 0
     /// A reader waits for bytes (it was told to wait and has not been answered).
@@ -136,6 +138,15 @@ struct StreamEndStateMachine {
         }
     }
 
+    /// The stream opened on the direct path (issue 30): the connection is the other app's, over TLS, and what
+    /// comes on it is that app's data, `eof` and nothing else.
+    mutating func openedDirect() -> Effects {
+        guard case .opening = state else { return Effects() }
+        path = .direct
+        state = .open(input: .open, output: .open)
+        return Effects(opened: .opened)
+    }
+
     /// A data frame arrived.
     mutating func received(data: ByteBuffer) -> Effects {
         switch state {
@@ -176,15 +187,22 @@ struct StreamEndStateMachine {
         }
     }
 
-    /// The connection closed (whoever closed it).
-    mutating func connectionClosed() -> Effects {
+    /// The connection closed (whoever closed it); `failure`: why, when the connection knows (a direct stream's TCP
+    /// connection timed out or was reset, its TLS failed).
+    mutating func connectionClosed(failure: ContinuationError? = nil) -> Effects {
         switch state {
         case .opening:
-            return failOpening(ContinuationError(.agentGone, "the agent closed the stream's connection before answering"), close: false)
+            return failOpening(failure ?? ContinuationError(.agentGone, "the agent closed the stream's connection before answering"), close: false)
         case .failedToOpen:
             return Effects()
         case .open:
-            return fail(ContinuationError(.agentGone, "the connection to this device's agent ended before the stream did"), close: false)
+            switch path {
+            case .relayed:
+                return fail(ContinuationError(.agentGone, "the connection to this device's agent ended before the stream did"), close: false)
+            case .direct:
+                // F3: the other app closed or quit (a clean close of its connection), or its device went (keepalive).
+                return fail(failure ?? ContinuationError(.appGone, "the other app closed the stream (or quit) before it ended"), close: false)
+            }
         }
     }
 

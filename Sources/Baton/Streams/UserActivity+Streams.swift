@@ -29,7 +29,7 @@ extension UserActivity {
         }
         return try await StreamEnd.open(
             path: path,
-            hello: .openStream(bundleIdentifier: bundle, version: IPCMessage.version, continuation: continuation.number),
+            hello: .openStream(bundleIdentifier: bundle, version: IPCMessage.version, continuation: continuation.number, direct: StreamEnd.offersDirect),
             timeout: timeout
         )
     }
@@ -91,7 +91,7 @@ extension BatonApplication {
         Task {
             // A failure here (the other side gave up, the time to accept ran out) reaches the continuing app from the
             // agents, with its reason: nothing to tell this app.
-            guard let end = try? await StreamEnd.open(path: path, hello: .acceptStream(bundleIdentifier: bundle, version: IPCMessage.version, token: token)) else {
+            guard let end = try? await StreamEnd.open(path: path, hello: .acceptStream(bundleIdentifier: bundle, version: IPCMessage.version, token: token, direct: StreamEnd.offersDirect)) else {
                 return
             }
             activity.receiveStream(end)

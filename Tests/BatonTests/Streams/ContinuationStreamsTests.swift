@@ -55,24 +55,48 @@ final class StreamServer: UserActivityDelegate {
     }
 }
 
-/// In memory (issue 26 item 3): the agents' sessions, the apps' connections and the streams' own connections carry
-/// no socket, and the agents' time is virtual; what is tested is what the library and the agents do with a stream.
-/// The socket and TLS under them are StreamSpliceTests' (and StreamEndTests' socket suite).
+/// Where a stream runs in a test, each a path of issue 30's.
+enum StreamRoute: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// Agents in memory (issue 26 item 3): no socket, virtual time; relayed (nothing to pass).
+    case memory
+    /// Agents on TLS over loopback, apps on Unix sockets: the apps hold the stream's TLS connection themselves.
+    case direct
+    /// The same, with the agents set to relay (``AgentConfiguration/streamPath``): the path of an older peer.
+    case relayed
+
+    var testDescription: String { rawValue }
+
+    /// The path a stream opened here takes.
+    var path: StreamPath { self == .direct ? .direct : .relayed }
+}
+
+/// On every path (issue 30): in memory, where the agents' sessions, the apps' connections and the streams' own
+/// connections carry no socket and time is virtual; and over real sockets and TLS, direct and relayed. What is tested
+/// is what the library and the agents do with a stream; the socket and TLS under the relayed path are also
+/// StreamSpliceTests' (and StreamEndTests' socket suite).
 @Suite("Continuation streams through two agents, with the library (F1–F3)", .serialized)
 @MainActor
 struct ContinuationStreamsTests {
     static let type = "com.example.notes.edit"
 
-    /// Two devices wholly in memory, on virtual time.
-    static func world() async throws -> TwoDevices {
-        try await TwoDevices(transport: .memory)
+    /// Two devices wholly in memory, on virtual time; or on loopback, direct or relayed.
+    static func world(_ route: StreamRoute = .memory) async throws -> TwoDevices {
+        switch route {
+        case .memory: try await TwoDevices(transport: .memory)
+        case .direct: try await TwoDevices(transport: .network)
+        case .relayed: try await TwoDevices(transport: .network, streamPath: .relayed)
+        }
     }
 
     /// Two devices; the laptop's activity (streams or not, with `delegate` or none) is continued on the desktop.
-    static func continued(streams: Bool, delegate: UserActivityDelegate?) async throws -> (TwoDevices, UserActivity, UserActivity) {
+    static func continued(
+        streams: Bool,
+        delegate: UserActivityDelegate?,
+        route: StreamRoute = .memory
+    ) async throws -> (TwoDevices, UserActivity, UserActivity) {
         // A generous save deadline: these tests are about streams, and beside the whole suite on two cores the app's
         // answer can take longer than the usual second.
-        let world = try await Self.world()
+        let world = try await Self.world(route)
         let activity = try UserActivity(activityType: type, application: world.laptop)
         activity.title = "Draft"
         activity.supportsContinuationStreams = streams
@@ -87,11 +111,15 @@ struct ContinuationStreamsTests {
         return (world, activity, continued)
     }
 
-    @Test("F1-F3: a request and its reply, checksummed both ways; each reader ends cleanly on the other's finish", arguments: [1, 100_000, 2_000_000])
-    func requestReply(size: Int) async throws {
+    @Test(
+        "F1-F3: a request and its reply, checksummed both ways; each reader ends cleanly on the other's finish",
+        arguments: StreamRoute.allCases, [1, 100_000, 2_000_000]
+    )
+    func requestReply(route: StreamRoute, size: Int) async throws {
         let server = StreamServer(replySize: size)
-        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server, route: route)
         let streams = try await continued.continuationStreams()
+        #expect(streams.path == route.path)
         let request = patterned(size, seed: 3)
         try await streams.output.write(Data(request))
         try await streams.output.finish()
@@ -103,10 +131,10 @@ struct ContinuationStreamsTests {
         await world.stop()
     }
 
-    @Test("F3: a live two-way exchange: each side writes while the other still writes back")
-    func twoWay() async throws {
+    @Test("F3: a live two-way exchange: each side writes while the other still writes back", arguments: StreamRoute.allCases)
+    func twoWay(route: StreamRoute) async throws {
         let echo = EchoServer()
-        let (world, origin, continued) = try await Self.continued(streams: true, delegate: echo)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: echo, route: route)
         let streams = try await continued.continuationStreams()
         var iterator = streams.input.makeAsyncIterator()
         for round in 0..<20 {
@@ -140,18 +168,18 @@ struct ContinuationStreamsTests {
         await world.stop()
     }
 
-    @Test("F1, F3: an originating activity with streams but no delegate declines: noStreams from the other device")
-    func declined() async throws {
-        let (world, origin, continued) = try await Self.continued(streams: true, delegate: nil)
+    @Test("F1, F3: an originating activity with streams but no delegate declines: noStreams from the other device", arguments: StreamRoute.allCases)
+    func declined(route: StreamRoute) async throws {
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: nil, route: route)
         await #expect { try await continued.continuationStreams() } throws: { ($0 as? ContinuationError)?.code == .noStreams }
         _ = origin
         await world.stop()
     }
 
-    @Test("F3: four streams at once to one activity, each its own bytes")
-    func concurrent() async throws {
+    @Test("F3: four streams at once to one activity, each its own bytes", arguments: StreamRoute.allCases)
+    func concurrent(route: StreamRoute) async throws {
         let server = StreamServer(replySize: 300_000)
-        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: server, route: route)
         let sizes = [10_001, 200_002, 3_000_003, 1_000_004]
         var all: [ContinuationStreams] = []
         for _ in sizes { all.append(try await continued.continuationStreams()) }
@@ -177,10 +205,10 @@ struct ContinuationStreamsTests {
         await world.stop()
     }
 
-    @Test("F3: the originating app closing its end fails the continuing side's reader and writer with appGone")
-    func originCloses() async throws {
+    @Test("F3: the originating app closing its end fails the continuing side's reader and writer with appGone", arguments: StreamRoute.allCases)
+    func originCloses(route: StreamRoute) async throws {
         let closer = Closer()
-        let (world, origin, continued) = try await Self.continued(streams: true, delegate: closer)
+        let (world, origin, continued) = try await Self.continued(streams: true, delegate: closer, route: route)
         let streams = try await continued.continuationStreams()
         await #expect { try await streams.input.readAll() } throws: { ($0 as? ContinuationError)?.code == .appGone }
         _ = (origin, closer)
