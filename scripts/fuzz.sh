@@ -39,6 +39,7 @@ targets=(
     "dbus-plist|D-Bus values from apps as property lists and back: a userInfo's a{sv}, signatures (Fuzz/DBusPlistFuzzer.swift)"
     "dbus-activity|an activity's properties from a D-Bus app (CreateActivity, UpdateActivity, Save), applied and sent back as Continue's (Fuzz/DBusActivityFuzzer.swift)"
     "desktop-apps|apps registered by desktop file: X-Baton- keys, team, types, domains, TryExec/Exec program (Fuzz/DesktopAppFuzzer.swift)"
+    "stream-preamble|a direct stream's preamble, the first bytes on the session port that are not TLS, whole and in pieces (Fuzz/StreamPreambleFuzzer.swift)"
 )
 names=()
 for entry in "${targets[@]}"; do names+=("${entry%%|*}"); done
@@ -167,6 +168,11 @@ build() {
             "$registry/Bundles/AppBundleLoader.swift" "$registry/Bundles/AppBundleLoader+Executable.swift"
             "$registry/Bundles/AppRecord.swift" "$registry/Bundles/AssociatedDomain.swift" "$registry/Bundles/BuildVariables.swift"
             "$work/DesktopAppLoader.swift" "$root/Fuzz/AppRecordChecks.swift" "$root/Fuzz/DesktopAppFuzzer.swift")
+        ;;
+    stream-preamble)
+        # The preamble (issue 30) needs nothing but the standard library. Its inputs are the first bytes of a connection.
+        sources=("$protocol/Session/StreamPreamble.swift" "$root/Fuzz/StreamPreambleFuzzer.swift")
+        max_len=256
         ;;
     frames)
         # The frame decoder is NIO's ByteToMessageDecoder. Inputs may hold a whole data frame of 256 KiB.
