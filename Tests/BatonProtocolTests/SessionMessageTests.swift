@@ -805,3 +805,93 @@ struct SessionVectorTests {
         }
     }
 }
+
+/// Issue 30 (docs/PROTOCOL.md §8 "Direct streams"): the messages that introduce a direct stream, byte for byte.
+@Suite("Issue 30: direct streams' messages")
+struct DirectStreamVectorTests {
+    typealias Support = MessageTestSupport
+    static let token = Data((0..<16).map { UInt8($0) })
+    static let fingerprint = Data((0x20..<0x40).map { UInt8($0) })
+
+    /// `stream {id: 3, seq: 1800000000000, window: 524288, direct: 00…0f, cert: 20…3f}`, plistlib:
+    /// `{'cert': b' !"#…?', 'direct': b'\x00…\x0f', 'id': 3, 'seq': 1800000000000, 't': 'stream', 'window': 524288}`.
+    static let stream =
+        "000000ab62706c6973743030d601030507090b020406080a0c54636572744f1020202122232425262728292a2b2c2d2e"
+        + "2f303132333435363738393a3b3c3d3e3f566469726563744f1010000102030405060708090a0b0c0d0e0f5269641003"
+        + "5373657113000001a3185c500051745673747265616d5677696e646f77120008000008151a3d44575a5c60696b727900"
+        + "00000000000101000000000000000d0000000000000000000000000000007e"
+    /// `opened {id: 3, window: 524288, cert: 20…3f}`.
+    static let opened =
+        "0000007c62706c6973743030d4010305070204060854636572744f1020202122232425262728292a2b2c2d2e2f303132"
+        + "333435363738393a3b3c3d3e3f52696410035174566f70656e65645677696e646f771200080000081116393c3e40474e"
+        + "0000000000000101000000000000000900000000000000000000000000000053"
+    /// The continuing app's hello offering the direct path: `hello {bundle: com.example.Notes, v: 1, cont: 42, direct: true}`.
+    static let hello =
+        "0000007462706c6973743030d50103050709020406080a5662756e646c655f1011636f6d2e6578616d706c652e4e6f74"
+        + "657354636f6e74102a566469726563740951745568656c6c6f5176100108131a2e33353c3d3f45470000000000000101"
+        + "000000000000000b00000000000000000000000000000049"
+    /// `direct {role: server, key: 01 02 03, cert: 04 05 06, peer: 20…3f}` (key and certificate shortened: any bytes).
+    static let direct =
+        "0000008c62706c6973743030d50103050709020406080a546365727443040506536b65794301020354706565724f1020"
+        + "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f54726f6c655673657276657251745664"
+        + "69726563740813181c2024294c51585a0000000000000101000000000000000b00000000000000000000000000000061"
+
+    @Test("issue 30: stream with direct, opened with cert, the hello with direct and the direct answer encode to the documented frames and decode back")
+    func vectors() throws {
+        let offer = DirectStreamOffer(token: Self.token, fingerprint: Self.fingerprint)
+        let end = DirectStreamEnd(role: .server, key: Data([1, 2, 3]), certificate: Data([4, 5, 6]), peerFingerprint: Self.fingerprint)
+        let session: [(SessionMessage, String)] = [
+            (.openStream(id: 3, sequence: 1_800_000_000_000, window: 524_288, direct: offer), Self.stream),
+            (.streamOpened(id: 3, window: 524_288, direct: Self.fingerprint), Self.opened),
+        ]
+        for (message, expected) in session {
+            let frame = try Support.frame(message.propertyList)
+            #expect(Support.hex(frame) == expected, "\(Support.hex(frame))")
+            #expect(try SessionMessage(BinaryPropertyListDecoder.decode(Data(frame.dropFirst(4)), limits: Support.frameLimits)) == message)
+        }
+        let ipc: [(IPCMessage, String)] = [
+            (.openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42, direct: true), Self.hello),
+            (.directStream(end), Self.direct),
+        ]
+        for (message, expected) in ipc {
+            let frame = try Support.frame(message.propertyList)
+            #expect(Support.hex(frame) == expected, "\(Support.hex(frame))")
+            #expect(try IPCMessage(BinaryPropertyListDecoder.decode(Data(frame.dropFirst(4)), limits: Support.frameLimits)) == message)
+        }
+    }
+
+    @Test("issue 30: without the direct fields, stream and opened are the relayed stream's, and the hello's frame is as before")
+    func relayedUnchanged() throws {
+        #expect(try Support.frame(SessionMessage.openStream(id: 3, sequence: 1_800_000_000_000, window: 524_288).propertyList) == Support.bytes(hex: SessionVectorTests.stream))
+        let hello = IPCMessage.openStream(bundleIdentifier: "com.example.Notes", version: 1, continuation: 42)
+        #expect(hello.propertyList.dictionaryValue?["direct"] == nil)
+    }
+
+    @Test("issue 30: a direct offer with only its token or only its fingerprint, or either of the wrong size, is malformed", arguments: [
+        ["direct": PropertyList.data(token)],
+        ["cert": .data(fingerprint)],
+        ["direct": .data(token.dropLast()), "cert": .data(fingerprint)],
+        ["direct": .data(token), "cert": .data(fingerprint + Data([0]))],
+        ["direct": .string("x"), "cert": .data(fingerprint)],
+    ])
+    func malformedOffers(fields: [String: PropertyList]) throws {
+        var message: [String: PropertyList] = ["t": .string("stream"), "id": .integer(3), "seq": .integer(1), "window": .integer(1024)]
+        message.merge(fields) { $1 }
+        #expect { try SessionMessage(.dictionary(message)) } throws: { ($0 as? BatonProtocolError)?.code == .malformedMessage }
+    }
+
+    @Test("issue 30: a direct answer with a role other than client or server, an oversized key or certificate, or a short fingerprint is malformed")
+    func malformedDirectAnswers() throws {
+        let good: [String: PropertyList] = ["t": .string("direct"), "role": .string("client"), "key": .data(Data([1])), "cert": .data(Data([2])), "peer": .data(Self.fingerprint)]
+        #expect(try IPCMessage(.dictionary(good)) == .directStream(DirectStreamEnd(role: .client, key: Data([1]), certificate: Data([2]), peerFingerprint: Self.fingerprint)))
+        let bad: [[String: PropertyList]] = [
+            ["role": .string("proxy")],
+            ["key": .data(Data(count: DirectStreamEnd.maximumKeyLength + 1))],
+            ["cert": .data(Data(count: DirectStreamEnd.maximumCertificateLength + 1))],
+            ["peer": .data(Self.fingerprint.dropLast())],
+        ]
+        for change in bad {
+            #expect(throws: BatonProtocolError.self, "\(change.keys)") { try IPCMessage(.dictionary(good.merging(change) { $1 })) }
+        }
+    }
+}
