@@ -254,6 +254,15 @@ class Lab(Folder):
         return process
 
 
+def rate_rules(megabytes):
+    """Traffic through eth0 over `megabytes` MB/s (each way) dropped: TCP slows to it."""
+    limit = f"limit rate over {megabytes} mbytes/second burst 256 kbytes drop"
+    return (
+        f'  chain in {{ type filter hook input priority 0; iifname "eth0" {limit}; }}\n'
+        f'  chain out {{ type filter hook output priority 0; oifname "eth0" {limit}; }}'
+    )
+
+
 def drop_rules(percent):
     if percent >= 100:
         return (
@@ -429,8 +438,10 @@ def skew(lab, results, rounds):
 
 
 def stream(lab, results, rounds):
-    """A 32 MiB photo over a continuation stream (F1-F3) through the relay at +100 ms, partitioned 2 s in: both
-    apps' streams end (the keepalive resets them after about 4 s, PROTOCOL §8), never hang."""
+    """A 32 MiB photo over a continuation stream (F1-F3) through the relay at +100 ms and a 4 MB/s limit, partitioned
+    2 s in: both apps' streams end, never hang. Relayed, the session's keepalive resets them after about 4 s; direct
+    (issue 30), the stream's own TCP keepalive and user timeout do, after about 5 s (PROTOCOL §8). The limit keeps
+    the photo in flight at the cut on either path: a direct stream moved it whole in 0.9 s without one."""
     relay = lab.relay(100)
     lab.start_agent("laptop", "10.77.0.12")
     lab.start_agent("desktop", "10.77.0.11")
@@ -447,6 +458,7 @@ def stream(lab, results, rounds):
     lab.sees(30)
     _, desktop_log = lab.agents["desktop"]
     mark = len(lab.log(desktop_log))
+    lab.nft(2, rate_rules(4))
     continued = lab.continue_once()
     time.sleep(2)
     lab.nft(2, drop_rules(100))
