@@ -133,6 +133,12 @@ public struct AgentOptions: ParsableArguments {
     @Flag(name: .customLong("no-dbus-apps"), help: "Serve no apps on the session D-Bus (org.baton.Agent, for apps in any language; on by default where there is a session bus; issue 28).")
     var noDBusApps = false
 
+    @Flag(
+        name: .customLong("relay-streams"),
+        help: "Relay every continuation stream through this agent and the other device's, rather than let the two apps hold a TLS connection of their own where both ends can (issue 30; direct by default)."
+    )
+    var relayStreams = false
+
     @Flag(help: "Keep a player here playing when its track is continued on another device (by default it pauses, A8, and the other device starts where it stopped; issue 27).")
     var mediaKeepsPlaying = false
 
@@ -186,6 +192,7 @@ public struct AgentOptions: ParsableArguments {
         configuration.recentDocuments.isEnabled = !noRecentDocuments
         if noMedia { configuration.media.isEnabled = false }
         if noDBusApps { configuration.dbusApps.isEnabled = false }
+        if relayStreams { configuration.streamPath = .relayed }
         if mediaKeepsPlaying { configuration.media.pausesWhenContinued = false }
         configuration.browserCommand = browserCommand.split(separator: " ").map(String.init)
         configuration.associationResolve = resolve

@@ -131,8 +131,9 @@ final class ContinuationInputStream: InputStream {
         state.withLock { $0.error }
     }
 
+    /// ``Foundation/Stream/PropertyKey/batonStreamPath``: `"direct"` or `"relayed"` (issue 30); nothing else is set.
     override func property(forKey key: Stream.PropertyKey) -> AnyObject? {
-        nil
+        key == .batonStreamPath ? pair.end.path.rawValue as NSString : nil
     }
 
     override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool {
@@ -279,4 +280,10 @@ struct RunLoopEvents: Sendable {
         let timer = Timer(timeInterval: 0, repeats: false) { _ in body() }
         target.runLoop.add(timer, forMode: target.mode)
     }
+}
+
+extension Stream.PropertyKey {
+    /// How a continuation stream's bytes travel (issue 30): `"direct"` when the two apps hold a TLS connection of
+    /// their own, `"relayed"` when they go through both agents. ``ContinuationStreams/path`` in Baton's own API.
+    public static let batonStreamPath = Stream.PropertyKey("BatonStreamPath")
 }

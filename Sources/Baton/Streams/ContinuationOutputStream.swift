@@ -105,8 +105,9 @@ final class ContinuationOutputStream: OutputStream {
         state.withLock { $0.error }
     }
 
+    /// ``Foundation/Stream/PropertyKey/batonStreamPath``: `"direct"` or `"relayed"` (issue 30); nothing else is set.
     override func property(forKey key: Stream.PropertyKey) -> AnyObject? {
-        nil
+        key == .batonStreamPath ? pair.map { $0.end.path.rawValue as NSString } : nil
     }
 
     override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool {

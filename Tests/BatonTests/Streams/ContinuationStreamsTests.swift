@@ -255,6 +255,19 @@ extension ContinuationStreamsTests {
     }
 }
 
+extension ContinuationStreamsTests {
+    @Test("issue 30: Apple's streams say their path under Stream.PropertyKey.batonStreamPath, on every path", arguments: StreamRoute.allCases)
+    func foundationStreamsSayTheirPath(route: StreamRoute) async throws {
+        let world = try await Self.world(route)
+        let apple = AppleReceiver()
+        let wrapper = NSUserActivity(activityType: Self.type, application: world.laptop)
+        wrapper.delegate = apple
+        try await Self.openStream(to: wrapper.activity, in: world)
+        #expect(apple.paths == [route.path.rawValue])
+        await world.stop()
+    }
+}
+
 /// Records receiving a stream in Baton's shape, and closes it.
 @MainActor
 final class BatonReceiver: UserActivityDelegate {
@@ -271,8 +284,14 @@ final class AppleReceiver: NSUserActivityDelegate, Sendable {
     private let count = Mutex(0)
     var received: Int { count.withLock { $0 } }
 
+    /// What each stream's input said its path was (issue 30).
+    var paths: [String] { seenPaths.withLock { $0 } }
+    private let seenPaths = Mutex<[String]>([])
+
     func userActivity(_ userActivity: NSUserActivity, didReceive inputStream: InputStream, outputStream: OutputStream) {
         #expect(!Thread.isMainThread)
+        let path = inputStream.property(forKey: .batonStreamPath) as? String ?? "none"
+        seenPaths.withLock { $0.append(path) }
         count.withLock { $0 += 1 }
         inputStream.close()
         outputStream.close()
