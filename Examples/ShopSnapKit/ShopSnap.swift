@@ -223,6 +223,8 @@ public final class DetailViewController: UIResponder {
                 return
             }
             let streams = StreamPair(input: input, output: output)
+            // Issue 30: direct (the two apps' own TLS connection) or relayed (through both agents).
+            let path = input.property(forKey: .batonStreamPath) as? String ?? "relayed"
             Thread.detachNewThread {
                 streams.write(Data(item.utf8))
                 let photo = streams.readAll()
@@ -230,7 +232,7 @@ public final class DetailViewController: UIResponder {
                 let complete = photo.count == size ? "" : " (expected \(size): the stream ended early)"
                 report(
                     "received the photo of “\(item)” over a continuation stream: \(photo.count) bytes in "
-                        + String(format: "%.1f ms", milliseconds) + ", checksum \(checksum(photo))\(complete)"
+                        + String(format: "%.1f ms", milliseconds) + ", checksum \(checksum(photo)), \(path)\(complete)"
                 )
                 arrived?(photo)
             }
