@@ -10,7 +10,7 @@ struct DebugCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "baton-debug",
         abstract: "Commands for Baton's tests and load scripts; not installed.",
-        subcommands: [RosterChurn.self, Seal.self, Open.self, StreamApps.self]
+        subcommands: [RosterChurn.self, Seal.self, Open.self, StreamApps.self, StreamCopy.self]
     )
 
     /// Seals a text under this device's current account key (what adverts will use), printing base64.
