@@ -53,7 +53,8 @@ final class TwoDevices {
         saveDeadline: Double = 10,
         transport: Transport = .network,
         appConnections: AppConnections = .unixSocket,
-        streamPath: StreamPath = .direct
+        streamPath: StreamPath = .direct,
+        relaying: Set<String> = []
     ) async throws {
         apps = FileManager.default.temporaryDirectory.appendingPathComponent("baton-apps-\(UUID().uuidString)")
         let bundle = apps.appendingPathComponent("Notes.app")
@@ -70,7 +71,8 @@ final class TwoDevices {
             devices = try await LocalDevices.start(names: ["laptop", "desktop"], apps: registry) { configuration in
                 configuration.saveDeadline = saveDeadline
                 configuration.appConnections = appConnections
-                configuration.streamPath = streamPath
+                // `relaying`: devices whose agent relays every stream, as one from before issue 30 does.
+                configuration.streamPath = relaying.contains(configuration.store.folder.lastPathComponent) ? .relayed : streamPath
             }
         }
         try await laptop.connect(bundleIdentifier: "com.example.Notes", socketPath: devices.agents[0].socketPath)

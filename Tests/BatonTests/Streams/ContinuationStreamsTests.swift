@@ -63,6 +63,11 @@ enum StreamRoute: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case direct
     /// The same, with the agents set to relay (``AgentConfiguration/streamPath``): the path of an older peer.
     case relayed
+    /// Only the originating device's agent relays (as one from before issue 30): the continuing side's offer of the
+    /// direct path goes unanswered, and the stream is relayed.
+    case originRelays
+    /// Only the continuing device's agent relays: it offers nothing, and the originating side relays too.
+    case continuingRelays
 
     var testDescription: String { rawValue }
 
@@ -85,6 +90,8 @@ struct ContinuationStreamsTests {
         case .memory: try await TwoDevices(transport: .memory)
         case .direct: try await TwoDevices(transport: .network)
         case .relayed: try await TwoDevices(transport: .network, streamPath: .relayed)
+        case .originRelays: try await TwoDevices(transport: .network, relaying: ["laptop"])
+        case .continuingRelays: try await TwoDevices(transport: .network, relaying: ["desktop"])
         }
     }
 
