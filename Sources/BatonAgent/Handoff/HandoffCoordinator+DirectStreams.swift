@@ -75,8 +75,10 @@ extension HandoffCoordinator {
     /// The originating app took a stream offered direct (its hello said so): answer `opened` with its end's
     /// fingerprint and wait for the continuing agent's connection. False when it cannot (the relayed path follows).
     func acceptDirect(_ incoming: IncomingStream, offer: DirectStreamOffer, on connection: IPCConnection) -> Bool {
-        guard let credential = try? StreamCredential() else { return false }
         let token = offer.token
+        // A token already waiting (the other device reused one) is not taken over: that stream keeps it, this one is
+        // relayed.
+        guard withState({ $0.pendingDirect[token] == nil }), let credential = try? StreamCredential() else { return false }
         let timer = clock.schedule(after: Self.directConnectMilliseconds, on: loop) { [self] in
             guard let pending = withState({ $0.pendingDirect.removeValue(forKey: token) }) else { return }
             pending.connection.refuse(
