@@ -59,6 +59,8 @@ extension SearchIndex {
     struct Counts: Sendable {
         var hits: [Int]
         var rows: Int
+        /// The largest rowid, read once for the sample and the windows.
+        var newest: Int64
         var idfs: [Double]
         /// The query's own matches (all its phrases in one row), estimated: the rarest phrase's for one phrase, else
         /// from the sample.
@@ -106,7 +108,7 @@ extension SearchIndex {
             hits.append(count)
         }
         let total = max(rows, hits.max() ?? 0)
-        if phrases.count == 1 { return Counts(hits: hits, rows: total, idfs: [1], matches: hits.first ?? 0) }
+        if phrases.count == 1 { return Counts(hits: hits, rows: total, newest: newest, idfs: [1], matches: hits.first ?? 0) }
         var matches = hits.min() ?? 0
         if !exact, rows > SearchPlan.sampleRows {
             let sampled = try Int.fetchOne(
@@ -115,7 +117,7 @@ extension SearchIndex {
             ) ?? 0
             matches = min(matches, SearchPlan.clamped((Double(sampled) * Double(rows) / Double(sampledRows)).rounded(.up)))
         }
-        return Counts(hits: hits, rows: total, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) }, matches: matches)
+        return Counts(hits: hits, rows: total, newest: newest, idfs: hits.map { SearchPlan.idf(hits: $0, rows: total) }, matches: matches)
     }
 
     /// ``SearchPlan``'s loop: few matches are ranked whole; otherwise windows of recent rowids, widened until the
@@ -124,10 +126,8 @@ extension SearchIndex {
         let rows = counts.rows
         func rankAll() throws -> [Ranked] { try rank(match, in: .all, limit: limit, plan: plan, counts: counts, db) }
         let fewest = counts.matches
-        guard fewest > SearchPlan.rankAllMatches,
-            let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM activities")),
-            (1...SearchPlan.maximumRowid).contains(newest)
-        else {
+        let newest = counts.newest
+        guard fewest > SearchPlan.rankAllMatches, (1...SearchPlan.maximumRowid).contains(newest) else {
             return try rankAll()
         }
         let bound = SearchPlan.relevanceBound(idfs: counts.idfs)
