@@ -24,6 +24,24 @@ struct BenchFigure {
     /// The target of a figure that is reported for reading, not judged.
     static let reportOnly = "report only"
 
+    /// This figure judged by its ``ratio`` where more is better (throughput): met at `minimum` times the baseline or
+    /// more.
+    func judged(atLeast minimum: Double) -> BenchFigure {
+        var judged = self
+        judged.target = "≥ \(minimum)x"
+        judged.met = ratio >= minimum
+        return judged
+    }
+
+    /// This figure judged by its ``ratio`` where less is better (seconds, CPU per byte, memory): met at `maximum`
+    /// times the baseline or less.
+    func judged(atMost maximum: Double) -> BenchFigure {
+        var judged = self
+        judged.target = "≤ \(maximum)x"
+        judged.met = ratio <= maximum
+        return judged
+    }
+
     /// A figure in microseconds from `seconds` and `baselineSeconds`.
     static func microseconds(
         _ name: String,
