@@ -25,7 +25,55 @@ public func frameFuzzerTestOneInput(_ start: UnsafePointer<UInt8>, _ count: Int)
     }
     var flow = FlowRun(bytes)
     flow.run()
+    // Issue 30: a direct stream's splitter, the same bytes whole and cut where the last byte says.
+    let splitWhole = SplitterRun(bytes, cut: nil)
+    if let last = bytes.last, bytes.count > 1 {
+        let splitCut = SplitterRun(bytes, cut: Int(last) % bytes.count)
+        precondition(splitCut.frames == splitWhole.frames && splitCut.failed == splitWhole.failed, "the splitter's frames depend on the cut")
+    }
     return 0
+}
+
+/// ``StreamFrameSplitter`` over bytes in one or two reads: what it emits, a data frame's pieces joined; whether it
+/// refused (only `protocolViolation`); and that every piece is non-empty and within a frame.
+struct SplitterRun {
+    var frames: [String] = []
+    var failed = false
+
+    init(_ bytes: [UInt8], cut: Int?) {
+        var splitter = StreamFrameSplitter()
+        var frames: [String] = []
+        var pendingData: (UInt64, Bool, Int)?
+        let reads = cut.map { [Array(bytes[..<$0]), Array(bytes[$0...])] } ?? [bytes]
+        for read in reads {
+            var buffer = ByteBuffer(bytes: read)
+            do {
+                try splitter.split(&buffer, allocator: ByteBufferAllocator()) { frame in
+                    switch frame {
+                    case .message(let body):
+                        precondition(body.readableBytes <= StreamFrameSplitter.maximumMessageLength, "a message past its limit")
+                        if let data = pendingData { frames.append("data \(data)") }
+                        pendingData = nil
+                        frames.append("message \(body.readableBytes)")
+                    case .data(let stream, let opener, let piece):
+                        precondition(piece.readableBytes > 0 && piece.readableBytes <= Frame.maximumData, "a piece of \(piece.readableBytes) bytes")
+                        if let data = pendingData, data.0 == stream, data.1 == opener {
+                            pendingData = (stream, opener, data.2 + piece.readableBytes)
+                        } else {
+                            if let data = pendingData { frames.append("data \(data)") }
+                            pendingData = (stream, opener, piece.readableBytes)
+                        }
+                    }
+                }
+            } catch {
+                precondition(error.code == .protocolViolation, "unexpected error code: \(error)")
+                failed = true
+                break
+            }
+        }
+        if let data = pendingData { frames.append("data \(data)") }
+        self.frames = frames
+    }
 }
 
 /// Feeds bytes through a session's inbound pipeline (frame decoder with data allowed, message handler) and records

@@ -1,5 +1,6 @@
 import BatonCore
 import Foundation
+import BatonTestSupport
 import Testing
 
 /// Issue 26 item 5: the quick looks that let both agents skip decoding a state on a warm continue

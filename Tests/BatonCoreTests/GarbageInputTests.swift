@@ -1,19 +1,8 @@
 import Baton  // userInfo values to and from property lists (NSNumber, NSData, NSNull) live in the app library
 import BatonCore
+import BatonTestSupport
 import Foundation
 import Testing
-
-/// A deterministic pseudo-random generator (SplitMix64), so every CI run tries the same inputs.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Mutates valid inputs the way fuzzers do: bit flips, interesting bytes, insertions, deletions, truncation,
 /// splices, and format-aware changes (binary trailers, XML tokens).

@@ -139,8 +139,19 @@ final class StreamHolder: Sendable {
 }
 
 extension Data {
-    /// The readable bytes of `buffers`, in order: one copy.
+    /// The readable bytes of `buffers`, in order: a buffer that is most of its storage (a direct stream's piece,
+    /// issue 30) without a copy, the `Data` keeping the storage alive (nothing writes to a buffer the stream handed
+    /// on); a slice of a larger read, or several buffers, gathered with one copy, so a chunk never holds on to memory
+    /// beyond its own bytes.
     init(_ buffers: [ByteBuffer]) {
+        if buffers.count == 1, let only = buffers.first, only.storageCapacity <= 2 * only.readableBytes {
+            self = only.withUnsafeReadableBytesWithStorageManagement { bytes, storage in
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }
+                _ = storage.retain()
+                return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .custom { _, _ in storage.release() })
+            }
+            return
+        }
         if buffers.count == 1, let only = buffers.first {
             self.init(only.readableBytesView)
             return
