@@ -41,6 +41,10 @@ struct BulkCopy {
     static let chunkSize = 256 << 10
 
     let security: Security
+    /// Whether each end copies as an API of `Data` must (issue 30's floor): the writer each 256 KiB from a `Data` into
+    /// a new buffer, the reader each buffer it reads into a `Data`. Without it, the writer writes one buffer again
+    /// and again and the reader only counts: no copy at all, which no app library can do.
+    var copies = false
 
     /// Seconds from the first write to the last byte read, `bytes` copied as `direction` says on a new connection.
     func run(bytes: Int, direction: Direction) async throws -> Double {
@@ -62,7 +66,7 @@ struct BulkCopy {
                         let verify = TLSPipeline.verifier(.anyDevice, presented: NIOLockedValueBox(nil))
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverContext, customVerificationCallback: verify))
                     }
-                    let end = BulkCopyEnd(waitsForHandshake: serverContext != nil, ready: serverReady)
+                    let end = BulkCopyEnd(waitsForHandshake: serverContext != nil, copies: copies, ready: serverReady)
                     try channel.pipeline.syncOperations.addHandler(end)
                     accepted.succeed(NIOLoopBound(end, eventLoop: channel.eventLoop))
                 }
@@ -81,7 +85,7 @@ struct BulkCopy {
                                 try NIOSSLClientHandler(context: clientContext, serverHostname: nil, customVerificationCallback: verify)
                             )
                         }
-                        let end = BulkCopyEnd(waitsForHandshake: clientContext != nil, ready: clientReady)
+                        let end = BulkCopyEnd(waitsForHandshake: clientContext != nil, copies: copies, ready: clientReady)
                         try channel.pipeline.syncOperations.addHandler(end)
                         clientEnd.withLockedValue { $0 = NIOLoopBound(end, eventLoop: channel.eventLoop) }
                     }
@@ -142,7 +146,12 @@ final class BulkCopyEnd: ChannelInboundHandler {
     /// Succeeds once bytes may flow: at once on plain TCP, after the handshake on TLS.
     let ready: EventLoopPromise<Void>
     let waitsForHandshake: Bool
+    let copies: Bool
     let chunk = ByteBuffer(repeating: 0x5A, count: BulkCopy.chunkSize)
+    /// What a copying writer copies from, as an app's `Data`.
+    let source = Data(repeating: 0x5A, count: BulkCopy.chunkSize)
+    /// Read from what a copying reader copied, so the copy is not optimised away.
+    var seen: UInt8 = 0
     var context: ChannelHandlerContext?
     var toSend = 0
     var toReceive = 0
@@ -153,8 +162,9 @@ final class BulkCopyEnd: ChannelInboundHandler {
     /// Whether the connection failed or closed.
     var isOver = false
 
-    init(waitsForHandshake: Bool, ready: EventLoopPromise<Void>) {
+    init(waitsForHandshake: Bool, copies: Bool = false, ready: EventLoopPromise<Void>) {
         self.waitsForHandshake = waitsForHandshake
+        self.copies = copies
         self.ready = ready
     }
 
@@ -180,7 +190,11 @@ final class BulkCopyEnd: ChannelInboundHandler {
         while toSend > 0, context.channel.isWritable {
             if stamps.firstWrite == nil { stamps.firstWrite = DispatchTime.now().uptimeNanoseconds }
             let count = min(toSend, chunk.readableBytes)
-            let buffer = count == chunk.readableBytes ? chunk : chunk.getSlice(at: chunk.readerIndex, length: count) ?? chunk
+            var buffer = count == chunk.readableBytes ? chunk : chunk.getSlice(at: chunk.readerIndex, length: count) ?? chunk
+            if copies {
+                buffer = context.channel.allocator.buffer(capacity: count)
+                buffer.writeBytes(source.prefix(count))
+            }
             // Counted before the write: a flush can make the channel writable again at once, which calls this again.
             toSend -= count
             // Flushed one by one: TLS encrypts on flush, and only then do the bytes count against writability, so
@@ -237,7 +251,9 @@ final class BulkCopyEnd: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let count = unwrapInboundIn(data).readableBytes
+        let read = unwrapInboundIn(data)
+        let count = read.readableBytes
+        if copies { seen &+= Data(read.readableBytesView).last ?? 0 }
         guard count <= toReceive else {
             fail(CommandLineError("the copy received \(count - toReceive) bytes more than were sent"))
             return context.close(promise: nil)
