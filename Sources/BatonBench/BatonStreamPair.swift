@@ -42,25 +42,19 @@ final class BatonStreamPair {
 
     /// What this process may hold for one direct stream whose reader is slow (issue 30). The agents hold nothing of
     /// it: they introduced the apps and are out of the byte path, and TCP's own backpressure stops the writer. The
-    /// reading app's library stops reading its socket at 1 MiB buffered, but only once a read turn is over, and a turn
-    /// is large on this path, where the kernel's socket buffers (several MiB on loopback) always have more waiting:
-    /// NIO reads up to `maxMessagesPerRead` (4) buffers of the recv allocator's largest size (1 MiB) of ciphertext,
-    /// NIOSSL decrypts them into one plaintext buffer it hands on whole at the turn's end (up to 4 MiB), and
-    /// ByteToMessageHandler copies that behind the partial frame it held (4 MiB again, while NIOSSL's buffer is still
-    /// referenced until its next turn); the frames buffered are slices of that copy. On top: the 1 MiB of ciphertext
-    /// in hand and the chunk of up to 1 MiB the reader is handed (a copy). The writing app's library: a write returns
-    /// while less than its 1 MiB high-water mark waits, each byte of it held once, as plaintext until NIOSSL encrypts
-    /// it on flush and then as ciphertext until the socket takes it, plus the 256 KiB frame in hand and that frame's
-    /// ciphertext while NIOSSL still holds its plaintext. BoringSSL's record buffers (a 16 KiB record and its
-    /// overhead, read and write on each end) under 72 KiB. The kernel's socket buffers are not the process's resident
-    /// memory. Measured (release, 64 MiB slow reader, 11-27): 8.7 to 11.2 MiB in three full runs, but 4.2 to
-    /// 20.5 MiB in five short ones (--bytes 64 MiB), so the library does not yet hold a direct stream to this every
-    /// time: glibc's per-thread arenas and the pause landing mid-turn (NIOSSL reads on after a turn that ended
-    /// mid-record even while the app's reading is paused) add to it.
-    static let directMemoryBound = ((1 << 20) + (4 << 20) + (4 << 20) + (1 << 20) + (1 << 20)) + ((1 << 20) + (256 << 10) + (256 << 10)) + (72 << 10)
-    static let directMemoryBoundText = "agents nothing (out of the byte path) + reading app 11 MiB (1 MiB buffered + a read turn's "
-        + "4 MiB of plaintext from NIOSSL + ByteToMessageHandler's 4 MiB copy of it + 1 MiB of ciphertext read + 1 MiB chunk in "
-        + "hand) + writing app 1.5 MiB (1 MiB high water + 256 KiB frame + 256 KiB of its ciphertext) + TLS record buffers 72 KiB"
+    /// reading app's library reads one buffer of at most 256 KiB of ciphertext a turn (`maxMessagesPerRead` 1), which
+    /// NIOSSL decrypts into at most 256 KiB of plaintext, and ``StreamFrameSplitter`` copies each data frame's bytes
+    /// out of it at once (so NIOSSL's buffer is free again); reading stops at 1 MiB buffered, once the turn is over,
+    /// and NIOSSL may read one turn more after a turn that ended mid-record. The reader is handed chunks of up to
+    /// 1 MiB. The writing app's library: a write returns while less than its 1 MiB high-water mark waits, each byte
+    /// held once (plaintext until NIOSSL encrypts it on flush, then ciphertext until the socket takes it), plus the
+    /// 256 KiB frame in hand and its ciphertext. BoringSSL's record buffers under 72 KiB. The kernel's socket buffers
+    /// are not the process's resident memory. Before the splitter (ByteToMessageHandler behind NIOSSL, four 1 MiB reads
+    /// a turn) the same runs rose 8.7 to 13.0 MiB against 12.57; with it, 0.02 to 1.3 MiB (release, 11-27).
+    static let directMemoryBound = ((1 << 20) + 2 * (256 << 10) + 2 * (256 << 10) + (1 << 20)) + ((1 << 20) + (256 << 10) + (256 << 10)) + (72 << 10)
+    static let directMemoryBoundText = "agents nothing (out of the byte path) + reading app 3 MiB (1 MiB buffered + two read turns' "
+        + "256 KiB of ciphertext and 256 KiB of plaintext + 1 MiB chunk in hand) + writing app 1.5 MiB (1 MiB high water + 256 KiB "
+        + "frame + 256 KiB of its ciphertext) + TLS record buffers 72 KiB"
 
     /// The bound for a stream on `path`, and how it is made up.
     static func memoryBound(_ path: StreamPath) -> (bytes: Int, text: String) {

@@ -13,7 +13,9 @@ extension BenchCommand {
                 between two device identities in the agent's own configuration, one way, each end on its own event \
                 loop (the two processes a real copy has), 256 KiB buffers written while the channel is writable, the \
                 handshake over before the clock starts; and the same over plain TCP, to show what TLS costs. Also \
-                the TLS copy both ways at once (--bytes each way).
+                the TLS copy both ways at once (--bytes each way), and the TLS copy one way with one copy in and \
+                one out (the writer copies each 256 KiB from a Data, the reader each read into a Data): the floor of \
+                an app API of Data, which no stream library can go below, reported beside the direct stream.
                   • Baton: two pairs of devices (one account each) run embedded agents on loopback, with a ShopSnap \
                 app on each in this process, one pair's agents set to each stream path (issue 30), both pairs open \
                 for the whole run so each round measures both beside the same baselines. The laptop's activity \
@@ -40,10 +42,10 @@ extension BenchCommand {
                 credit (256 KiB), and each app library's own buffers (the reader's 1 MiB read ahead, a read turn and \
                 the chunk in hand; the writer's 1 MiB of writes and a frame): 4.25 MiB in all. Direct: nothing in the \
                 agents (they are out of the byte path; TCP's own backpressure stops the writer), the reading app's \
-                1 MiB read ahead, a read turn's plaintext (up to 4 MiB, held twice: NIOSSL's buffer and the frame \
-                decoder's copy), 1 MiB of ciphertext read, and the chunk in hand; the writing app's 1 MiB of writes \
+                1 MiB read ahead, two read turns of 256 KiB (ciphertext, and NIOSSL's plaintext of it, which the \
+                frame splitter copies out at once), and the chunk in hand; the writing app's 1 MiB of writes \
                 (plaintext or, once encrypted, ciphertext), a frame and its ciphertext; and BoringSSL's record \
-                buffers: 12.57 MiB in all. A writer that did not wait would show the whole --slow-bytes. Also how many bytes were written but not yet read at most while the reader \
+                buffers: 4.57 MiB in all. A writer that did not wait would show the whole --slow-bytes. Also how many bytes were written but not yet read at most while the reader \
                 was slow (the kernel's socket buffers on the way come on top of the bound there).
                 """
         )
