@@ -169,9 +169,11 @@ final class HandoffCoordinator: Sendable {
             case .goodbye(let current):
                 discovery.advertise(current, isCurrent: false)
             case .askSave(let app, let save, let activity, let deadline):
-                // An app gone already is asked nothing: its appClosed fails the fetch, the deadline is the backstop.
-                connection(for: app)?.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
+                // The deadline is armed before the app is asked, so whoever sees the question (a test moving a virtual
+                // clock at once) finds it armed. An app gone already is asked nothing: its appClosed fails the fetch,
+                // the deadline is the backstop.
                 broker { $0.saveAsked(save, now: clock.uptime()) }
+                connection(for: app)?.send(.save(request: save, activity: activity, deadlineMilliseconds: deadline))
             case .startTimer(let timer, let milliseconds):
                 startTimer(timer, after: milliseconds)
             case .cancelTimer(let timer):
