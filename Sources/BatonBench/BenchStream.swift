@@ -132,6 +132,8 @@ struct StreamBench {
         var tlsBothWays: [Copy] = []
         /// The TLS copy with one copy in and out, as an API of `Data` must (issue 30's floor).
         var tlsCopying: [Copy] = []
+        /// The direct stream written with `ByteBuffer`s (no copy in): the design change the floor points at.
+        var directBuffers: [Copy] = []
         var paths: [StreamPath: PathSamples] = [:]
     }
 
@@ -167,6 +169,7 @@ struct StreamBench {
                     path.toOriginating.append(try await measure { try await pair.copy(bytes, .toOriginating) })
                     path.toContinuing.append(try await measure { try await pair.copy(bytes, .toContinuing) })
                     path.bothWays.append(try await measure { try await pair.copy(bytes, .bothWays) })
+                    if pair.path == .direct { samples.directBuffers.append(try await measure { try await pair.copyBuffers(bytes) }) }
                     samples.paths[pair.path] = path
                 }
             }
@@ -223,6 +226,14 @@ struct StreamBench {
             ),
             BenchFigure(
                 name: "CPU time per GiB: bare TLS 1.3 copy with one copy in and one out", value: cpuPerGiB(samples.tlsCopying), unit: "s/GiB",
+                baseline: tlsText, baselineValue: tlsCPU, target: BenchFigure.reportOnly, met: true
+            ),
+            .throughput(
+                "direct stream written with ByteBuffers (no copy in; package API): continuing app → originating app, \(size)", bytes: bytes,
+                seconds: median(samples.directBuffers, \.seconds), baseline: tlsText, baselineSeconds: tls
+            ),
+            BenchFigure(
+                name: "CPU time per GiB: direct stream written with ByteBuffers", value: cpuPerGiB(samples.directBuffers), unit: "s/GiB",
                 baseline: tlsText, baselineValue: tlsCPU, target: BenchFigure.reportOnly, met: true
             ),
             .throughput(

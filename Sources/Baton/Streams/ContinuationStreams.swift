@@ -115,6 +115,13 @@ public struct ContinuationStreamWriter: Sendable {
         try await holder.end.write(data)
     }
 
+    /// ``write(_:)`` for bytes already in a `ByteBuffer`, sent as they are, with no copy (issue 30: the copy into
+    /// the frame is most of what separates a direct stream from a bare TLS copy). `package` while it is measured
+    /// (`baton bench stream`), not yet offered to apps.
+    package func write(_ buffer: ByteBuffer) async throws {
+        try await holder.end.write(buffer)
+    }
+
     /// Ends this side's writing (a half-close): the other side's reader finishes after the bytes already sent, and
     /// this side can still read what the other writes back.
     /// - Throws: ``ContinuationError`` as ``write(_:)``; `streamClosed` when already finished.

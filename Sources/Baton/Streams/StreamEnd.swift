@@ -307,6 +307,15 @@ final class StreamEnd: MessageSink, Sendable {
         }
     }
 
+    /// ``write(_:)`` of bytes already in a buffer: slices of it go out as they are, no copy.
+    func write(_ buffer: ByteBuffer) async throws {
+        var buffer = buffer
+        while buffer.readableBytes > 0, let slice = buffer.readSlice(length: min(Frame.maximumData, buffer.readableBytes)) {
+            try send(slice)
+            if !hasRoom { try await waitForRoom() }
+        }
+    }
+
     /// Writes up to `count` bytes from `bytes`, blocking until there is room for at least some (Foundation's
     /// `OutputStream.write`): returns how many were taken.
     func writeBlocking(_ bytes: UnsafeRawBufferPointer) -> Result<Int, ContinuationError> {
