@@ -440,7 +440,7 @@ def skew(lab, results, rounds):
 def stream(lab, results, rounds):
     """A 32 MiB photo over a continuation stream (F1-F3) through the relay at +100 ms and a 4 MB/s limit, partitioned
     2 s in: both apps' streams end, never hang. Relayed, the session's keepalive resets them after about 4 s; direct
-    (issue 30), the stream's own TCP keepalive and user timeout do, after about 5 s (PROTOCOL §8). The limit keeps
+    (issue 30), the stream socket's keepalive and each library's TCP_INFO check do, after about 4-5 s (PROTOCOL §8). The limit keeps
     the photo in flight at the cut on either path: a direct stream moved it whole in 0.9 s without one."""
     relay = lab.relay(100)
     lab.start_agent("laptop", "10.77.0.12")

@@ -13,12 +13,12 @@ import NIOCore
 package enum StreamSocket {
     /// `SO_COOKIE` (Linux 4.13, `<asm-generic/socket.h>`), which Swift's Glibc module does not export.
     package static let socketCookieOption: Int32 = 57
-    /// `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT` and `TCP_USER_TIMEOUT` from `<netinet/tcp.h>`, which Swift's Glibc
-    /// module does not export either.
+    /// `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT` and `TCP_INFO` from `<netinet/tcp.h>`, which Swift's Glibc module
+    /// does not export either.
     private static let tcpKeepIdleOption: Int32 = 4
     private static let tcpKeepIntervalOption: Int32 = 5
     private static let tcpKeepCountOption: Int32 = 6
-    private static let tcpUserTimeoutOption: Int32 = 18
+    package static let tcpInfoOption: Int32 = 11
     /// `TCP_NODELAY`: a stream carries requests and replies as the apps write them (F3), not batched by Nagle.
     private static let tcpNoDelayOption: Int32 = 1
 
@@ -29,9 +29,12 @@ package enum StreamSocket {
     package static let keepaliveIntervalSeconds: Int32 = 1
     /// ...and the connection is dropped after 2 unanswered: a silent peer is noticed 4 s after it last spoke.
     package static let keepaliveCount: Int32 = 2
-    /// Data written and not acknowledged for 5 s ends the connection too (keepalive does not probe while data is
-    /// outstanding; this covers a peer that vanished mid-write).
-    package static let userTimeoutMilliseconds: UInt32 = 5000
+    /// Not `TCP_USER_TIMEOUT`: on this kernel it also ends a connection whose peer is there but does not read (zero
+    /// window probes answered, measured: a 2 s timeout dropped a live reader's connection after 2.5 s), which would
+    /// turn a slow reader's backpressure into `peerGone`. A peer that vanishes mid-write is the library's
+    /// ``DirectStreamLiveness`` instead: no acknowledgement for ``deadPeerMilliseconds`` while retransmissions or window
+    /// probes go unanswered.
+    package static let deadPeerMilliseconds: UInt32 = 5000
 
     /// The most descriptors one ``receive(exactly:on:deadline:)`` takes with its bytes; more are closed by the kernel
     /// and the receive fails. One is all a stream passes.
@@ -68,11 +71,14 @@ package enum StreamSocket {
 
     /// A close-on-exec duplicate of the descriptor in this process whose socket has `cookie`; nil when none has it.
     ///
-    /// Lists `/proc/self/fd` and, for each entry that is a socket, duplicates it first (`F_DUPFD_CLOEXEC`) and checks
-    /// the cookie on the duplicate, closing duplicates that do not match: a descriptor number closed and reused by
-    /// another thread meanwhile then cannot hand out the wrong socket. This is how a socket NIO owns is taken over:
-    /// the caller closes the NIO channel afterwards, which `close()`s only NIO's descriptor, and the socket lives on in
-    /// the duplicate (the caller's to close).
+    /// Lists `/proc/self/fd` and asks each descriptor its cookie in place (a descriptor that is no socket answers
+    /// nothing); only the one that matches is duplicated (`F_DUPFD_CLOEXEC`), and the cookie is checked again on the
+    /// duplicate, so a number closed and reused by another thread meanwhile cannot hand out the wrong socket (a
+    /// mismatching duplicate is closed and the search goes on). No other descriptor is ever duplicated, not even for a
+    /// moment: a transient copy of another part of the process's socket or pipe would keep it open behind its owner's
+    /// back (a write to a peer that just closed would then succeed instead of failing). This is how a socket NIO owns
+    /// is taken over: the caller closes the NIO channel afterwards, which `close()`s only NIO's descriptor, and the
+    /// socket lives on in the duplicate (the caller's to close).
     package static func duplicate(cookie: UInt64) -> Int32? {
         guard let directory = opendir("/proc/self/fd") else { return nil }
         defer { closedir(directory) }
@@ -81,18 +87,13 @@ package enum StreamSocket {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            guard let fd = Int32(name), fd != listing, isSocket(fd) else { continue }
+            guard let fd = Int32(name), fd != listing, Self.cookie(ofDescriptor: fd) == cookie else { continue }
             let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
             guard copy >= 0 else { continue }
             if Self.cookie(ofDescriptor: copy) == cookie { return copy }
             close(copy)
         }
         return nil
-    }
-
-    private static func isSocket(_ fd: Int32) -> Bool {
-        var status = stat()
-        return fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
     }
 
     // MARK: Passing descriptors
@@ -292,16 +293,15 @@ package enum StreamSocket {
     }
 
     /// Sets the options a direct stream's TCP socket gets on both devices: `TCP_NODELAY`; `SO_KEEPALIVE` with
-    /// ``keepaliveIdleSeconds``, ``keepaliveIntervalSeconds`` and ``keepaliveCount``; `TCP_USER_TIMEOUT`
-    /// ``userTimeoutMilliseconds``. So a peer that vanishes (its device asleep, off the network) ends the stream within
-    /// seconds on both sides, as the relayed streams' keepalive does (docs/PROTOCOL.md §8).
+    /// ``keepaliveIdleSeconds``, ``keepaliveIntervalSeconds`` and ``keepaliveCount``. So a quiet connection to a peer
+    /// that vanished (its device asleep, off the network) ends within seconds on both sides, as the relayed streams'
+    /// keepalive does (docs/PROTOCOL.md §8); one with bytes in flight is the library's liveness check.
     package static func configureDirectStream(_ fd: Int32) throws(StreamSocketError) {
         try setOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE")
         try setOption(fd, Int32(IPPROTO_TCP), tcpNoDelayOption, 1, "TCP_NODELAY")
         try setOption(fd, Int32(IPPROTO_TCP), tcpKeepIdleOption, keepaliveIdleSeconds, "TCP_KEEPIDLE")
         try setOption(fd, Int32(IPPROTO_TCP), tcpKeepIntervalOption, keepaliveIntervalSeconds, "TCP_KEEPINTVL")
         try setOption(fd, Int32(IPPROTO_TCP), tcpKeepCountOption, keepaliveCount, "TCP_KEEPCNT")
-        try setOption(fd, Int32(IPPROTO_TCP), tcpUserTimeoutOption, Int32(bitPattern: userTimeoutMilliseconds), "TCP_USER_TIMEOUT")
     }
 
     private static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ label: String) throws(StreamSocketError) {

@@ -205,7 +205,7 @@ struct StreamSocketTests {
         #expect(StreamSocket.cookie(ofDescriptor: -1) == nil)
     }
 
-    @Test("configureDirectStream: TCP_NODELAY, keepalive after 2 s every 1 s twice, TCP_USER_TIMEOUT 5 s, read back")
+    @Test("configureDirectStream: TCP_NODELAY, keepalive after 2 s every 1 s twice, no TCP_USER_TIMEOUT (it would drop a live slow reader), read back")
     func directStreamOptions() throws {
         let (connected, accepted) = try Self.tcpPair()
         defer {
@@ -225,7 +225,7 @@ struct StreamSocketTests {
         #expect(option(tcp, 4) == StreamSocket.keepaliveIdleSeconds && StreamSocket.keepaliveIdleSeconds == 2)
         #expect(option(tcp, 5) == StreamSocket.keepaliveIntervalSeconds && StreamSocket.keepaliveIntervalSeconds == 1)
         #expect(option(tcp, 6) == StreamSocket.keepaliveCount && StreamSocket.keepaliveCount == 2)
-        #expect(option(tcp, 18) == 5000 && StreamSocket.userTimeoutMilliseconds == 5000)
+        #expect(option(tcp, 18) == 0, "TCP_USER_TIMEOUT stays unset: on this kernel it drops a peer that only stopped reading")
         #expect(Self.code { () throws(StreamSocketError) in try StreamSocket.configureDirectStream(-1) } == .system)
     }
 

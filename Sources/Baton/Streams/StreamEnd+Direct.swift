@@ -233,6 +233,7 @@ extension StreamEnd {
             channel.close(promise: nil)
             throw error as? ContinuationError ?? ContinuationError(.peerGone, "the stream's TLS handshake failed: \(error)")
         }
+        DirectStreamLiveness.watch(channel, watch)
         let stream = StreamEnd(conduit: ChannelAppConduit(channel, messages: messages), watch: watch, agentConnection: agent)
         do {
             try await channel.eventLoop.submit {
@@ -341,5 +342,68 @@ extension IPCMessage {
         case .openStream(_, _, _, let direct), .acceptStream(_, _, _, let direct): direct
         default: false
         }
+    }
+}
+
+/// Whether a direct stream's peer is still there while bytes to it are in flight (issue 30; docs/PROTOCOL.md §8
+/// "Direct streams"). TCP keepalive probes only a quiet connection; `TCP_USER_TIMEOUT` would also drop a peer that is
+/// there and only stopped reading (its window probes answered), which is backpressure, not a dead peer. So every
+/// ``checkSeconds`` the library reads the socket's `TCP_INFO`: bytes unacknowledged, nothing acknowledged for
+/// ``StreamSocket/deadPeerMilliseconds``, and at least ``unansweredLimit`` retransmissions or window probes in a row
+/// unanswered (the kernel resets both counts at any acknowledgement, which a reader that only paused still sends).
+/// Pure: the decision is ``isDead(_:)``, tested with the kernel's numbers.
+enum DirectStreamLiveness {
+    static let checkSeconds: Int64 = 1
+    static let unansweredLimit: UInt8 = 3
+
+    /// The start of the kernel's `struct tcp_info` (`<linux/tcp.h>`), as far as `tcpi_last_ack_recv`: eight bytes, then
+    /// 32-bit fields, so Swift lays it out as C does. `getsockopt` fills as much as is asked for.
+    struct TCPInfo: Sendable, Equatable {
+        var state: UInt8 = 0
+        var congestionState: UInt8 = 0
+        /// Retransmission timeouts in a row without an acknowledgement.
+        var retransmits: UInt8 = 0
+        /// Zero-window probes in a row without an acknowledgement.
+        var probes: UInt8 = 0
+        var backoff: UInt8 = 0
+        var options: UInt8 = 0
+        var windowScales: UInt8 = 0
+        var flags: UInt8 = 0
+        var rto: UInt32 = 0
+        var ato: UInt32 = 0
+        var sendMSS: UInt32 = 0
+        var receiveMSS: UInt32 = 0
+        /// Segments sent and not acknowledged.
+        var unacked: UInt32 = 0
+        var sacked: UInt32 = 0
+        var lost: UInt32 = 0
+        var retransmitted: UInt32 = 0
+        var fackets: UInt32 = 0
+        var lastDataSent: UInt32 = 0
+        var lastAckSent: UInt32 = 0
+        var lastDataReceived: UInt32 = 0
+        /// Milliseconds since the last acknowledgement came.
+        var lastAckReceived: UInt32 = 0
+    }
+
+    static func isDead(_ info: TCPInfo) -> Bool {
+        info.unacked > 0 && info.lastAckReceived >= StreamSocket.deadPeerMilliseconds
+            && (info.retransmits >= unansweredLimit || info.probes >= unansweredLimit)
+    }
+
+    /// Checks `channel`'s socket every ``checkSeconds`` until it closes; a dead peer closes it with `peerGone`.
+    static func watch(_ channel: Channel, _ watch: DirectStreamWatch) {
+        guard let socket = channel as? SocketOptionProvider else { return }
+        let task = channel.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .seconds(checkSeconds), delay: .seconds(checkSeconds)) { task in
+            socket.unsafeGetSocketOption(level: SocketOptionLevel(IPPROTO_TCP), name: SocketOptionName(StreamSocket.tcpInfoOption)).map { (info: TCPInfo) in
+                guard isDead(info) else { return }
+                watch.handshakeFailed(
+                    ContinuationError(.peerGone, "the other device stopped acknowledging the stream's bytes \(info.lastAckReceived / 1000) s ago")
+                )
+                channel.close(promise: nil)
+                task.cancel()
+            }.recover { _ in task.cancel() }
+        }
+        channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 }
