@@ -143,23 +143,14 @@ extension StreamEnd {
     /// The agent relays the stream: the connection the hello went on becomes the stream's, as on a hello without
     /// `direct`. Nothing past the welcome was read, so what the agent sent after it waits in the socket.
     private static func relayed(_ agent: Int32) async throws(ContinuationError) -> StreamEnd {
-        let messages = MessageHandler()
-        let channel: Channel
+        let conduit: ChannelAppConduit
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
-                .withConnectedSocket(agent) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
-                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
-                        try channel.pipeline.syncOperations.addHandler(messages)
-                        return channel
-                    }
-                }
+            conduit = try await agentConduit(agent)
         } catch {
             throw ContinuationError(.agentGone, "the stream's connection to the agent could not be used: \(error)")
         }
-        let end = StreamEnd(conduit: ChannelAppConduit(channel, messages: messages))
+        let channel = conduit.channel
+        let end = StreamEnd(conduit: conduit)
         do {
             try await channel.eventLoop.submit {
                 end.update { $0.received(.welcome(device: "", deviceName: "")) }

@@ -139,24 +139,29 @@ final class StreamEnd: MessageSink, Sendable {
             throw ContinuationError(.notPermitted, "\(error)")
         }
         do {
-            let messages = MessageHandler()
-            let channel = try await ClientBootstrap(group: group)
-                // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
-                // slice of it rather than gathered (copied) from several.
-                .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
-                // Close-on-exec (issue 25 item 8): a program the app starts must not inherit the stream's connection.
-                .withConnectedSocket(try AgentSocket.connectedDescriptor(path)) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
-                        try channel.pipeline.syncOperations.addHandler(FrameEncoder())
-                        try channel.pipeline.syncOperations.addHandler(messages)
-                        return channel
-                    }
-                }
-            return ChannelAppConduit(channel, messages: messages)
+            // Close-on-exec (issue 25 item 8): a program the app starts must not inherit the stream's connection.
+            return try await agentConduit(try AgentSocket.connectedDescriptor(path))
         } catch {
             throw ContinuationError(.agentGone, "no agent answers at \(path) (start one with `baton agent`): \(error)")
         }
+    }
+
+    /// A stream's connection to its agent, `socket` already connected, as a conduit: frames with data allowed.
+    static func agentConduit(_ socket: Int32) async throws -> ChannelAppConduit {
+        let messages = MessageHandler()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            // Reads of up to 1 MiB: a 256 KiB data frame then usually arrives in one read, and is handed on as a
+            // slice of it rather than gathered (copied) from several.
+            .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64 << 10, initial: 256 << 10, maximum: 1 << 20))
+            .withConnectedSocket(socket) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(allowsData: true)))
+                    try channel.pipeline.syncOperations.addHandler(FrameEncoder())
+                    try channel.pipeline.syncOperations.addHandler(messages)
+                    return channel
+                }
+            }
+        return ChannelAppConduit(channel, messages: messages)
     }
 
     /// Sends the hello and waits for the agent's answer (or `timeout`).
