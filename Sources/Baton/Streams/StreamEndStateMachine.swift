@@ -296,6 +296,16 @@ struct StreamEndStateMachine {
         }
     }
 
+    /// Why the stream failed, in either direction, if it did.
+    var failure: ContinuationError? {
+        switch state {
+        case .opening: nil
+        case .failedToOpen(let error): error
+        case .open(.failed(let error), _), .open(_, .failed(let error)): error
+        case .open: nil
+        }
+    }
+
     /// The writer is done (half-close): nil when `eof` should go out now, else why it cannot.
     mutating func finish() -> ContinuationError? {
         if let refusal = writeRefusal() { return refusal }
