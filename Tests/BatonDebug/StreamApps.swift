@@ -152,7 +152,7 @@ final class StreamAppsHarness {
         say("open \(all.count)")
         let result = await StreamTraffic.run(all, seconds: seconds, chunk: chunk)
         say("result \(result.json)")
-        let closed = await StreamTraffic.finish(all)
+        let closed = await StreamTraffic.finish(all, say: say)
         say("closed \(closed)")
     }
 
@@ -284,16 +284,20 @@ enum StreamTraffic {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// Finishes every stream's output and reads its input to the end; returns how many ended cleanly.
-    static func finish(_ all: [ContinuationStreams]) async -> Int {
+    /// Finishes every stream's output and reads its input to the end; returns how many ended cleanly, saying why of
+    /// each that did not (its path, the step and the error).
+    static func finish(_ all: [ContinuationStreams], say: @escaping @Sendable (String) -> Void) async -> Int {
         await withTaskGroup(of: Bool.self) { group in
-            for streams in all {
+            for (index, streams) in all.enumerated() {
                 group.addTask {
+                    var step = "finishing its output"
                     do {
                         try await streams.output.finish()
+                        step = "reading its input to the end"
                         for try await _ in streams.input {}
                         return true
                     } catch {
+                        say("not ended \(index) (\(streams.path)) \(step): \(error)")
                         return false
                     }
                 }
