@@ -441,38 +441,46 @@ def stream(lab, results, rounds):
     """A 32 MiB photo over a continuation stream (F1-F3) through the relay at +100 ms and a 4 MB/s limit, partitioned
     2 s in: both apps' streams end, never hang. Relayed, the session's keepalive resets them after about 4 s; direct
     (issue 30), the stream socket's keepalive and each library's TCP_INFO check do, after about 4-5 s (PROTOCOL §8). The limit keeps
-    the photo in flight at the cut on either path: a direct stream moved it whole in 0.9 s without one."""
+    the photo in flight at the cut on either path: a direct stream moved it whole in 0.9 s without one. Once in about
+    fifteen runs the photo came whole before the cut all the same (in 2.2 s: the limit did not hold), which tests no
+    partition: such a run is said and done again, up to three times."""
     relay = lab.relay(100)
-    lab.start_agent("laptop", "10.77.0.12")
-    lab.start_agent("desktop", "10.77.0.11")
-    photo = os.path.join(lab.root, "photo.jpg")
-    with open(photo, "wb") as handle:
-        handle.write(os.urandom(32 << 20))
-    socket_path = open(os.path.join(lab.state("laptop"), "agent-socket")).read().strip()
-    log = f"shopsnap-edit-{len(lab.processes)}.log"
-    lab.app = lab.hosts[1].start(
-        [lab.shopsnap, "edit", "Cheese", "--photo", photo], log, {"BATON_AGENT_SOCKET": socket_path}, stdin=subprocess.PIPE
-    )
-    if not lab.wait_for(log, "editing: Cheese"):
-        raise SystemExit("shopsnap edit did not start: " + lab.log(log))
-    lab.sees(30)
-    _, desktop_log = lab.agents["desktop"]
-    mark = len(lab.log(desktop_log))
-    lab.nft(2, rate_rules(4))
-    continued = lab.continue_once()
-    time.sleep(2)
-    lab.nft(2, drop_rules(100))
-    cut = time.monotonic()
-    ended = lab.wait_for(desktop_log, "received the photo", timeout=HANG_SECONDS, after=mark)
-    took = time.monotonic() - cut
-    line = next((l for l in lab.log(desktop_log)[mark:].splitlines() if "received the photo" in l), "")
-    early = "ended early" in line
-    outcome = "streamReset" if ended and early else ("continued" if ended else "hang")
-    results.add("partition", "mid-stream", [(outcome, took)], {"streamReset"}, 10, line.split(": ", 1)[-1][:120])
-    if continued[0] != "continued":
-        results.failures.append(f"partition mid-stream: the continuation itself failed: {continued[0]}")
-    lab.nft(2, None)
-    lab.teardown_devices()
+    for attempt in range(1, 4):
+        lab.start_agent("laptop", "10.77.0.12")
+        lab.start_agent("desktop", "10.77.0.11")
+        photo = os.path.join(lab.root, "photo.jpg")
+        with open(photo, "wb") as handle:
+            handle.write(os.urandom(32 << 20))
+        socket_path = open(os.path.join(lab.state("laptop"), "agent-socket")).read().strip()
+        log = f"shopsnap-edit-{len(lab.processes)}.log"
+        lab.app = lab.hosts[1].start(
+            [lab.shopsnap, "edit", "Cheese", "--photo", photo], log, {"BATON_AGENT_SOCKET": socket_path}, stdin=subprocess.PIPE
+        )
+        if not lab.wait_for(log, "editing: Cheese"):
+            raise SystemExit("shopsnap edit did not start: " + lab.log(log))
+        lab.sees(30)
+        _, desktop_log = lab.agents["desktop"]
+        mark = len(lab.log(desktop_log))
+        lab.nft(2, rate_rules(4))
+        continued = lab.continue_once()
+        time.sleep(2)
+        lab.nft(2, drop_rules(100))
+        cut = time.monotonic()
+        before_cut = "received the photo" in lab.log(desktop_log)[mark:]
+        ended = lab.wait_for(desktop_log, "received the photo", timeout=HANG_SECONDS, after=mark)
+        took = time.monotonic() - cut
+        line = next((l for l in lab.log(desktop_log)[mark:].splitlines() if "received the photo" in l), "")
+        lab.nft(2, None)
+        lab.teardown_devices()
+        if before_cut and attempt < 3:
+            print(f"  stream     mid-stream     the photo came whole before the cut (the limit did not hold): again ({line.split(': ', 1)[-1][:80]})", flush=True)
+            continue
+        early = "ended early" in line
+        outcome = "streamReset" if ended and early else ("continued" if ended else "hang")
+        results.add("partition", "mid-stream", [(outcome, took)], {"streamReset"}, 10, line.split(": ", 1)[-1][:120])
+        if continued[0] != "continued":
+            results.failures.append(f"partition mid-stream: the continuation itself failed: {continued[0]}")
+        break
     lab.stop_relay(relay)
 
 
