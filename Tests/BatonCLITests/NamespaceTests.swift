@@ -54,11 +54,16 @@ final class NamespaceLAN {
 
     /// The kernel's count of UDP datagrams delivered to sockets in host `host` (Udp InDatagrams of /proc/net/snmp).
     func udpDatagramsReceived(_ host: Int) throws -> Int? {
+        try udpCounter(host, "InDatagrams")
+    }
+
+    /// One of host `host`'s UDP counters in /proc/net/snmp (`InDatagrams`, `OutDatagrams`, `SndbufErrors`, ...).
+    func udpCounter(_ host: Int, _ name: Substring) throws -> Int? {
         let snmp = try run(host, ["cat", "/proc/net/snmp"]).stdout.split(separator: "\n").filter { $0.hasPrefix("Udp: ") }
         guard snmp.count >= 2 else { return nil }
         let names = snmp[0].split(separator: " ")
         let values = snmp[1].split(separator: " ")
-        guard let column = names.firstIndex(of: "InDatagrams"), column < values.count else { return nil }
+        guard let column = names.firstIndex(of: name), column < values.count else { return nil }
         return Int(values[column])
     }
 
