@@ -37,12 +37,16 @@ extension DebugCommand {
         @Flag(help: "Stay alive after the reply, the stream still held (continue).")
         var hold = false
 
+        @Option(help: "Milliseconds the reader pauses after each chunk it reads: a slow reader (offer).")
+        var pauseMs = 0
+
         /// The size of each write: what the brief of the 100 MB test asks (256 KiB).
         static let writeSize = 256 << 10
 
         func validate() throws {
             guard app.split(separator: "=", maxSplits: 1).count == 2 else { throw ValidationError("--app takes bundle=socket") }
             guard bytes >= 0 else { throw ValidationError("--bytes must not be negative") }
+            guard (0...10_000).contains(pauseMs) else { throw ValidationError("--pause-ms must be 0 to 10000") }
         }
 
         @MainActor
@@ -61,7 +65,7 @@ extension DebugCommand {
             let harness = StreamAppsHarness(say: say)
             switch role {
             case .offer:
-                let digester = StreamDigester(say: say)
+                let digester = StreamDigester(say: say, pause: .milliseconds(pauseMs))
                 try await offer(bundle, socket, harness: harness, delegate: digester)
                 try await Self.stay()
                 withExtendedLifetime(digester) {}
@@ -144,16 +148,22 @@ extension DebugCommand {
 /// The originating app's side of `stream-copy`: every stream read to its end, its digest said and written back.
 final class StreamDigester: UserActivityDelegate, Sendable {
     let say: @Sendable (String) -> Void
+    /// How long the reader pauses after each chunk (zero: it reads at full speed).
+    let pause: Duration
 
-    init(say: @escaping @Sendable (String) -> Void) {
+    init(say: @escaping @Sendable (String) -> Void, pause: Duration = .zero) {
         self.say = say
+        self.pause = pause
     }
 
     func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
-        Task.detached { [say] in
+        Task.detached { [say, pause] in
             var digest = StreamDigest()
             do {
-                for try await chunk in streams.input { digest.add(chunk) }
+                for try await chunk in streams.input {
+                    digest.add(chunk)
+                    if pause > .zero { try await Task.sleep(for: pause) }
+                }
                 say("received \(digest.count) \(digest.hex) path \(streams.path.rawValue)")
                 try await streams.output.write(Data("\(digest.hex)\n".utf8))
                 try await streams.output.finish()
