@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonAgent
 import BatonAgentCommand
 import BatonClient
+import BatonCore
 import BatonNotifications
 import BatonProtocol
 import BatonRegistry
@@ -86,12 +87,38 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
         checks.append(Self.multicastCheck(agent: agentStatus, agentAnswered: agentApps != nil))
+        if agentApps != nil { checks.append(Self.streamsCheck(agentStatus)) }
         checks.append(await Self.notificationsCheck())
         if let identity { checks += await peerChecks(store: store, me: identity.id) }
         checks += Self.folderChecks(store)
         checks += agentApps.map { Self.appChecks(listed: $0, folders: agentStatus?.appFolders) } ?? appChecks()
         report(checks)
         if checks.contains(where: { $0.level == .fail }) { throw ExitCode(1) }
+    }
+
+    /// How the running agent's continuation streams go (issue 30): direct between the apps where both ends can, or
+    /// all relayed through the agents.
+    static func streamsCheck(_ status: AgentStatus?) -> Check {
+        guard let said = status?.streamPath else {
+            return Check(
+                name: "streams", level: .ok,
+                detail: "the agent does not say how its continuation streams go (older than direct streams): they are relayed"
+            )
+        }
+        switch StreamPath(rawValue: said) {
+        case .direct:
+            return Check(
+                name: "streams", level: .ok,
+                detail: "continuation streams go direct between the two apps where both ends can (mutual TLS of their own), else through the agents"
+            )
+        case .relayed:
+            return Check(
+                name: "streams", level: .ok,
+                detail: "continuation streams are relayed through the agents (the agent runs with --relay-streams); without it they go direct, faster"
+            )
+        case nil:
+            return Check(name: "streams", level: .ok, detail: "continuation streams go \(said) (a path this command does not know)")
+        }
     }
 
     /// The socket's folder must be this user's alone (ISSUE 10 item 3): another user could otherwise replace it.

@@ -27,6 +27,8 @@ struct AppDeveloperCLITests {
             let multicast = checks["multicast"]?["detail"] ?? ""
             #expect(multicast.contains("the agent runs with --no-multicast: only unicast to known peers"), "\(checks)")
             #expect(!multicast.contains("adverts can go out"), "\(checks)")
+            // Issue 30: how the agent's continuation streams go (direct by default).
+            #expect(checks["streams"]?["detail"]?.contains("go direct between the two apps") == true, "\(checks)")
 
             // G1: ShopSnap saves its list for search; `baton search` names the app the agent has, not "not installed here".
             let list = try world.shopSnap(on: "laptop", ["list", "Milk"])

@@ -122,6 +122,11 @@ enum MessageSamples {
         .deletedSaved(request: 11, count: 2, failure: nil),
         .deletedSaved(request: 12, count: 0, failure: SearchIndexFailure(.damaged, "the search index at /s/search.sqlite is damaged")),
         .continueSaved(request: 13, id: 42),
+        // What the agent does, for `baton doctor`; issue 30: how its continuation streams go.
+        .getStatus(request: 14),
+        .status(request: 14, AgentStatus(multicast: true, multicastDisabled: false, appFolders: ["/apps"], streamPath: "direct")),
+        .status(request: 15, AgentStatus(multicast: false, multicastDisabled: true, appFolders: [], streamPath: "relayed")),
+        .status(request: 16, AgentStatus(multicast: false, multicastDisabled: false, appFolders: ["/a", "/b"])),
     ]
 
     /// The `index`th entry of the sample `apps` message, as its property list.
@@ -184,6 +189,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
             "continued": ["activity"], "notCurrent": ["activity"], "will": ["cont", "type"], "deliver": ["cont", "payload"],
             "failed": ["cont", "type", "reason", "message"], "nearby": ["req", "items"],
             "result": ["req", "app", "reason", "message", "us"], "changed": ["items"], "apps?": ["req"], "apps": ["req", "apps"],
+            "status?": ["req"], "status": ["req", "multicast", "noMulticast", "folders"],
             // A stream's hello must name its app; without `cont` or `token` it is a plain hello.
             "hello cont": ["v", "bundle"], "hello token": ["v", "bundle"], "decline": ["token", "message"], "eof": [],
             "reset": ["reason", "message"], "stream": ["activity", "token"],
@@ -192,7 +198,7 @@ struct MessageFamily: Sendable, CustomStringConvertible {
         limits: [
             "hello": ["bundle": 255], "current": ["type": typeLimit, "title": 1_024, "host": 255, "desktop": 255, "mime": 255], "continue": ["device": 1_024],
             "welcome": ["device": 128], "refused": ["code": 64], "will": ["type": typeLimit], "failed": ["type": typeLimit, "reason": 64],
-            "result": ["app": 255, "failure": 64], "reset": ["reason": 64],
+            "result": ["app": 255, "failure": 64], "reset": ["reason": 64], "status": ["path": 16],
         ],
         reread: { try IPCMessage($0).propertyList },
         variant: { plist in
@@ -336,7 +342,7 @@ struct SessionMessageTests {
             types == [
                 "hello", "current", "resign", "invalidate", "saved", "saveFailed", "list", "continue", "watch", "welcome", "refused",
                 "save", "continued", "notCurrent", "will", "deliver", "failed", "nearby", "result", "changed", "apps?", "apps", "decline", "eof",
-                "reset", "stream", "index", "delete", "deleted", "continueSaved",
+                "reset", "stream", "index", "delete", "deleted", "continueSaved", "status?", "status",
             ]
         )
     }
@@ -368,6 +374,16 @@ struct SessionMessageTests {
         #expect(SearchIndexFailure(.damaged, "").description == "damaged")
         let newer: PropertyList = ["t": "deleted", "req": 6, "count": 0, "failure": "quotaExceeded", "message": "m"]
         #expect(try IPCMessage(newer) == .deletedSaved(request: 6, count: 0, failure: SearchIndexFailure(.init(rawValue: "quotaExceeded"), "m")))
+    }
+
+    @Test("issue 30: the agent's status says its stream path; an older agent's says none, a newer agent's path reads as itself")
+    func statusStreamPath() throws {
+        let plist = IPCMessage.status(request: 1, AgentStatus(multicast: true, multicastDisabled: false, appFolders: [], streamPath: "relayed")).propertyList
+        #expect(plist["path"] == .string("relayed"))
+        let older: PropertyList = ["t": "status", "req": 2, "multicast": true, "noMulticast": false, "folders": []]
+        #expect(try IPCMessage(older) == .status(request: 2, AgentStatus(multicast: true, multicastDisabled: false, appFolders: [])))
+        let newer: PropertyList = ["t": "status", "req": 3, "multicast": true, "noMulticast": false, "folders": [], "path": "kernel"]
+        #expect(try IPCMessage(newer) == .status(request: 3, AgentStatus(multicast: true, multicastDisabled: false, appFolders: [], streamPath: "kernel")))
     }
 
     @Test("F3: a reset's reason travels by its raw value; one this build does not know reads as protocolViolation; long text is cut")

@@ -67,14 +67,15 @@ extension Agent {
         }
     }
 
-    /// What this agent does, for `baton doctor` (issue 24 part 7): multicast or not, and the folders it reads apps
-    /// from (none when its apps are fixed).
+    /// What this agent does, for `baton doctor` (issue 24 part 7): multicast or not, the folders it reads apps
+    /// from (none when its apps are fixed), and how its continuation streams go (issue 30).
     public func status() -> AgentStatus {
         let folders = configuration.apps == nil ? (configuration.appFolders ?? AppRegistry.searchPaths()) : []
         return AgentStatus(
             multicast: discovery.socket?.multicastIsOn == true,
             multicastDisabled: configuration.discoveryPort == nil,
-            appFolders: folders.map(\.path)
+            appFolders: folders.map(\.path),
+            streamPath: configuration.streamPath.rawValue
         )
     }
 

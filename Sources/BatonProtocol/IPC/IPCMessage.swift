@@ -188,12 +188,17 @@ public struct AgentStatus: Sendable, Hashable {
     /// The folders it reads app bundles from, in order (its `--apps`, else BATON_APPS_PATH and the XDG data
     /// folders); empty when its apps are fixed (an embedded agent).
     public var appFolders: [String]
+    /// How its continuation streams go (issue 30), a ``StreamPath``'s raw value: `direct` where both ends can, or
+    /// `relayed` all (`baton agent --relay-streams`); kept as said, so a path a newer agent names reads as itself.
+    /// Nil from an agent older than direct streams, which relays them all.
+    public var streamPath: String?
 
     /// A status.
-    public init(multicast: Bool, multicastDisabled: Bool, appFolders: [String]) {
+    public init(multicast: Bool, multicastDisabled: Bool, appFolders: [String], streamPath: String? = nil) {
         self.multicast = multicast
         self.multicastDisabled = multicastDisabled
         self.appFolders = appFolders
+        self.streamPath = streamPath
     }
 
     /// At most this many folders cross the socket.
@@ -438,13 +443,12 @@ public enum IPCMessage: Sendable, Hashable {
         case .apps(let request, let apps): return makeMessage("apps", ["req": .number(request), "apps": .array(apps.map(\.propertyList))])
         case .getStatus(let request): return makeMessage("status?", ["req": .number(request)])
         case .status(let request, let status):
-            return makeMessage(
-                "status",
-                [
-                    "req": .number(request), "multicast": .bool(status.multicast), "noMulticast": .bool(status.multicastDisabled),
-                    "folders": .array(status.appFolders.prefix(AgentStatus.maximumAppFolders).map { .string(bounded($0, 4_096)) }),
-                ]
-            )
+            var fields: [String: PropertyList] = [
+                "req": .number(request), "multicast": .bool(status.multicast), "noMulticast": .bool(status.multicastDisabled),
+                "folders": .array(status.appFolders.prefix(AgentStatus.maximumAppFolders).map { .string(bounded($0, 4_096)) }),
+            ]
+            if let path = status.streamPath { fields["path"] = .string(bounded(path, 16)) }
+            return makeMessage("status", fields)
         case .index(let activity, let payload): return makeMessage("index", ["activity": .number(activity), "payload": .data(payload)])
         case .deleteSaved(let request, let identifiers):
             return makeMessage("delete", ["req": .number(request), "ids": identifiers.map { .array($0.map(PropertyList.string)) }])
@@ -576,7 +580,9 @@ public enum IPCMessage: Sendable, Hashable {
                     appFolders: try folders.map { item in
                         guard let folder = item.stringValue, folder.utf8.count <= 4_096 else { throw fields.missing("folders", "folders as strings") }
                         return folder
-                    }
+                    },
+                    // Absent from an agent older than issue 30.
+                    streamPath: fields.fields["path"] == nil ? nil : try fields.string("path", maximumLength: 16)
                 )
             )
         case "index": self = .index(activity: try fields.number("activity"), payload: try fields.data("payload"))
