@@ -3,6 +3,7 @@ import BatonCore
 import BatonDBus
 import BatonProtocol
 import Foundation
+import NIOPosix
 import Testing
 
 /// The agent's D-Bus interface for apps as a pure machine (issue 28 item 1; docs/PROTOCOL.md §11): calls in, §7's
@@ -233,5 +234,40 @@ struct DBusAppSessionTests {
             session.handle(.answerFailed(second, name: "org.example.Error.Busy", message: "later"))
                 == [.streamAnswered(token: token, accepted: false, message: "org.example.Error.Busy: later")]
         )
+    }
+}
+
+/// The bus side of a refused Register (issue 28 item 1, §11 "Identity"): the app hears the refusal before the agent
+/// has closed the connection, and an app that registers again at once must reach a new connection. Once, under CI's
+/// load, the retry reached the refused one, whose close then answered it "the agent closed this app's connection".
+@Suite("Issue 28 item 1: a refused Register's connection takes no new Register")
+struct DBusAppConduitRefusalTests {
+    final class Commands: @unchecked Sendable {
+        let lock = NSLock()
+        var sent: [DBusAppBus.Command] = []
+        func add(_ command: DBusAppBus.Command) {
+            lock.lock()
+            sent.append(command)
+            lock.unlock()
+        }
+        var errors: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return sent.compactMap { if case .error(_, let name, _) = $0 { name } else { nil } }
+        }
+    }
+
+    @Test("§11 Identity: once the refusal is handed to the app, the connection is inactive, before the agent closes it")
+    func refusedIsInactive() throws {
+        let commands = Commands()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let conduit = DBusAppConduit(sender: ":1.7", credentials: PeerCredentials(pid: 1, uid: 0, gid: 0), eventLoop: loop) { commands.add($0) }
+        conduit.input(.call(1, member: "Register", arguments: [.string("org.example.Nobody"), DBusAppSessionTests.properties([:])]))
+        #expect(conduit.isActive, "registering")
+        conduit.send(IPCMessage.refused(code: .unknownApp, message: "no app org.example.Nobody is installed").propertyList)
+        #expect(commands.errors == [DBusAppInterface.errorName(for: IPCRefusal.unknownApp.rawValue)], "the app is answered UnknownApp")
+        #expect(!conduit.isActive, "the bus gives the app's next Register a new connection")
+        conduit.close()
+        #expect(commands.errors.count == 1, "the close answers nothing more")
     }
 }

@@ -32,7 +32,9 @@ final class DBusAppConduit: AppConduit {
     private let session = NIOLockedValueBox(DBusAppSession())
     /// Streams offered to the app with `AcceptStream` and not yet answered, by token (``DBusStreamCalls``, F3).
     let offeredStreams = NIOLockedValueBox<[Data: DBusStream]>([:])
-    private let state = NIOLockedValueBox<(sink: MessageSink?, closed: Bool)>((nil, false))
+    /// `refused`: the agent refused the app's Register; it closes the connection next, and the bus gives a Register
+    /// that comes before it has a new connection.
+    private let state = NIOLockedValueBox<(sink: MessageSink?, closed: Bool, refused: Bool)>((nil, false, false))
 
     init(sender: String, credentials: PeerCredentials, eventLoop: EventLoop, bus: @escaping @Sendable (DBusAppBus.Command) -> Void) {
         self.sender = sender
@@ -45,7 +47,7 @@ final class DBusAppConduit: AppConduit {
 
     deinit { closing.succeed() }
 
-    var isActive: Bool { !state.withLockedValue(\.closed) }
+    var isActive: Bool { state.withLockedValue { !$0.closed && !$0.refused } }
     /// The bus daemon queues what the app has not read; sd-bus bounds its own queue.
     var isWritable: Bool { true }
 
@@ -65,6 +67,9 @@ final class DBusAppConduit: AppConduit {
     /// A message from the agent to the app.
     func send(_ message: PropertyList) {
         guard let message = try? IPCMessage(message) else { return }
+        // Before the app can hear the refusal: an app that registers again at once (§11 "Identity") reaches a new
+        // connection, not this one, whose close would answer that Register "the agent closed this app's connection".
+        if case .refused = message { state.withLockedValue { $0.refused = true } }
         input(.agent(message))
     }
 
