@@ -119,15 +119,7 @@ package enum StreamSocket {
         var bytes = bytes
         let sent = bytes.withUnsafeMutableBytes { data in
             control.withUnsafeMutableBytes { controlBytes in
-                var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
-                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    message.msg_control = controlBytes.baseAddress
-                    message.msg_controllen = controlBytes.count
-                    return sendmsg(socket, &message, Int32(MSG_NOSIGNAL))
-                }
+                ControlMessage.withMessage(data, control: controlBytes) { sendmsg(socket, &$0, Int32(MSG_NOSIGNAL)) }
             }
         }
         guard sent >= 0 else { throw StreamSocketError.system("sendmsg of \(bytes.count) bytes with a descriptor", errno: errno) }
@@ -157,13 +149,7 @@ package enum StreamSocket {
                 var truncated = false
                 let result = bytes.withUnsafeMutableBytes { data in
                     control.withUnsafeMutableBytes { controlBytes in
-                        var vector = iovec(iov_base: data.baseAddress.map { $0 + received }, iov_len: count - received)
-                        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                            var message = msghdr()
-                            message.msg_iov = vectorPointer
-                            message.msg_iovlen = 1
-                            message.msg_control = controlBytes.baseAddress
-                            message.msg_controllen = controlBytes.count
+                        ControlMessage.withMessage(UnsafeMutableRawBufferPointer(rebasing: data[received...]), control: controlBytes) { message in
                             let result = recvmsg(socket, &message, Int32(MSG_DONTWAIT) | Int32(MSG_CMSG_CLOEXEC))
                             if result >= 0 {
                                 descriptors += ControlMessage.descriptors(in: UnsafeRawBufferPointer(controlBytes), length: message.msg_controllen)
@@ -344,6 +330,22 @@ private enum ControlMessage {
     }
 
     static var headerSpace: Int { align(MemoryLayout<cmsghdr>.size) }
+
+    /// Calls `body` with a `msghdr` of one `iovec` over `data` and the control buffer `control`: what `sendmsg` and
+    /// `recvmsg` take, valid only inside `body`.
+    static func withMessage(
+        _ data: UnsafeMutableRawBufferPointer, control: UnsafeMutableRawBufferPointer, _ body: (inout msghdr) -> Int
+    ) -> Int {
+        var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            var message = msghdr()
+            message.msg_iov = vectorPointer
+            message.msg_iovlen = 1
+            message.msg_control = control.baseAddress
+            message.msg_controllen = control.count
+            return body(&message)
+        }
+    }
 
     /// `CMSG_LEN`: the header and `length` bytes of data.
     static func length(_ length: Int) -> Int { headerSpace + length }
