@@ -263,14 +263,18 @@ let package = Package(
         // out of the shipped `baton` (issue 26 item 4).
         .executableTarget(
             name: "baton-debug",
-            dependencies: ["Baton", "BatonAgent", "BatonAgentCommand", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Baton", "BatonAgent", "BatonAgentCommand", "BatonTestKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Tests/BatonDebug"
         ),
         // What tests need from outside the package (programs, Python modules, root) and the Debian packages that bring
         // it, as Swift Testing traits: a test whose need is missing is skipped naming the package, or fails under
         // BATON_TEST_REQUIRE_ALL=1 (issue 24; scripts/test-deps.sh installs them all). Not a test target, so every test
         // target can use it.
-        .target(name: "BatonTestSupport", path: "Tests/Support"),
+        .target(name: "BatonTestSupport", dependencies: ["BatonTestKit"], path: "Tests/Support"),
+        // What the tests and `baton-debug` both use, without Swift Testing: a stream's tally, a seeded generator.
+        .target(name: "BatonTestKit", path: "Tests/Kit"),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "Baton", "BatonTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "BatonRegistryTests", dependencies: ["BatonRegistry", "BatonTestSupport"]),
         .testTarget(name: "BatonProtocolTests", dependencies: ["BatonProtocol"]),

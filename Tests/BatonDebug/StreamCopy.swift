@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAgentCommand
+import BatonTestKit
 import Foundation
 
 extension DebugCommand {
@@ -119,7 +120,7 @@ extension DebugCommand {
             harness.say("path \(streams.path.rawValue)")
 
             let began = ContinuousClock.now
-            var sent = StreamDigest()
+            var sent = Tally()
             var generator = PseudoRandomBytes()
             while sent.count < bytes {
                 let chunk = generator.next(min(Self.writeSize, bytes - sent.count))
@@ -158,7 +159,7 @@ final class StreamDigester: UserActivityDelegate, Sendable {
 
     func userActivity(_ userActivity: UserActivity, didReceive streams: ContinuationStreams) {
         Task.detached { [say, pause] in
-            var digest = StreamDigest()
+            var digest = Tally()
             do {
                 for try await chunk in streams.input {
                     digest.add(chunk)
@@ -174,37 +175,16 @@ final class StreamDigester: UserActivityDelegate, Sendable {
     }
 }
 
-/// A count and a 64-bit FNV-1a hash of the bytes seen, in order, whatever their chunks.
-struct StreamDigest {
-    var count = 0
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    mutating func add(_ data: Data) {
-        count += data.count
-        var hash = self.hash
-        data.withUnsafeBytes { bytes in
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        }
-        self.hash = hash
-    }
-
-    var hex: String { String(format: "%016llx", hash) }
-}
-
-/// The same bytes on every run: SplitMix64 from a fixed seed, eight bytes a step.
+/// The same bytes on every run: SplitMix64 from a fixed seed, each word's eight bytes little-endian.
 struct PseudoRandomBytes {
-    var state: UInt64 = 0x6261_746f_6e33_3021
+    var generator = SplitMix64(state: 0x6261_746f_6e33_3021)
 
     mutating func next(_ count: Int) -> Data {
         var data = Data(count: count)
         data.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset < count {
-                state &+= 0x9e37_79b9_7f4a_7c15
-                var word = state
-                word = (word ^ (word >> 30)) &* 0xbf58_476d_1ce4_e5b9
-                word = (word ^ (word >> 27)) &* 0x94d0_49bb_1331_11eb
-                word ^= word >> 31
+                let word = generator.next()
                 if count - offset >= 8 {
                     buffer.storeBytes(of: word.littleEndian, toByteOffset: offset, as: UInt64.self)
                     offset += 8

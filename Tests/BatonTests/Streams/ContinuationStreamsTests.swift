@@ -1,29 +1,9 @@
 @testable import Baton
 import BatonEmbedded
+import BatonTestSupport
 import Foundation
 import Synchronization
 import Testing
-
-/// A running checksum and count of the bytes seen.
-struct Tally: Sendable, Equatable {
-    var count = 0
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    mutating func add(_ data: Data) {
-        count += data.count
-        var hash = self.hash
-        data.withUnsafeBytes { bytes in
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        }
-        self.hash = hash
-    }
-
-    init() {}
-
-    init(_ bytes: [UInt8]) {
-        add(Data(bytes))
-    }
-}
 
 /// The originating app's side of F3: for each stream, reads the request to its end, then writes back a reply of
 /// `replySize` patterned bytes and finishes.

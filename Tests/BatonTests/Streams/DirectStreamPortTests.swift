@@ -2,6 +2,7 @@
 @testable import BatonAgent
 import BatonClient
 import BatonProtocol
+import BatonTestSupport
 import Foundation
 import NIOCore
 import Testing
